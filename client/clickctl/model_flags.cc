@@ -1,0 +1,123 @@
+#include "client/clickctl/model_flags.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+ABSL_FLAG(std::string, optimizer, "ftrl",
+          "ftrl | adagrad | adagrad_da | pc_ogd | global_ogd | sgd");
+ABSL_FLAG(std::string, loss, "logistic", "logistic | squared | hinge");
+ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "ftrl: learning-rate alpha");
+ABSL_FLAG(std::optional<double>, beta, std::nullopt, "ftrl: beta");
+ABSL_FLAG(std::optional<double>, lambda1, std::nullopt, "ftrl: L1 strength");
+ABSL_FLAG(std::optional<double>, lambda2, std::nullopt, "ftrl: L2 strength");
+ABSL_FLAG(bool, lambda1_times_t, false,
+          "ftrl: L1 term t*lambda1*|w|_1 (seed 004) instead of lambda1*|w|_1 (McMahan 2013)");
+ABSL_FLAG(std::optional<double>, eta, std::nullopt, "adagrad, adagrad_da, sgd: step size eta");
+ABSL_FLAG(std::optional<double>, delta, std::nullopt,
+          "adagrad, adagrad_da: delta in H = delta + sqrt(G)");
+ABSL_FLAG(std::optional<double>, lambda, std::nullopt, "adagrad, adagrad_da: L1 strength");
+ABSL_FLAG(std::optional<double>, radius, std::nullopt, "pc_ogd, global_ogd: box radius R");
+ABSL_FLAG(std::optional<double>, scale, std::nullopt, "pc_ogd, global_ogd: learning-rate scale");
+ABSL_FLAG(int, bits, 0, "fold keys into 2^bits slots (0: full 64-bit keys)");
+ABSL_FLAG(uint64_t, hash_seed, 0, "feature hash seed");
+ABSL_FLAG(bool, bias, true, "add a bias feature");
+ABSL_FLAG(std::string, interactions, "", "namespace crosses, e.g. user:ad,user:ad:page");
+ABSL_FLAG(int, shards, 16, "store shards");
+
+namespace clickd {
+namespace {
+
+// Applies an optional flag to a hyperparameter if the optimizer uses it.
+absl::Status Apply(const char* flag, const std::optional<double>& value, bool used,
+                   std::string_view optimizer, double* field) {
+  if (!value.has_value()) return absl::OkStatus();
+  if (!used) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " does not apply to --optimizer=", std::string(optimizer)));
+  }
+  *field = *value;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ModelFlagValues ModelFlagValuesFromFlags() {
+  ModelFlagValues v;
+  v.optimizer = absl::GetFlag(FLAGS_optimizer);
+  v.loss = absl::GetFlag(FLAGS_loss);
+  v.alpha = absl::GetFlag(FLAGS_alpha);
+  v.beta = absl::GetFlag(FLAGS_beta);
+  v.lambda1 = absl::GetFlag(FLAGS_lambda1);
+  v.lambda2 = absl::GetFlag(FLAGS_lambda2);
+  v.lambda1_times_t = absl::GetFlag(FLAGS_lambda1_times_t);
+  v.eta = absl::GetFlag(FLAGS_eta);
+  v.delta = absl::GetFlag(FLAGS_delta);
+  v.lambda = absl::GetFlag(FLAGS_lambda);
+  v.radius = absl::GetFlag(FLAGS_radius);
+  v.scale = absl::GetFlag(FLAGS_scale);
+  v.bits = absl::GetFlag(FLAGS_bits);
+  v.hash_seed = absl::GetFlag(FLAGS_hash_seed);
+  v.bias = absl::GetFlag(FLAGS_bias);
+  v.interactions = absl::GetFlag(FLAGS_interactions);
+  v.shards = absl::GetFlag(FLAGS_shards);
+  return v;
+}
+
+absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  if (text.empty()) return out;
+  for (absl::string_view term : absl::StrSplit(text, ',')) {
+    std::vector<std::string> names = absl::StrSplit(term, ':');
+    if (names.size() < 2 || names.size() > 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--interactions term \"", term, "\" must name 2 or 3 namespaces separated by ':'"));
+    }
+    out.push_back(std::move(names));
+  }
+  return out;
+}
+
+absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
+  ModelConfig config;
+  auto optimizer = ParseOptimizerType(v.optimizer);
+  if (!optimizer.ok()) return optimizer.status();
+  auto loss = ParseLossType(v.loss);
+  if (!loss.ok()) return loss.status();
+  config.loss = *loss;
+  OptimizerConfig& o = config.optimizer;
+  o.type = *optimizer;
+  const OptimizerType t = o.type;
+  const bool ftrl = t == OptimizerType::kFtrl;
+  const bool adagrad = t == OptimizerType::kAdagrad || t == OptimizerType::kAdagradDa;
+  const bool box = t == OptimizerType::kPcOgd || t == OptimizerType::kGlobalOgd;
+  double* radius = t == OptimizerType::kPcOgd ? &o.pc_ogd.radius : &o.global_ogd.radius;
+  double* scale = t == OptimizerType::kPcOgd ? &o.pc_ogd.scale : &o.global_ogd.scale;
+  double* eta = t == OptimizerType::kSgd ? &o.sgd.eta : &o.adagrad.eta;
+  absl::Status s;
+  s.Update(Apply("alpha", v.alpha, ftrl, v.optimizer, &o.ftrl.alpha));
+  s.Update(Apply("beta", v.beta, ftrl, v.optimizer, &o.ftrl.beta));
+  s.Update(Apply("lambda1", v.lambda1, ftrl, v.optimizer, &o.ftrl.lambda1));
+  s.Update(Apply("lambda2", v.lambda2, ftrl, v.optimizer, &o.ftrl.lambda2));
+  s.Update(Apply("eta", v.eta, adagrad || t == OptimizerType::kSgd, v.optimizer, eta));
+  s.Update(Apply("delta", v.delta, adagrad, v.optimizer, &o.adagrad.delta));
+  s.Update(Apply("lambda", v.lambda, adagrad, v.optimizer, &o.adagrad.lambda));
+  s.Update(Apply("radius", v.radius, box, v.optimizer, radius));
+  s.Update(Apply("scale", v.scale, box, v.optimizer, scale));
+  if (v.lambda1_times_t && !ftrl) {
+    s.Update(absl::InvalidArgumentError("--lambda1_times_t applies to --optimizer=ftrl only"));
+  }
+  if (!s.ok()) return s;
+  o.ftrl.lambda1_times_t = v.lambda1_times_t;
+  config.hashing.bits = v.bits;
+  config.hashing.seed = v.hash_seed;
+  config.hashing.bias = v.bias;
+  auto interactions = ParseInteractions(v.interactions);
+  if (!interactions.ok()) return interactions.status();
+  config.hashing.interactions = *std::move(interactions);
+  config.num_shards = v.shards;
+  if (absl::Status valid = ValidateModelConfig(config); !valid.ok()) return valid;
+  return config;
+}
+
+}  // namespace clickd

@@ -1,0 +1,44 @@
+// Command-line flags that describe a model (optimizer, hyperparameters,
+// loss, hashing), shared by every clickctl command that creates one.
+//
+// Hyperparameter flags are optional: an unset flag keeps the selected
+// optimizer's default, and a flag that the selected optimizer does not use
+// is an error rather than silently ignored.
+#ifndef CLICKD_CLIENT_CLICKCTL_MODEL_FLAGS_H_
+#define CLICKD_CLIENT_CLICKCTL_MODEL_FLAGS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/model/model_config.h"
+
+namespace clickd {
+
+struct ModelFlagValues {
+  std::string optimizer = "ftrl";
+  std::string loss = "logistic";
+  std::optional<double> alpha, beta, lambda1, lambda2;  // ftrl
+  bool lambda1_times_t = false;                         // ftrl
+  std::optional<double> eta, delta, lambda;             // adagrad, adagrad_da (eta: sgd too)
+  std::optional<double> radius, scale;                  // pc_ogd, global_ogd
+  int bits = 0;
+  uint64_t hash_seed = 0;
+  bool bias = true;
+  std::string interactions;  // "user:ad,user:ad:page"
+  int shards = 16;
+};
+
+// Reads the values of the model flags defined in model_flags.cc.
+ModelFlagValues ModelFlagValuesFromFlags();
+
+// Builds and validates a ModelConfig; errors name the flag.
+absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& values);
+
+// Parses "a:b,c:d:e" into {{"a","b"},{"c","d","e"}}.
+absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const std::string& text);
+
+}  // namespace clickd
+
+#endif  // CLICKD_CLIENT_CLICKCTL_MODEL_FLAGS_H_

@@ -1,0 +1,271 @@
+#include "core/eval/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <random>
+
+namespace clickd {
+namespace {
+
+constexpr double kNaN = MetricsSummary::kNaN;
+// Keeps log p and log(1 - p) finite in the logloss.
+constexpr double kProbabilityClip = 1e-15;
+
+// One example's contribution to every metric, already multiplied by its
+// importance. Computed once per example so that a bootstrap resample, which
+// only changes how often each example counts, needs no exp or log.
+struct Term {
+  double margin;
+  double w;            // importance
+  double w_pos;        // w * y01
+  double w_loss;       // w * the model's own loss
+  double w_logloss;    // logistic only
+  double w_hinge;      // w * max(0, 1 - y m)
+  double w_p;          // w * Sigmoid(margin), logistic only
+  double w_squared;    // w * (prediction - label)^2
+  double w_miss;       // w * [mistake]; for squared, with the threshold at 0
+  double w_miss_half;  // squared only: w * [mistake] with the threshold at 0.5
+  bool label01;        // label is exactly 0 or 1
+  bool positive;       // label > 0
+  uint32_t index;      // position in the caller's vector
+};
+
+// Returns w * [mistake] for a classifier that says positive iff margin >
+// threshold.
+double WeightedMiss(double w, double margin, bool positive, double threshold) {
+  return (margin > threshold) != positive ? w : 0.0;
+}
+
+// Returns w * [margin * y <= 0]: a zero margin sides with neither class, so
+// it is a mistake whatever the label.
+double WeightedSignMiss(double w, double margin, double label) {
+  return margin * SignedLabel(label) <= 0 ? w : 0.0;
+}
+
+// Returns `t` with the fields that depend on the loss type filled in.
+Term WithLossTerms(LossType loss, const ScoredExample& e, Term t) {
+  const double m = t.margin;
+  const double w = t.w;
+  const double y01 = t.positive ? 1.0 : 0.0;
+  t.w_loss = w * Loss(loss, m, e.label);
+  if (loss == LossType::kLogistic) {
+    const double p = Sigmoid(m);
+    const double pc = std::clamp(p, kProbabilityClip, 1.0 - kProbabilityClip);
+    t.w_logloss = -w * (y01 * std::log(pc) + (1.0 - y01) * std::log(1.0 - pc));
+    t.w_p = w * p;
+    t.w_squared = w * (p - y01) * (p - y01);
+    t.w_miss = WeightedSignMiss(w, m, e.label);
+    return t;
+  }
+  t.w_squared = w * (m - e.label) * (m - e.label);
+  if (loss == LossType::kHinge) {
+    t.w_miss = WeightedSignMiss(w, m, e.label);
+  } else {
+    t.w_miss = WeightedMiss(w, m, t.positive, 0.0);
+    t.w_miss_half = WeightedMiss(w, m, t.positive, 0.5);
+  }
+  return t;
+}
+
+Term MakeTerm(LossType loss, const ScoredExample& e, uint32_t index) {
+  Term t{};
+  t.margin = e.margin;
+  t.w = e.importance;
+  t.positive = e.label > 0;
+  t.w_pos = t.positive ? t.w : 0.0;
+  t.label01 = e.label == 0.0f || e.label == 1.0f;
+  t.index = index;
+  t.w_hinge = t.w * std::max(0.0, 1.0 - SignedLabel(e.label) * t.margin);
+  t = WithLossTerms(loss, e, t);
+  if (std::isnan(t.margin)) {
+    // A diverged model has no loss and no side; comparisons and max() would
+    // quietly turn a NaN margin into 0 or "not a mistake".
+    t.w_loss = t.w_logloss = t.w_hinge = t.w_p = t.w_squared = kNaN;
+    t.w_miss = t.w_miss_half = kNaN;
+  }
+  return t;
+}
+
+// Orders by margin, NaN margins last, so that the AUC is one sweep.
+// std::sort needs a strict weak order, which NaN would break.
+template <typename T>
+void SortByMargin(std::vector<T>& v) {
+  const auto nan_begin =
+      std::partition(v.begin(), v.end(), [](const T& t) { return !std::isnan(t.margin); });
+  std::sort(v.begin(), nan_begin, [](const T& a, const T& b) { return a.margin < b.margin; });
+}
+
+// The weighted Mann-Whitney statistic, fed in ascending margin order: each
+// positive wins against the negative weight below its margin and half of the
+// negative weight tied with it.
+class AucSweep {
+ public:
+  void Add(double margin, double w, bool positive) {
+    if (std::isnan(margin)) has_nan_ = true;
+    if (margin != group_margin_) Flush(margin);
+    (positive ? group_pos_ : group_neg_) += w;
+  }
+
+  double Finish() {
+    Flush(kNaN);
+    if (has_nan_ || total_pos_ <= 0 || total_neg_ <= 0) return kNaN;
+    return wins_ / (total_pos_ * total_neg_);
+  }
+
+ private:
+  void Flush(double next_margin) {
+    wins_ += group_pos_ * (neg_below_ + 0.5 * group_neg_);
+    neg_below_ += group_neg_;
+    total_pos_ += group_pos_;
+    total_neg_ = neg_below_;
+    group_pos_ = group_neg_ = 0;
+    group_margin_ = next_margin;
+  }
+
+  double group_margin_ = kNaN;
+  double group_pos_ = 0, group_neg_ = 0;
+  double neg_below_ = 0, total_pos_ = 0, total_neg_ = 0, wins_ = 0;
+  bool has_nan_ = false;
+};
+
+// Running sums of the terms, each counted a number of times.
+struct Sums {
+  uint64_t examples = 0;
+  double w = 0, w_pos = 0, loss = 0, logloss = 0, hinge = 0, p = 0, squared = 0;
+  double miss = 0, miss_half = 0;
+  bool all_label01 = true;
+
+  void Add(const Term& t, uint32_t n) {
+    const double count = n;
+    examples += n;
+    w += count * t.w;
+    w_pos += count * t.w_pos;
+    loss += count * t.w_loss;
+    logloss += count * t.w_logloss;
+    hinge += count * t.w_hinge;
+    p += count * t.w_p;
+    squared += count * t.w_squared;
+    miss += count * t.w_miss;
+    miss_half += count * t.w_miss_half;
+    all_label01 = all_label01 && t.label01;
+  }
+};
+
+MetricsSummary ToSummary(LossType loss, const Sums& s, double auc) {
+  MetricsSummary out;
+  out.examples = s.examples;
+  out.weight = s.w;
+  if (s.examples == 0) return out;
+  out.loss = s.loss / s.w;
+  out.hinge = s.hinge / s.w;
+  out.squared = s.squared / s.w;
+  out.auc = auc;
+  // A squared-loss model trained on 0/1 labels predicts the click rate, so
+  // its decision threshold is 0.5 rather than 0.
+  const bool half = loss == LossType::kSquared && s.all_label01;
+  out.mistakes = (half ? s.miss_half : s.miss) / s.w;
+  if (loss == LossType::kLogistic) {
+    out.logloss = s.logloss / s.w;
+    out.calibration = s.w_pos > 0 ? s.p / s.w_pos : kNaN;
+  }
+  return out;
+}
+
+// Summarises a resample given as how often each example was drawn; terms
+// drawn zero times are skipped so that their NaNs cannot leak in.
+MetricsSummary SummarizeResample(LossType loss, const std::vector<Term>& sorted_terms,
+                                 const std::vector<uint32_t>& counts) {
+  Sums sums;
+  AucSweep auc;
+  for (const Term& t : sorted_terms) {
+    const uint32_t c = counts[t.index];
+    if (c == 0) continue;
+    sums.Add(t, c);
+    auc.Add(t.margin, c * t.w, t.positive);
+  }
+  return ToSummary(loss, sums, auc.Finish());
+}
+
+// Returns the q-quantile by linear interpolation between order statistics
+// (Hyndman and Fan type 7, numpy's default); NaN for no values.
+double Quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return kNaN;
+  const double h = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+// Returns the central `level` interval of the non-NaN values.
+Interval PercentileInterval(std::vector<double>& values, double level) {
+  std::erase_if(values, [](double v) { return std::isnan(v); });
+  std::sort(values.begin(), values.end());
+  return Interval{Quantile(values, (1.0 - level) / 2), Quantile(values, (1.0 + level) / 2)};
+}
+
+// Draws one resample as a multiplicity per example: index = rng() % n, so
+// the draws are the same on every platform (the modulo bias is below n/2^64).
+void DrawCounts(std::mt19937_64& rng, std::vector<uint32_t>& counts) {
+  std::fill(counts.begin(), counts.end(), 0);
+  const uint64_t n = counts.size();
+  for (uint64_t i = 0; i < n; ++i) ++counts[rng() % n];
+}
+
+}  // namespace
+
+ProgressiveMetrics::ProgressiveMetrics(LossType loss) : loss_(loss) {}
+
+void ProgressiveMetrics::Add(double margin, double label, double importance) {
+  scored_.push_back(ScoredExample{static_cast<float>(margin), static_cast<float>(label),
+                                  static_cast<float>(importance)});
+}
+
+MetricsSummary ProgressiveMetrics::Summary() const { return Summarize(loss_, scored_); }
+
+MetricsSummary Summarize(LossType loss, const std::vector<ScoredExample>& scored) {
+  // Streams the terms rather than storing them, so the only copy is the
+  // 12-byte records for the AUC sort.
+  Sums sums;
+  for (const ScoredExample& e : scored) sums.Add(MakeTerm(loss, e, 0), 1);
+  std::vector<ScoredExample> ranked = scored;
+  SortByMargin(ranked);
+  AucSweep auc;
+  for (const ScoredExample& e : ranked) auc.Add(e.margin, e.importance, e.label > 0);
+  return ToSummary(loss, sums, auc.Finish());
+}
+
+BootstrapIntervals Bootstrap(LossType loss, const std::vector<ScoredExample>& scored, int resamples,
+                             uint64_t seed, double level) {
+  BootstrapIntervals out;
+  if (scored.empty() || resamples <= 0 || !(level >= 0 && level <= 1)) return out;
+  // Computing the terms and sorting once, then drawing multiplicities, gives
+  // the same summary as Summarize on the materialised resample up to
+  // summation order, without an exp, a log or a sort per resample.
+  std::vector<Term> terms;
+  terms.reserve(scored.size());
+  for (size_t i = 0; i < scored.size(); ++i) {
+    terms.push_back(MakeTerm(loss, scored[i], static_cast<uint32_t>(i)));
+  }
+  SortByMargin(terms);
+  std::vector<uint32_t> counts(scored.size());
+  std::mt19937_64 rng(seed);
+  std::vector<double> logloss, auc, mean_loss, mistakes, calibration;
+  for (int r = 0; r < resamples; ++r) {
+    DrawCounts(rng, counts);
+    const MetricsSummary s = SummarizeResample(loss, terms, counts);
+    logloss.push_back(s.logloss);
+    auc.push_back(s.auc);
+    mean_loss.push_back(s.loss);
+    mistakes.push_back(s.mistakes);
+    calibration.push_back(s.calibration);
+  }
+  out.logloss = PercentileInterval(logloss, level);
+  out.auc = PercentileInterval(auc, level);
+  out.loss = PercentileInterval(mean_loss, level);
+  out.mistakes = PercentileInterval(mistakes, level);
+  out.calibration = PercentileInterval(calibration, level);
+  return out;
+}
+
+}  // namespace clickd

@@ -1,0 +1,79 @@
+// Progressive validation: every example is scored before the model learns
+// from it, and these metrics summarise those scores.
+//
+// ProgressiveMetrics keeps one small record per example (for the exact AUC
+// and the bootstrap), so memory grows with the number of examples: 12 bytes
+// each. Externally synchronized: one owner adds and reads.
+#ifndef CLICKD_CORE_EVAL_METRICS_H_
+#define CLICKD_CORE_EVAL_METRICS_H_
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/optim/loss.h"
+
+namespace clickd {
+
+struct MetricsSummary {
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+  uint64_t examples = 0;
+  double weight = 0;          // sum of importance weights
+  double loss = kNaN;         // mean of the model's own loss (logistic, squared or hinge)
+  double logloss = kNaN;      // logistic models only
+  double auc = kNaN;          // exact, ties counted half; NaN if one class is absent
+  double hinge = kNaN;        // mean max(0, 1 - y m), y in {-1,+1}
+  double mistakes = kNaN;     // weighted fraction with sign(m) != y (m = 0 counts as a mistake)
+  double calibration = kNaN;  // sum of p / sum of y01, logistic only; NaN if no positives
+  double squared = kNaN;      // mean (prediction - label)^2
+};
+
+// One scored example.
+struct ScoredExample {
+  float margin;
+  float label;
+  float importance;
+};
+
+class ProgressiveMetrics {
+ public:
+  explicit ProgressiveMetrics(LossType loss);
+
+  // Records the margin predicted for an example before learning from it.
+  void Add(double margin, double label, double importance = 1.0);
+
+  MetricsSummary Summary() const;
+  LossType loss() const { return loss_; }
+  const std::vector<ScoredExample>& scored() const { return scored_; }
+
+ private:
+  LossType loss_;
+  std::vector<ScoredExample> scored_;
+};
+
+// Summarises an arbitrary set of scored examples (one function serves both
+// the running metrics and the bootstrap resamples).
+MetricsSummary Summarize(LossType loss, const std::vector<ScoredExample>& scored);
+
+struct Interval {
+  double lo = MetricsSummary::kNaN;
+  double hi = MetricsSummary::kNaN;
+};
+
+// Percentile-bootstrap intervals: resamples the scored examples with
+// replacement `resamples` times (deterministic for a given seed) and returns
+// the central `level` interval of each metric.
+struct BootstrapIntervals {
+  Interval logloss;
+  Interval auc;
+  Interval loss;
+  Interval mistakes;
+  Interval calibration;
+};
+BootstrapIntervals Bootstrap(LossType loss, const std::vector<ScoredExample>& scored, int resamples,
+                             uint64_t seed, double level = 0.95);
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_EVAL_METRICS_H_

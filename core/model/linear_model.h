@@ -1,0 +1,112 @@
+// LinearModel<Optimizer>: the Model for one per-coordinate optimizer, with
+// the optimizer's typed State stored per key. See model.h for the contract.
+#ifndef CLICKD_CORE_MODEL_LINEAR_MODEL_H_
+#define CLICKD_CORE_MODEL_LINEAR_MODEL_H_
+
+#include <cstring>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "core/base/mutex.h"
+#include "core/model/model.h"
+#include "core/optim/loss.h"
+#include "core/optim/round.h"
+#include "core/store/sharded_store.h"
+
+namespace clickd {
+
+template <typename Optimizer>
+class LinearModel final : public Model {
+ public:
+  using State = typename Optimizer::State;
+  static_assert(std::is_trivially_copyable_v<State>, "State is copied byte-wise");
+
+  LinearModel(ModelConfig config, const typename Optimizer::Params& params)
+      : Model(std::move(config)), optimizer_(params), store_(this->config().num_shards) {}
+
+  double Margin(absl::Span<const HashedFeature> features) const override {
+    const RoundContext round = CurrentRound();
+    double margin = 0;
+    State state;
+    for (const HashedFeature& f : features) {
+      if (store_.Find(f.key, &state)) margin += optimizer_.Weight(state, round) * f.value;
+    }
+    return margin;
+  }
+
+  double Learn(absl::Span<const HashedFeature> features, double label, double importance) override {
+    const RoundContext before = CurrentRound();
+    double margin = 0;
+    uint64_t new_keys = 0;
+    State state;
+    for (const HashedFeature& f : features) {
+      if (store_.Find(f.key, &state)) {
+        margin += optimizer_.Weight(state, before) * f.value;
+      } else {
+        ++new_keys;
+      }
+    }
+    const LossType loss = config().loss;
+    const double dloss = LossGradient(loss, margin, label) * importance;
+    double grad_norm_sq = 0;
+    for (const HashedFeature& f : features) grad_norm_sq += dloss * f.value * (dloss * f.value);
+
+    const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
+    // Every key is inserted, even with a zero gradient: the example's
+    // attributes have been seen (global OGD's diameter counts them).
+    for (const HashedFeature& f : features) {
+      const double g = dloss * f.value;
+      store_.Mutate(f.key, [&](State& s) { optimizer_.Apply(s, g, round); });
+    }
+    return margin;
+  }
+
+  ModelStats Stats() const override {
+    const StoreStats store = store_.Stats();
+    ModelStats stats;
+    stats.updates = CurrentRound().t;
+    stats.coordinates = store.coordinates;
+    stats.bytes = store.bytes;
+    stats.state_bytes_per_coordinate = sizeof(uint64_t) + sizeof(State);
+    return stats;
+  }
+
+  std::string SerializeState() const override {
+    const RoundContext round = CurrentRound();
+    std::string out;
+    AppendBytes(&out, round);
+    store_.ForEachSorted([&out](uint64_t key, const State& state) {
+      AppendBytes(&out, key);
+      AppendBytes(&out, state);
+    });
+    return out;
+  }
+
+ private:
+  template <typename T>
+  static void AppendBytes(std::string* out, const T& value) {
+    out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+  }
+
+  RoundContext CurrentRound() const {
+    MutexLock lock(&round_mu_);
+    return round_;
+  }
+
+  RoundContext AdvanceRound(double grad_norm_sq, uint64_t new_keys) {
+    MutexLock lock(&round_mu_);
+    round_.t += 1;
+    round_.sum_grad_norm_sq += grad_norm_sq;
+    round_.coordinates += new_keys;
+    return round_;
+  }
+
+  const Optimizer optimizer_;
+  ShardedStore<State> store_;
+  mutable Mutex round_mu_;
+  RoundContext round_ ABSL_GUARDED_BY(round_mu_);
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_MODEL_LINEAR_MODEL_H_

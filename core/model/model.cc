@@ -1,0 +1,46 @@
+#include "core/model/model.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/model/linear_model.h"
+
+namespace clickd {
+
+absl::Status ValidateModelConfig(const ModelConfig& config) {
+  if (config.num_shards < 1 || config.num_shards > kMaxShards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_shards is ", config.num_shards, "; must be in 1..", kMaxShards));
+  }
+  if (absl::Status s = ValidateOptimizerConfig(config.optimizer); !s.ok()) return s;
+  return ValidateHashingConfig(config.hashing);
+}
+
+double Model::Predict(const Example& example) const {
+  thread_local std::vector<HashedFeature> features;
+  features.clear();
+  hasher_.Hash(example, &features);
+  return Link(config_.loss, Margin(features));
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
+  if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;
+  const OptimizerConfig& o = config.optimizer;
+  switch (o.type) {
+    case OptimizerType::kFtrl:
+      return std::make_unique<LinearModel<FtrlProximal>>(config, o.ftrl);
+    case OptimizerType::kAdagrad:
+      return std::make_unique<LinearModel<AdagradCmd>>(config, o.adagrad);
+    case OptimizerType::kAdagradDa:
+      return std::make_unique<LinearModel<AdagradDa>>(config, o.adagrad);
+    case OptimizerType::kPcOgd:
+      return std::make_unique<LinearModel<PcOgd>>(config, o.pc_ogd);
+    case OptimizerType::kGlobalOgd:
+      return std::make_unique<LinearModel<GlobalOgd>>(config, o.global_ogd);
+    case OptimizerType::kSgd:
+      return std::make_unique<LinearModel<Sgd>>(config, o.sgd);
+  }
+  return absl::InvalidArgumentError("optimizer.type is unknown");
+}
+
+}  // namespace clickd

@@ -1,0 +1,70 @@
+// Model: a config, a sharded per-coordinate store, an optimizer and a loss.
+//
+// Thread safety: safe for concurrent access. Any number of threads may call
+// Margin, Learn and Stats at once: each coordinate is read and written under
+// its shard's lock, and the round counters under the model's own lock. With
+// one learner at a time, learning is deterministic; concurrent learners
+// interleave coordinate updates as asynchronous SGD does (each coordinate
+// stays coherent, but two examples' steps may see each other's partial
+// progress).
+#ifndef CLICKD_CORE_MODEL_MODEL_H_
+#define CLICKD_CORE_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/features/hasher.h"
+#include "core/model/model_config.h"
+
+namespace clickd {
+
+struct ModelStats {
+  uint64_t updates = 0;                     // examples learned
+  uint64_t coordinates = 0;                 // keys in the store
+  uint64_t bytes = 0;                       // store table memory
+  uint64_t state_bytes_per_coordinate = 0;  // sizeof(key) + sizeof(State)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  const ModelConfig& config() const { return config_; }
+  const FeatureHasher& hasher() const { return hasher_; }
+
+  // Returns w . x for hashed features (keys unique, as FeatureHasher makes them).
+  virtual double Margin(absl::Span<const HashedFeature> features) const = 0;
+
+  // Takes one online step on a labeled example whose label the caller has
+  // checked with CheckLabel. Returns the margin predicted *before* the step,
+  // which is what progressive validation scores.
+  virtual double Learn(absl::Span<const HashedFeature> features, double label,
+                       double importance) = 0;
+
+  virtual ModelStats Stats() const = 0;
+
+  // Canonical bytes of the learned state: the round counters, then every
+  // coordinate (key, state) in ascending key order. Equal bytes mean equal
+  // models. An in-memory form for comparisons, not a file format.
+  virtual std::string SerializeState() const = 0;
+
+  // Hashes and scores a raw example: convenience for tools and tests.
+  double Predict(const Example& example) const;
+
+ protected:
+  explicit Model(ModelConfig config) : config_(std::move(config)), hasher_(config_.hashing) {}
+
+ private:
+  const ModelConfig config_;
+  const FeatureHasher hasher_;
+};
+
+// Validates the config and builds the model for its optimizer.
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config);
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_MODEL_MODEL_H_

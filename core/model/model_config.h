@@ -1,0 +1,31 @@
+// ModelConfig: everything that defines a model's behaviour. Two models with
+// equal configs that learn the same examples in the same order hold
+// byte-identical state.
+#ifndef CLICKD_CORE_MODEL_MODEL_CONFIG_H_
+#define CLICKD_CORE_MODEL_MODEL_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/features/hasher.h"
+#include "core/optim/loss.h"
+#include "core/optim/optimizer_config.h"
+
+namespace clickd {
+
+struct ModelConfig {
+  std::string name = "default";
+  LossType loss = LossType::kLogistic;
+  OptimizerConfig optimizer;
+  HashingConfig hashing;
+  int num_shards = 16;
+};
+
+inline constexpr int kMaxShards = 4096;
+
+// Checks every part; errors name the field and the limit.
+absl::Status ValidateModelConfig(const ModelConfig& config);
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_MODEL_MODEL_CONFIG_H_

@@ -1,0 +1,59 @@
+#include "core/optim/optimizer_config.h"
+
+#include "core/model/model_config.h"
+#include "gtest/gtest.h"
+
+namespace clickd {
+namespace {
+
+// Defaults are part of the API: changing one changes every model created
+// without it. Pin them here.
+TEST(OptimizerDefaults, Pinned) {
+  const OptimizerConfig c;
+  EXPECT_EQ(c.type, OptimizerType::kFtrl);
+  EXPECT_EQ(c.ftrl.alpha, 0.1);
+  EXPECT_EQ(c.ftrl.beta, 1.0);
+  EXPECT_EQ(c.ftrl.lambda1, 0.0);
+  EXPECT_EQ(c.ftrl.lambda2, 0.0);
+  EXPECT_FALSE(c.ftrl.lambda1_times_t);
+  EXPECT_EQ(c.adagrad.eta, 0.1);
+  EXPECT_EQ(c.adagrad.delta, 1.0);
+  EXPECT_EQ(c.adagrad.lambda, 0.0);
+  // Seed 001 section 5.1: R = 100, per-coordinate scale 0.6/R, global 0.2/R.
+  EXPECT_EQ(c.pc_ogd.radius, 100.0);
+  EXPECT_DOUBLE_EQ(c.pc_ogd.scale, 0.006);
+  EXPECT_EQ(c.global_ogd.radius, 100.0);
+  EXPECT_DOUBLE_EQ(c.global_ogd.scale, 0.002);
+  EXPECT_EQ(c.sgd.eta, 0.1);
+  const ModelConfig m;
+  EXPECT_EQ(m.name, "default");
+  EXPECT_EQ(m.loss, LossType::kLogistic);
+  EXPECT_EQ(m.num_shards, 16);
+  EXPECT_EQ(m.hashing.seed, 0u);
+  EXPECT_EQ(m.hashing.bits, 0);
+  EXPECT_TRUE(m.hashing.bias);
+}
+
+TEST(OptimizerType, NamesRoundTrip) {
+  for (const char* name : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd"}) {
+    auto type = ParseOptimizerType(name);
+    ASSERT_TRUE(type.ok()) << name;
+    EXPECT_EQ(OptimizerTypeName(*type), name);
+  }
+  EXPECT_EQ(ParseOptimizerType("adam").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OptimizerConfig, ValidationNamesFieldAndLimit) {
+  OptimizerConfig c;
+  c.type = OptimizerType::kPcOgd;
+  c.pc_ogd.radius = 0;
+  const absl::Status s = ValidateOptimizerConfig(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("pc_ogd.radius is 0; must be finite and > 0"), std::string::npos);
+  c = OptimizerConfig{};
+  c.ftrl.lambda1 = -0.5;
+  EXPECT_NE(ValidateOptimizerConfig(c).message().find("ftrl.lambda1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace clickd

@@ -1,0 +1,38 @@
+// Plain online gradient descent with the global schedule eta_t = eta / sqrt(t),
+// t the 1-based round count, no projection: the textbook baseline.
+#ifndef CLICKD_CORE_OPTIM_SGD_H_
+#define CLICKD_CORE_OPTIM_SGD_H_
+
+#include <cmath>
+
+#include "core/optim/round.h"
+
+namespace clickd {
+
+struct SgdParams {
+  double eta = 0.1;
+};
+
+class Sgd {
+ public:
+  struct State {
+    float w = 0.0f;
+  };
+  using Params = SgdParams;
+
+  explicit Sgd(const Params& params) : p_(params) {}
+
+  double Weight(const State& s, const RoundContext&) const { return s.w; }
+
+  void Apply(State& s, double g, const RoundContext& round) const {
+    const double t = static_cast<double>(std::max<uint64_t>(round.t, 1));
+    s.w = static_cast<float>(s.w - p_.eta / std::sqrt(t) * g);
+  }
+
+ private:
+  Params p_;
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_OPTIM_SGD_H_

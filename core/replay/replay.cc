@@ -1,0 +1,178 @@
+#include "core/replay/replay.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "core/formats/example_reader.h"
+
+namespace clickd {
+namespace {
+
+// One training example after hashing: what a shuffled or multi-pass replay
+// keeps in memory.
+struct HashedExample {
+  std::vector<HashedFeature> features;
+  float label;
+  float importance;
+};
+
+class Stopwatch {
+ public:
+  double Seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+void NormalizeToUnitLength(std::vector<HashedFeature>* features) {
+  double norm_sq = 0;
+  for (const HashedFeature& f : *features) norm_sq += static_cast<double>(f.value) * f.value;
+  if (norm_sq <= 0) return;
+  const double inv = 1.0 / std::sqrt(norm_sq);
+  for (HashedFeature& f : *features) f.value = static_cast<float>(f.value * inv);
+}
+
+// Reads every usable example of a file, hashing each one, and hands it to
+// `use`. Lines that fail to parse, or whose label the loss rejects, stop the
+// read or (with skip_bad_lines) are counted in *result.
+template <typename Use>
+absl::Status ForEachExample(const Model& model, const std::string& path,
+                            const ReplayOptions& options, ReplayResult* result, Use&& use) {
+  auto reader = ExampleReader::Open(path, options.format, options.skip_bad_lines);
+  if (!reader.ok()) return reader.status();
+  LabeledExample example;
+  HashedExample hashed;
+  for (;;) {
+    absl::StatusOr<bool> more = (*reader)->Next(&example);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (absl::Status s = CheckLabel(model.config().loss, example.label, "label"); !s.ok()) {
+      std::string message = absl::StrCat(path, ":", (*reader)->line_number(), ": ", s.message());
+      if (!options.skip_bad_lines) return absl::InvalidArgumentError(message);
+      if (result->skipped_errors.size() < ExampleReader::kMaxKeptErrors) {
+        result->skipped_errors.push_back(std::move(message));
+      }
+      ++result->skipped_lines;
+      continue;
+    }
+    hashed.features.clear();
+    model.hasher().Hash(example.example, &hashed.features);
+    if (options.normalize) NormalizeToUnitLength(&hashed.features);
+    hashed.label = example.label;
+    hashed.importance = example.importance;
+    use(hashed);
+  }
+  result->skipped_lines += (*reader)->skipped_lines();
+  for (const std::string& e : (*reader)->skipped_errors()) {
+    if (result->skipped_errors.size() < ExampleReader::kMaxKeptErrors) {
+      result->skipped_errors.push_back(e);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Fisher-Yates with raw 64-bit draws: std::shuffle and the standard
+// distributions are implementation-defined, this is not.
+void Shuffle(std::vector<HashedExample>* examples, std::mt19937_64* rng) {
+  for (size_t i = examples->size(); i > 1; --i) {
+    std::swap((*examples)[i - 1], (*examples)[(*rng)() % i]);
+  }
+}
+
+// Learns one example and scores its pre-update margin.
+class Trainer {
+ public:
+  Trainer(Model& model, const ReplayOptions& options, ReplayResult* result)
+      : model_(model), options_(options), result_(result), metrics_(model.config().loss) {}
+
+  void Learn(const HashedExample& e) {
+    const double margin = model_.Learn(e.features, e.label, e.importance);
+    metrics_.Add(margin, e.label, e.importance);
+    loss_sum_ += Loss(model_.config().loss, margin, e.label);
+    result_->features += e.features.size();
+    ++examples_;
+    if (options_.progress_every > 0 && examples_ % options_.progress_every == 0 &&
+        options_.on_progress) {
+      options_.on_progress({examples_, clock_.Seconds(), loss_sum_ / examples_});
+    }
+  }
+
+  const ProgressiveMetrics& metrics() const { return metrics_; }
+  double seconds() const { return clock_.Seconds(); }
+
+ private:
+  Model& model_;
+  const ReplayOptions& options_;
+  ReplayResult* result_;
+  ProgressiveMetrics metrics_;
+  Stopwatch clock_;
+  uint64_t examples_ = 0;
+  double loss_sum_ = 0;
+};
+
+absl::Status Train(Model& model, const std::string& path, const ReplayOptions& options,
+                   ReplayResult* result) {
+  Trainer trainer(model, options, result);
+  const bool in_memory = options.passes > 1 || options.shuffle_seed.has_value();
+  if (!in_memory) {
+    absl::Status s = ForEachExample(model, path, options, result,
+                                    [&](const HashedExample& e) { trainer.Learn(e); });
+    if (!s.ok()) return s;
+  } else {
+    std::vector<HashedExample> examples;
+    absl::Status s = ForEachExample(model, path, options, result,
+                                    [&](const HashedExample& e) { examples.push_back(e); });
+    if (!s.ok()) return s;
+    std::mt19937_64 rng(options.shuffle_seed.value_or(0));
+    for (int pass = 0; pass < options.passes; ++pass) {
+      if (options.shuffle_seed.has_value()) Shuffle(&examples, &rng);
+      for (const HashedExample& e : examples) trainer.Learn(e);
+    }
+  }
+  result->train_seconds = trainer.seconds();
+  result->progressive = trainer.metrics().Summary();
+  if (options.bootstrap_resamples > 0) {
+    result->progressive_ci = Bootstrap(model.config().loss, trainer.metrics().scored(),
+                                       options.bootstrap_resamples, options.bootstrap_seed);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Test(const Model& model, const std::string& path, const ReplayOptions& options,
+                  ReplayResult* result) {
+  Stopwatch clock;
+  ProgressiveMetrics metrics(model.config().loss);
+  absl::Status s = ForEachExample(model, path, options, result, [&](const HashedExample& e) {
+    metrics.Add(model.Margin(e.features), e.label, e.importance);
+  });
+  if (!s.ok()) return s;
+  result->test = metrics.Summary();
+  if (options.bootstrap_resamples > 0) {
+    result->test_ci = Bootstrap(model.config().loss, metrics.scored(), options.bootstrap_resamples,
+                                options.bootstrap_seed);
+  }
+  result->test_seconds = clock.Seconds();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ReplayResult> ReplayOffline(Model& model, const std::string& train_path,
+                                           const std::optional<std::string>& test_path,
+                                           const ReplayOptions& options) {
+  if (options.passes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("passes is ", options.passes, "; must be >= 1"));
+  }
+  ReplayResult result;
+  if (absl::Status s = Train(model, train_path, options, &result); !s.ok()) return s;
+  if (test_path.has_value()) {
+    if (absl::Status s = Test(model, *test_path, options, &result); !s.ok()) return s;
+  }
+  return result;
+}
+
+}  // namespace clickd

@@ -1,0 +1,124 @@
+// ShardedStore<State>: the model's memory, a map from 64-bit key to one
+// optimizer's per-coordinate state, split into independently locked shards.
+//
+// Thread safety: safe for concurrent access. Each shard has its own
+// reader/writer mutex; a reader copies a whole State under the shard's reader
+// lock and a writer changes it under the writer lock, so no reader ever sees
+// a half-written coordinate. Operations on different shards never contend.
+//
+// Memory accounting is exact for the tables themselves: bytes() is the sum of
+// each shard's single flat_hash_map allocation (control bytes + slots), as
+// computed by absl's own AllocSize.
+#ifndef CLICKD_CORE_STORE_SHARDED_STORE_H_
+#define CLICKD_CORE_STORE_SHARDED_STORE_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "core/base/mutex.h"
+
+namespace clickd {
+
+struct StoreStats {
+  uint64_t coordinates = 0;
+  uint64_t bytes = 0;  // table memory: slots + control bytes
+};
+
+template <typename State>
+class ShardedStore {
+ public:
+  using Map = absl::flat_hash_map<uint64_t, State>;
+
+  explicit ShardedStore(int num_shards)
+      : num_shards_(std::max(1, num_shards)),
+        shards_(std::make_unique<Shard[]>(static_cast<size_t>(num_shards_))) {}
+
+  ShardedStore(const ShardedStore&) = delete;
+  ShardedStore& operator=(const ShardedStore&) = delete;
+
+  int num_shards() const { return num_shards_; }
+
+  // Returns true and copies the coordinate's state into *state if present.
+  bool Find(uint64_t key, State* state) const {
+    const Shard& shard = ShardFor(key);
+    ReaderMutexLock lock(&shard.mu);
+    auto it = shard.map.find(key);
+    if (it == shard.map.end()) return false;
+    *state = it->second;
+    return true;
+  }
+
+  // Calls fn(State&) on the key's state under the shard's writer lock,
+  // inserting a default State first if the key is new. Returns true if the
+  // key was inserted. `fn` must not call back into the store.
+  template <typename Fn>
+  bool Mutate(uint64_t key, Fn&& fn) {
+    Shard& shard = ShardFor(key);
+    MutexLock lock(&shard.mu);
+    auto [it, inserted] = shard.map.try_emplace(key);
+    fn(it->second);
+    return inserted;
+  }
+
+  // Calls fn(key, const State&) for every coordinate in ascending key order.
+  // Each shard is copied under its reader lock, so the view of one shard is
+  // consistent; writers to other shards are not blocked meanwhile.
+  template <typename Fn>
+  void ForEachSorted(Fn&& fn) const {
+    std::vector<std::pair<uint64_t, State>> all;
+    for (int s = 0; s < num_shards_; ++s) {
+      const Shard& shard = shards_[s];
+      ReaderMutexLock lock(&shard.mu);
+      all.insert(all.end(), shard.map.begin(), shard.map.end());
+    }
+    std::sort(all.begin(), all.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, state] : all) fn(key, state);
+  }
+
+  StoreStats Stats() const {
+    StoreStats stats;
+    for (int s = 0; s < num_shards_; ++s) {
+      const Shard& shard = shards_[s];
+      ReaderMutexLock lock(&shard.mu);
+      stats.coordinates += shard.map.size();
+      const size_t capacity = shard.map.capacity();
+      if (capacity > 0) {
+        using Slot = typename Map::slot_type;
+        stats.bytes += absl::container_internal::AllocSize(capacity, sizeof(Slot), alignof(Slot));
+      }
+    }
+    return stats;
+  }
+
+  // Shard index of a key. Keys are already hashes, but folded keys keep only
+  // low bits, so mix before taking the high half.
+  int ShardIndex(uint64_t key) const {
+    const uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
+    return static_cast<int>((mixed >> 32) % static_cast<uint64_t>(num_shards_));
+  }
+
+ private:
+  // Aligned to a cache line so that locking one shard does not bounce its
+  // neighbour's line between cores.
+  struct alignas(64) Shard {
+    mutable Mutex mu;
+    Map map ABSL_GUARDED_BY(mu);
+  };
+
+  Shard& ShardFor(uint64_t key) { return shards_[ShardIndex(key)]; }
+  const Shard& ShardFor(uint64_t key) const { return shards_[ShardIndex(key)]; }
+
+  const int num_shards_;
+  std::unique_ptr<Shard[]> shards_;
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_STORE_SHARDED_STORE_H_

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of the tree under build/<flavour>.
+#   release  g++, optimised (what ships and what benchmarks measure)
+#   asan     clang, ASan + UBSan, -Wthread-safety as an error
+#   tsan     clang, ThreadSanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+jobs=${JOBS:-$(nproc)}
+common=(-G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
+command -v ccache >/dev/null && common+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+case "$flavour" in
+  release)
+    cmake -S . -B build/release "${common[@]}" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ >/dev/null ;;
+  asan)
+    cmake -S . -B build/asan "${common[@]}" -DCMAKE_BUILD_TYPE=Debug \
+      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DCLICKD_SANITIZE=address -DCLICKD_THREAD_SAFETY=ON -DCLICKD_BUILD_BENCH=OFF >/dev/null ;;
+  tsan)
+    cmake -S . -B build/tsan "${common[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DCLICKD_SANITIZE=thread -DCLICKD_BUILD_BENCH=OFF >/dev/null ;;
+  *) echo "build.sh: unknown flavour $flavour (release|asan|tsan)" >&2; exit 2 ;;
+esac
+cmake --build "build/$flavour" -j "$jobs"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, then builds and runs every
+# test in three builds: release (g++), ASan+UBSan with clang -Wthread-safety
+# as an error, and TSan. Also checks formatting. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+
+echo "== clang-format check"
+files=$(git ls-files --cached --others --exclude-standard -- '*.h' '*.cc')
+clang-format --dry-run -Werror $files
+
+total_pass=0
+total_fail=0
+for flavour in release asan tsan; do
+  echo "== build $flavour"
+  bash scripts/build.sh "$flavour"
+  echo "== test $flavour"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  log="build/$flavour/ctest.log"
+  if ctest --test-dir "build/$flavour" --output-on-failure -j "${JOBS:-2}" | tee "$log"; then :; else
+    echo "tests failed in $flavour build" >&2
+    exit 1
+  fi
+done
