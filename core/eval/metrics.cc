@@ -129,30 +129,23 @@ class AucSweep {
   bool has_nan_ = false;
 };
 
-// Running sums of the terms, each counted a number of times.
-struct Sums {
-  uint64_t examples = 0;
-  double w = 0, w_pos = 0, loss = 0, logloss = 0, hinge = 0, p = 0, squared = 0;
-  double miss = 0, miss_half = 0;
-  bool all_label01 = true;
+// Adds a term to the sums, counted n times.
+void AddTerm(const Term& t, uint32_t n, MetricSums* s) {
+  const double count = n;
+  s->examples += n;
+  s->w += count * t.w;
+  s->w_pos += count * t.w_pos;
+  s->loss += count * t.w_loss;
+  s->logloss += count * t.w_logloss;
+  s->hinge += count * t.w_hinge;
+  s->p += count * t.w_p;
+  s->squared += count * t.w_squared;
+  s->miss += count * t.w_miss;
+  s->miss_half += count * t.w_miss_half;
+  s->all_label01 = s->all_label01 && t.label01;
+}
 
-  void Add(const Term& t, uint32_t n) {
-    const double count = n;
-    examples += n;
-    w += count * t.w;
-    w_pos += count * t.w_pos;
-    loss += count * t.w_loss;
-    logloss += count * t.w_logloss;
-    hinge += count * t.w_hinge;
-    p += count * t.w_p;
-    squared += count * t.w_squared;
-    miss += count * t.w_miss;
-    miss_half += count * t.w_miss_half;
-    all_label01 = all_label01 && t.label01;
-  }
-};
-
-MetricsSummary ToSummary(LossType loss, const Sums& s, double auc) {
+MetricsSummary ToSummary(LossType loss, const MetricSums& s, double auc) {
   MetricsSummary out;
   out.examples = s.examples;
   out.weight = s.w;
@@ -176,12 +169,12 @@ MetricsSummary ToSummary(LossType loss, const Sums& s, double auc) {
 // drawn zero times are skipped so that their NaNs cannot leak in.
 MetricsSummary SummarizeResample(LossType loss, const std::vector<Term>& sorted_terms,
                                  const std::vector<uint32_t>& counts) {
-  Sums sums;
+  MetricSums sums;
   AucSweep auc;
   for (const Term& t : sorted_terms) {
     const uint32_t c = counts[t.index];
     if (c == 0) continue;
-    sums.Add(t, c);
+    AddTerm(t, c, &sums);
     auc.Add(t.margin, c * t.w, t.positive);
   }
   return ToSummary(loss, sums, auc.Finish());
@@ -226,13 +219,49 @@ MetricsSummary ProgressiveMetrics::Summary() const { return Summarize(loss_, sco
 MetricsSummary Summarize(LossType loss, const std::vector<ScoredExample>& scored) {
   // Streams the terms rather than storing them, so the only copy is the
   // 12-byte records for the AUC sort.
-  Sums sums;
-  for (const ScoredExample& e : scored) sums.Add(MakeTerm(loss, e, 0), 1);
+  MetricSums sums;
+  for (const ScoredExample& e : scored) AddTerm(MakeTerm(loss, e, 0), 1, &sums);
   std::vector<ScoredExample> ranked = scored;
   SortByMargin(ranked);
   AucSweep auc;
   for (const ScoredExample& e : ranked) auc.Add(e.margin, e.importance, e.label > 0);
   return ToSummary(loss, sums, auc.Finish());
+}
+
+StreamingMetrics::StreamingMetrics(LossType loss)
+    : loss_(loss), positive_weight_(kAucBins, 0.0), negative_weight_(kAucBins, 0.0) {}
+
+void StreamingMetrics::Add(double margin, double label, double importance) {
+  const ScoredExample e{static_cast<float>(margin), static_cast<float>(label),
+                        static_cast<float>(importance)};
+  AddTerm(MakeTerm(loss_, e, 0), 1, &sums_);
+  if (std::isnan(margin)) {
+    saw_nan_margin_ = true;
+    return;
+  }
+  const double scaled =
+      (std::clamp(margin, -kAucRange, kAucRange) + kAucRange) / (2 * kAucRange) * kAucBins;
+  const int bin = std::min(kAucBins - 1, static_cast<int>(scaled));
+  (label > 0 ? positive_weight_ : negative_weight_)[bin] += importance;
+}
+
+MetricsSummary StreamingMetrics::Summary() const {
+  // The bins in ascending order are an AUC sweep whose groups are bins.
+  AucSweep auc;
+  double tied = 0, total_pos = 0, total_neg = 0;
+  for (int b = 0; b < kAucBins; ++b) {
+    const double pos = positive_weight_[b], neg = negative_weight_[b];
+    if (pos == 0 && neg == 0) continue;
+    auc.Add(b, pos, true);
+    auc.Add(b, neg, false);
+    tied += pos * neg;
+    total_pos += pos;
+    total_neg += neg;
+  }
+  MetricsSummary out = ToSummary(loss_, sums_, saw_nan_margin_ ? kNaN : auc.Finish());
+  out.auc_error_bound =
+      total_pos > 0 && total_neg > 0 ? 0.5 * tied / (total_pos * total_neg) : kNaN;
+  return out;
 }
 
 BootstrapIntervals Bootstrap(LossType loss, const std::vector<ScoredExample>& scored, int resamples,

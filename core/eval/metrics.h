@@ -27,6 +27,8 @@ struct MetricsSummary {
   double mistakes = kNaN;     // weighted fraction with sign(m) != y (m = 0 counts as a mistake)
   double calibration = kNaN;  // sum of p / sum of y01, logistic only; NaN if no positives
   double squared = kNaN;      // mean (prediction - label)^2
+  // Largest possible error of `auc`: 0 when exact, > 0 for StreamingMetrics.
+  double auc_error_bound = 0;
 };
 
 // One scored example.
@@ -50,6 +52,38 @@ class ProgressiveMetrics {
  private:
   LossType loss_;
   std::vector<ScoredExample> scored_;
+};
+
+// Running weighted sums of every metric's per-example terms (metrics.cc).
+struct MetricSums {
+  uint64_t examples = 0;
+  double w = 0, w_pos = 0, loss = 0, logloss = 0, hinge = 0, p = 0, squared = 0;
+  double miss = 0, miss_half = 0;
+  bool all_label01 = true;
+};
+
+// Progressive metrics in constant memory, for a served model's lifetime.
+// Every sum is exact; the AUC comes from a histogram of margins in kAucBins
+// equal bins over [-kAucRange, kAucRange] (margins beyond are clamped into
+// the end bins). Pairs that share a bin count as ties, so the AUC is off by
+// at most 0.5 * sum_b pos_b neg_b / (P N), which Summary() reports as
+// auc_error_bound. Externally synchronized.
+class StreamingMetrics {
+ public:
+  static constexpr int kAucBins = 4096;
+  static constexpr double kAucRange = 16.0;
+
+  explicit StreamingMetrics(LossType loss);
+
+  void Add(double margin, double label, double importance = 1.0);
+  MetricsSummary Summary() const;
+
+ private:
+  LossType loss_;
+  MetricSums sums_;
+  std::vector<double> positive_weight_;  // per bin
+  std::vector<double> negative_weight_;  // per bin
+  bool saw_nan_margin_ = false;
 };
 
 // Summarises an arbitrary set of scored examples (one function serves both

@@ -296,3 +296,44 @@ TEST(BootstrapTest, DegenerateRequestsGiveNaN) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+TEST(StreamingMetrics, SumsMatchExactAndAucWithinItsBound) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  ProgressiveMetrics exact(LossType::kLogistic);
+  StreamingMetrics streaming(LossType::kLogistic);
+  for (int i = 0; i < 20000; ++i) {
+    const double label = rng() % 10 == 0 ? 1.0 : 0.0;
+    const double margin = -2.5 + 1.5 * label + noise(rng);
+    const double w = (i % 7 == 0) ? 2.0 : 1.0;
+    exact.Add(margin, label, w);
+    streaming.Add(margin, label, w);
+  }
+  const MetricsSummary e = exact.Summary(), s = streaming.Summary();
+  EXPECT_EQ(s.examples, e.examples);
+  EXPECT_NEAR(s.logloss, e.logloss, 1e-6);
+  EXPECT_NEAR(s.calibration, e.calibration, 1e-6);
+  EXPECT_NEAR(s.mistakes, e.mistakes, 1e-12);
+  EXPECT_GT(s.auc_error_bound, 0.0);
+  EXPECT_LT(s.auc_error_bound, 0.01);
+  EXPECT_LE(std::abs(s.auc - e.auc), s.auc_error_bound);
+  EXPECT_EQ(e.auc_error_bound, 0.0);
+}
+
+TEST(StreamingMetrics, ClampsExtremeMarginsAndHandlesOneClass) {
+  StreamingMetrics m(LossType::kLogistic);
+  m.Add(-1000, 0);
+  EXPECT_TRUE(std::isnan(m.Summary().auc));
+  m.Add(1000, 1);
+  EXPECT_DOUBLE_EQ(m.Summary().auc, 1.0);
+  EXPECT_DOUBLE_EQ(m.Summary().auc_error_bound, 0.0);
+  m.Add(1000, 0);  // shares the top bin with the positive: a tie
+  EXPECT_DOUBLE_EQ(m.Summary().auc, 0.75);
+  EXPECT_DOUBLE_EQ(m.Summary().auc_error_bound, 0.25);
+}
+
+}  // namespace
+}  // namespace clickd

@@ -36,7 +36,17 @@ absl::Status ValidateHashingConfig(const HashingConfig& config) {
 
 FeatureHasher::FeatureHasher(HashingConfig config)
     : config_(std::move(config)),
-      fold_mask_(config_.bits == 0 ? ~uint64_t{0} : (uint64_t{1} << config_.bits) - 1) {}
+      fold_mask_(config_.bits == 0 ? ~uint64_t{0} : (uint64_t{1} << config_.bits) - 1) {
+  for (const std::vector<std::string>& names : config_.interactions) {
+    CompiledInteraction c{};
+    c.arity = static_cast<int>(std::min<size_t>(names.size(), kMaxCrossArity));
+    for (int j = 0; j < c.arity; ++j) {
+      c.namespace_hash[j] = NamespaceHash(names[j]);
+      c.same_as_previous[j] = j > 0 && names[j] == names[j - 1];
+    }
+    interactions_.push_back(c);
+  }
+}
 
 uint64_t FeatureHasher::NamespaceHash(std::string_view name) const {
   return XXH3_64bits_withSeed(name.data(), name.size(), config_.seed);
@@ -62,82 +72,132 @@ uint64_t FeatureHasher::CrossKey(const uint64_t* keys, int count) const {
   return XXH3_64bits_withSeed(bytes, 8 * count, config_.seed);
 }
 
-void FeatureHasher::Hash(const Example& example, std::vector<HashedFeature>* out) const {
-  const size_t first = out->size();
-  // Unfolded keys of the plain features, grouped by namespace, so that crosses
-  // hash full keys and fold once at the end.
-  thread_local std::vector<HashedFeature> unfolded;
-  thread_local std::vector<size_t> namespace_begin;
-  unfolded.clear();
-  namespace_begin.clear();
-  for (const Namespace& ns : example.namespaces) {
-    namespace_begin.push_back(unfolded.size());
-    const uint64_t ns_hash = NamespaceHash(ns.name);
-    for (const Feature& f : ns.features) {
-      if (f.value == 0.0f) continue;  // contributes neither margin nor gradient
-      const uint64_t key = f.has_id ? IdKey(ns_hash, f.id) : NamedKey(ns_hash, f.name);
-      unfolded.push_back({key, f.value});
-    }
-  }
-  namespace_begin.push_back(unfolded.size());
-
-  out->insert(out->end(), unfolded.begin(), unfolded.end());
-  if (!config_.interactions.empty()) AppendCrosses(example, unfolded, namespace_begin, out);
-  if (config_.bias) out->push_back({BiasKey(), 1.0f});
-
-  // Fold, then merge repeated keys so that each coordinate appears once.
-  auto begin = out->begin() + first;
-  for (auto it = begin; it != out->end(); ++it) it->key = Fold(it->key);
-  std::sort(begin, out->end(),
+void SortAndMerge(std::vector<HashedFeature>* features) {
+  std::sort(features->begin(), features->end(),
             [](const HashedFeature& a, const HashedFeature& b) { return a.key < b.key; });
-  auto write = begin;
-  for (auto read = begin; read != out->end(); ++read) {
-    if (write != begin && (write - 1)->key == read->key) {
+  auto write = features->begin();
+  for (auto read = features->begin(); read != features->end(); ++read) {
+    if (write != features->begin() && (write - 1)->key == read->key) {
       (write - 1)->value += read->value;
     } else {
       *write++ = *read;
     }
   }
-  out->erase(write, out->end());
+  features->erase(write, features->end());
+}
+
+void FeatureHasher::Collect(const Example& example, std::vector<HashedFeature>* plain,
+                            TermLists* terms) const {
+  terms->resize(interactions_.size() * kMaxCrossArity);
+  for (auto& t : *terms) t.clear();
+  for (const Namespace& ns : example.namespaces) {
+    const size_t begin = plain->size();
+    const uint64_t ns_hash = NamespaceHash(ns.name);
+    for (const Feature& f : ns.features) {
+      if (f.value == 0.0f) continue;  // contributes neither margin nor gradient
+      const uint64_t key = f.has_id ? IdKey(ns_hash, f.id) : NamedKey(ns_hash, f.name);
+      plain->push_back({key, f.value});
+    }
+    for (size_t i = 0; i < interactions_.size(); ++i) {
+      for (int j = 0; j < interactions_[i].arity; ++j) {
+        if (interactions_[i].namespace_hash[j] != ns_hash) continue;
+        auto& term = (*terms)[i * kMaxCrossArity + j];
+        term.insert(term.end(), plain->begin() + begin, plain->end());
+      }
+    }
+  }
+}
+
+void FeatureHasher::FoldAndMerge(std::vector<HashedFeature>* features, size_t first) const {
+  if (fold_mask_ != ~uint64_t{0}) {
+    for (size_t i = first; i < features->size(); ++i) (*features)[i].key &= fold_mask_;
+  }
+  if (first == 0) {
+    SortAndMerge(features);
+    return;
+  }
+  std::vector<HashedFeature> tail(features->begin() + first, features->end());
+  SortAndMerge(&tail);
+  features->resize(first);
+  features->insert(features->end(), tail.begin(), tail.end());
+}
+
+void FeatureHasher::Hash(const Example& example, std::vector<HashedFeature>* out) const {
+  const size_t first = out->size();
+  thread_local TermLists terms;
+  Collect(example, out, &terms);
+  if (!interactions_.empty()) AppendCrosses(terms, nullptr, out);
+  if (config_.bias) out->push_back({BiasKey(), 1.0f});
+  FoldAndMerge(out, first);
+}
+
+void FeatureHasher::HashContext(const Example& context, HashedContext* out) const {
+  out->features.clear();
+  Collect(context, &out->features, &out->terms);
+  if (!interactions_.empty()) AppendCrosses(out->terms, nullptr, &out->features);
+  if (config_.bias) out->features.push_back({BiasKey(), 1.0f});
+  FoldAndMerge(&out->features, 0);
+}
+
+void FeatureHasher::HashCandidate(const HashedContext& context, const Example& candidate,
+                                  std::vector<HashedFeature>* out) const {
+  out->clear();
+  thread_local TermLists terms;
+  Collect(candidate, out, &terms);
+  if (!interactions_.empty()) AppendCrosses(context.terms, &terms, out);
+  FoldAndMerge(out, 0);
 }
 
 // Crosses every feature of the first named namespace with every feature of
 // the second (and third). Where two adjacent names in an interaction are the
-// same namespace, only strictly increasing feature positions are crossed, so
-// "a x a" yields each unordered pair once and never a feature with itself.
-void FeatureHasher::AppendCrosses(const Example& example,
-                                  const std::vector<HashedFeature>& unfolded,
-                                  const std::vector<size_t>& namespace_begin,
+// same namespace, only strictly increasing positions are crossed, so "a x a"
+// yields each unordered pair once and never a feature with itself.
+void FeatureHasher::AppendCrosses(const TermLists& context, const TermLists* candidate,
                                   std::vector<HashedFeature>* out) const {
-  const size_t num_namespaces = example.namespaces.size();
-  // Positions (into `unfolded`) of the features of each interaction term.
-  std::vector<size_t> term_positions[kMaxCrossArity];
-  for (const std::vector<std::string>& names : config_.interactions) {
-    const int arity = static_cast<int>(names.size());
-    for (int j = 0; j < arity; ++j) {
-      term_positions[j].clear();
-      for (size_t n = 0; n < num_namespaces; ++n) {
-        if (example.namespaces[n].name != names[j]) continue;
-        for (size_t p = namespace_begin[n]; p < namespace_begin[n + 1]; ++p) {
-          term_positions[j].push_back(p);
-        }
-      }
+  static const std::vector<HashedFeature> kEmpty;
+  for (size_t i = 0; i < interactions_.size(); ++i) {
+    const CompiledInteraction& in = interactions_[i];
+    const std::vector<HashedFeature>* ctx[kMaxCrossArity];
+    const std::vector<HashedFeature>* cand[kMaxCrossArity];
+    size_t n[kMaxCrossArity];
+    bool any_candidate = false;
+    for (int j = 0; j < in.arity; ++j) {
+      ctx[j] = &context[i * kMaxCrossArity + j];
+      cand[j] = candidate ? &(*candidate)[i * kMaxCrossArity + j] : &kEmpty;
+      n[j] = ctx[j]->size() + cand[j]->size();
+      any_candidate |= !cand[j]->empty();
     }
+    if (candidate != nullptr && !any_candidate) continue;
+    // Position p of term j: the context's features first, then the candidate's.
+    auto at = [&](int j, size_t p) -> const HashedFeature& {
+      return p < ctx[j]->size() ? (*ctx[j])[p] : (*cand[j])[p - ctx[j]->size()];
+    };
+    auto first_position = [&](int j, size_t previous, bool have_candidate) {
+      size_t p = in.same_as_previous[j] ? previous + 1 : 0;
+      // The last term must supply a candidate feature if none came before.
+      if (candidate != nullptr && !have_candidate && j == in.arity - 1) {
+        p = std::max(p, ctx[j]->size());
+      }
+      return p;
+    };
     uint64_t keys[kMaxCrossArity];
-    for (size_t a : term_positions[0]) {
-      keys[0] = unfolded[a].key;
-      for (size_t b : term_positions[1]) {
-        if (names[1] == names[0] && b <= a) continue;
-        keys[1] = unfolded[b].key;
-        const float ab = unfolded[a].value * unfolded[b].value;
-        if (arity == 2) {
+    for (size_t a = 0; a < n[0]; ++a) {
+      const HashedFeature& fa = at(0, a);
+      const bool cand_a = a >= ctx[0]->size();
+      keys[0] = fa.key;
+      for (size_t b = first_position(1, a, cand_a); b < n[1]; ++b) {
+        const HashedFeature& fb = at(1, b);
+        const bool cand_ab = cand_a || b >= ctx[1]->size();
+        keys[1] = fb.key;
+        const float ab = fa.value * fb.value;
+        if (in.arity == 2) {
           out->push_back({CrossKey(keys, 2), ab});
           continue;
         }
-        for (size_t c : term_positions[2]) {
-          if (names[2] == names[1] && c <= b) continue;
-          keys[2] = unfolded[c].key;
-          out->push_back({CrossKey(keys, 3), ab * unfolded[c].value});
+        for (size_t c = first_position(2, b, cand_ab); c < n[2]; ++c) {
+          const HashedFeature& fc = at(2, c);
+          keys[2] = fc.key;
+          out->push_back({CrossKey(keys, 3), ab * fc.value});
         }
       }
     }

@@ -42,6 +42,20 @@ struct HashedFeature {
   friend bool operator==(const HashedFeature&, const HashedFeature&) = default;
 };
 
+// Sorts by key and merges repeated keys by adding their values, so that each
+// coordinate appears once (and gets one gradient per example).
+void SortAndMerge(std::vector<HashedFeature>* features);
+
+// A context hashed once per request, for scoring many candidates with it.
+struct HashedContext {
+  // Folded, merged: the context's features, crosses among context
+  // namespaces only, and the bias.
+  std::vector<HashedFeature> features;
+  // Unfolded features of each interaction term (interaction i, term j at
+  // i * 3 + j), for crossing with each candidate.
+  std::vector<std::vector<HashedFeature>> terms;
+};
+
 class FeatureHasher {
  public:
   explicit FeatureHasher(HashingConfig config);
@@ -54,6 +68,16 @@ class FeatureHasher {
   // the per-example hot path and the buffer's capacity is reused.
   void Hash(const Example& example, std::vector<HashedFeature>* out) const;
 
+  // Context + candidate hashing: for a context C and candidate K, the union
+  // of HashContext(C).features and HashCandidate(C, K) (merged) equals
+  // Hash(C's namespaces followed by K's), so Predict scores exactly what
+  // Update trains, while the context is hashed once per request.
+  void HashContext(const Example& context, HashedContext* out) const;
+  // Replaces *out with the candidate's own features and every cross with at
+  // least one candidate feature, folded and merged.
+  void HashCandidate(const HashedContext& context, const Example& candidate,
+                     std::vector<HashedFeature>* out) const;
+
   uint64_t NamespaceHash(std::string_view name) const;
   static uint64_t NamedKey(uint64_t namespace_hash, std::string_view name);
   static uint64_t IdKey(uint64_t namespace_hash, uint64_t id);
@@ -62,12 +86,29 @@ class FeatureHasher {
   uint64_t Fold(uint64_t key) const { return key & fold_mask_; }
 
  private:
-  void AppendCrosses(const Example& example, const std::vector<HashedFeature>& unfolded,
-                     const std::vector<size_t>& namespace_begin,
+  using TermLists = std::vector<std::vector<HashedFeature>>;
+
+  // Appends the example's unfolded features to *plain and, for every
+  // interaction term whose namespace name matches, to that term's list.
+  void Collect(const Example& example, std::vector<HashedFeature>* plain, TermLists* terms) const;
+  // Appends the crosses of context terms with candidate terms. With
+  // `candidate` null, every cross of the context alone; otherwise only those
+  // with at least one candidate feature. Positions run through the context's
+  // list then the candidate's, as if the two examples were one.
+  void AppendCrosses(const TermLists& context, const TermLists* candidate,
                      std::vector<HashedFeature>* out) const;
+  void FoldAndMerge(std::vector<HashedFeature>* features, size_t first) const;
 
   HashingConfig config_;
   uint64_t fold_mask_;
+  // Per interaction: the namespace hash of each term, and whether each term
+  // names the same namespace as the one before it.
+  struct CompiledInteraction {
+    int arity;
+    uint64_t namespace_hash[3];
+    bool same_as_previous[3];
+  };
+  std::vector<CompiledInteraction> interactions_;
 };
 
 }  // namespace clickd

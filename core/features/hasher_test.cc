@@ -1,5 +1,7 @@
 #include "core/features/hasher.h"
 
+#include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -167,6 +169,54 @@ TEST(Hasher, AppendsAfterExistingContents) {
   h.Hash(TwoNamespaces(), &out);
   EXPECT_EQ(out.size(), 5u);
   EXPECT_EQ(out[0].key, 1u);
+}
+
+Example RandomExample(std::mt19937* rng, const std::vector<std::string>& names) {
+  Example e;
+  for (const std::string& name : names) {
+    if ((*rng)() % 3 == 0) continue;
+    Namespace ns{name, {}};
+    const int k = static_cast<int>((*rng)() % 4);
+    for (int i = 0; i < k; ++i) {
+      if ((*rng)() % 2) {
+        ns.features.push_back(Feature::Named("f" + std::to_string((*rng)() % 5), 0.5f + i));
+      } else {
+        ns.features.push_back(Feature::WithId((*rng)() % 5, 1.5f));
+      }
+    }
+    e.namespaces.push_back(ns);
+  }
+  return e;
+}
+
+// Context hashed once + each candidate's part == hashing the concatenated
+// example: Predict's fast path scores exactly what Update trains on.
+TEST(Hasher, ContextPlusCandidateEqualsWholeExample) {
+  HashingConfig config;
+  config.interactions = {{"u", "a"},      {"a", "a"},      {"u", "u"},
+                         {"u", "a", "p"}, {"a", "u", "a"}, {"p", "p", "p"}};
+  for (int bits : {0, 6}) {
+    config.bits = bits;
+    FeatureHasher h(config);
+    std::mt19937 rng(bits + 1);
+    for (int trial = 0; trial < 300; ++trial) {
+      const Example context = RandomExample(&rng, {"u", "p", "a"});
+      HashedContext hc;
+      h.HashContext(context, &hc);
+      for (int c = 0; c < 3; ++c) {
+        const Example candidate = RandomExample(&rng, {"a", "p", "u"});
+        std::vector<HashedFeature> part;
+        h.HashCandidate(hc, candidate, &part);
+        std::vector<HashedFeature> split = hc.features;
+        split.insert(split.end(), part.begin(), part.end());
+        SortAndMerge(&split);
+        Example whole = context;
+        whole.namespaces.insert(whole.namespaces.end(), candidate.namespaces.begin(),
+                                candidate.namespaces.end());
+        ASSERT_EQ(split, HashOf(h, whole)) << "trial " << trial << " bits " << bits;
+      }
+    }
+  }
 }
 
 TEST(HashingConfig, Validation) {

@@ -71,6 +71,8 @@ class LinearModel final : public Model {
     return stats;
   }
 
+  uint64_t Updates() const override { return CurrentRound().t; }
+
   std::string SerializeState() const override {
     const RoundContext round = CurrentRound();
     std::string out;

@@ -1,13 +1,28 @@
 #include "core/model/model.h"
 
+#include <algorithm>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/model/linear_model.h"
 
 namespace clickd {
 
+absl::Status ValidateModelName(std::string_view name, std::string_view field) {
+  const bool valid_chars = std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+  if (name.empty() || name.size() > kMaxModelNameLength || !valid_chars) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), " \"", std::string(name),
+                                                   "\" must be 1..", kMaxModelNameLength,
+                                                   " characters of [A-Za-z0-9_.-]"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateModelConfig(const ModelConfig& config) {
+  if (absl::Status s = ValidateModelName(config.name, "name"); !s.ok()) return s;
   if (config.num_shards < 1 || config.num_shards > kMaxShards) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_shards is ", config.num_shards, "; must be in 1..", kMaxShards));

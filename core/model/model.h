@@ -46,6 +46,9 @@ class Model {
 
   virtual ModelStats Stats() const = 0;
 
+  // Examples learned so far (the model's version); cheaper than Stats().
+  virtual uint64_t Updates() const = 0;
+
   // Canonical bytes of the learned state: the round counters, then every
   // coordinate (key, state) in ascending key order. Equal bytes mean equal
   // models. An in-memory form for comparisons, not a file format.

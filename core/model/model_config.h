@@ -5,6 +5,7 @@
 #define CLICKD_CORE_MODEL_MODEL_CONFIG_H_
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "core/features/hasher.h"
@@ -22,6 +23,10 @@ struct ModelConfig {
 };
 
 inline constexpr int kMaxShards = 4096;
+inline constexpr size_t kMaxModelNameLength = 128;
+
+// Checks a model name: 1..kMaxModelNameLength characters of [A-Za-z0-9_.-].
+absl::Status ValidateModelName(std::string_view name, std::string_view field);
 
 // Checks every part; errors name the field and the limit.
 absl::Status ValidateModelConfig(const ModelConfig& config);
