@@ -1,0 +1,56 @@
+// The two request paths of a served model, on core types: scoring candidates
+// that share a context, and learning a batch of labeled examples. The gRPC
+// service converts its messages to these and calls them; nothing here knows
+// about gRPC.
+//
+// Thread safety: as Model: any number of concurrent calls.
+#ifndef CLICKD_CORE_MODEL_SERVING_H_
+#define CLICKD_CORE_MODEL_SERVING_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "core/eval/metrics.h"
+#include "core/features/example.h"
+#include "core/model/model.h"
+
+namespace clickd {
+
+struct CandidateScore {
+  double prediction;  // Link(loss, margin)
+  double margin;
+};
+
+// Scores each candidate together with the shared context. The context is
+// hashed and its partial margin computed once, so the cost grows with
+// |context| + sum |candidate| (plus the crosses the model asks for), not
+// with |context| x #candidates.
+std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& context,
+                                            absl::Span<const Example> candidates);
+
+// One example to learn: its own features plus, optionally, a shared context
+// (an impression's), with a label and an importance weight.
+struct TrainingExample {
+  const Example* context;  // may be null
+  const Example* example;
+  float label;
+  float importance;
+};
+
+// Checks every label against the loss and every importance (finite, >= 0)
+// before anything is learned, so a rejected batch applies nothing. Errors
+// name the failing entry with `field_of(i)`.
+template <typename FieldOf>
+absl::Status ValidateTrainingBatch(LossType loss, absl::Span<const TrainingExample> batch,
+                                   FieldOf&& field_of);
+
+// Learns the examples in order and returns each one's pre-update score (for
+// progressive validation). The caller has validated the batch.
+std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExample> batch);
+
+}  // namespace clickd
+
+#include "core/model/serving_inl.h"
+
+#endif  // CLICKD_CORE_MODEL_SERVING_H_

@@ -1,0 +1,195 @@
+#include "server/convert.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/optim/loss.h"
+#include "core/optim/optimizer_config.h"
+
+namespace clickd {
+namespace {
+
+absl::Status TooMany(const std::string& field, size_t count, size_t limit) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(field, " has ", count, " entries; the limit is ", limit));
+}
+
+absl::Status ConvertFeature(const v1::Feature& proto, const std::string& field,
+                            const Limits& limits, Feature* out) {
+  switch (proto.key_case()) {
+    case v1::Feature::kName:
+      if (proto.name().empty() || proto.name().size() > limits.max_name_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ".name has ", proto.name().size(),
+                                                       " bytes; must be 1..",
+                                                       limits.max_name_bytes));
+      }
+      out->name = proto.name();
+      out->has_id = false;
+      break;
+    case v1::Feature::kId:
+      out->id = proto.id();
+      out->has_id = true;
+      break;
+    case v1::Feature::KEY_NOT_SET:
+      return absl::InvalidArgumentError(absl::StrCat(field, " has neither name nor id"));
+  }
+  out->value = proto.has_value() ? proto.value() : 1.0f;
+  if (!std::isfinite(out->value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".value is ", out->value, "; must be finite"));
+  }
+  return absl::OkStatus();
+}
+
+// Copies an optional hyperparameter over its default.
+void Override(bool has, double value, double* field) {
+  if (has) *field = value;
+}
+
+}  // namespace
+
+absl::StatusOr<Example> ToExample(const v1::Example& proto, const std::string& field,
+                                  const Limits& limits) {
+  if (static_cast<size_t>(proto.namespaces_size()) > limits.max_namespaces_per_example) {
+    return TooMany(field + ".namespaces", proto.namespaces_size(),
+                   limits.max_namespaces_per_example);
+  }
+  size_t features = 0;
+  for (const v1::Namespace& ns : proto.namespaces()) features += ns.features_size();
+  if (features > limits.max_features_per_example) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, " has ", features, " features; the limit is ", limits.max_features_per_example));
+  }
+  Example out;
+  out.namespaces.resize(proto.namespaces_size());
+  for (int n = 0; n < proto.namespaces_size(); ++n) {
+    const v1::Namespace& ns = proto.namespaces(n);
+    const std::string ns_field = absl::StrCat(field, ".namespaces[", n, "]");
+    if (ns.name().size() > limits.max_name_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(ns_field, ".name has ", ns.name().size(),
+                                                     " bytes; the limit is ",
+                                                     limits.max_name_bytes));
+    }
+    Namespace& target = out.namespaces[n];
+    target.name = ns.name();
+    target.features.resize(ns.features_size());
+    for (int f = 0; f < ns.features_size(); ++f) {
+      absl::Status s = ConvertFeature(ns.features(f), absl::StrCat(ns_field, ".features[", f, "]"),
+                                      limits, &target.features[f]);
+      if (!s.ok()) return s;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
+  ModelConfig c;
+  c.name = p.name();
+  auto optimizer = ParseOptimizerType(p.optimizer().empty() ? "ftrl" : p.optimizer());
+  if (!optimizer.ok())
+    return absl::InvalidArgumentError(absl::StrCat("config.", optimizer.status().message()));
+  auto loss = ParseLossType(p.loss().empty() ? "logistic" : p.loss());
+  if (!loss.ok())
+    return absl::InvalidArgumentError(absl::StrCat("config.", loss.status().message()));
+  c.loss = *loss;
+  OptimizerConfig& o = c.optimizer;
+  o.type = *optimizer;
+  Override(p.ftrl().has_alpha(), p.ftrl().alpha(), &o.ftrl.alpha);
+  Override(p.ftrl().has_beta(), p.ftrl().beta(), &o.ftrl.beta);
+  Override(p.ftrl().has_lambda1(), p.ftrl().lambda1(), &o.ftrl.lambda1);
+  Override(p.ftrl().has_lambda2(), p.ftrl().lambda2(), &o.ftrl.lambda2);
+  o.ftrl.lambda1_times_t = p.ftrl().lambda1_times_t();
+  Override(p.adagrad().has_eta(), p.adagrad().eta(), &o.adagrad.eta);
+  Override(p.adagrad().has_delta(), p.adagrad().delta(), &o.adagrad.delta);
+  Override(p.adagrad().has_lambda(), p.adagrad().lambda(), &o.adagrad.lambda);
+  Override(p.pc_ogd().has_radius(), p.pc_ogd().radius(), &o.pc_ogd.radius);
+  Override(p.pc_ogd().has_scale(), p.pc_ogd().scale(), &o.pc_ogd.scale);
+  Override(p.global_ogd().has_radius(), p.global_ogd().radius(), &o.global_ogd.radius);
+  Override(p.global_ogd().has_scale(), p.global_ogd().scale(), &o.global_ogd.scale);
+  Override(p.sgd().has_eta(), p.sgd().eta(), &o.sgd.eta);
+  c.hashing.seed = p.hashing().seed();
+  c.hashing.bits = static_cast<int>(std::min<uint32_t>(p.hashing().bits(), 1u << 20));
+  c.hashing.bias = p.hashing().has_bias() ? p.hashing().bias() : true;
+  for (const v1::Interaction& i : p.hashing().interactions()) {
+    c.hashing.interactions.emplace_back(i.namespaces().begin(), i.namespaces().end());
+  }
+  c.num_shards = p.num_shards() == 0
+                     ? ModelConfig{}.num_shards
+                     : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
+  if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+  }
+  return c;
+}
+
+v1::ModelConfig ToProto(const ModelConfig& c) {
+  v1::ModelConfig p;
+  p.set_name(c.name);
+  p.set_optimizer(std::string(OptimizerTypeName(c.optimizer.type)));
+  p.set_loss(std::string(LossTypeName(c.loss)));
+  const OptimizerConfig& o = c.optimizer;
+  // Only the selected optimizer's parameters: the others do not apply.
+  switch (o.type) {
+    case OptimizerType::kFtrl:
+      p.mutable_ftrl()->set_alpha(o.ftrl.alpha);
+      p.mutable_ftrl()->set_beta(o.ftrl.beta);
+      p.mutable_ftrl()->set_lambda1(o.ftrl.lambda1);
+      p.mutable_ftrl()->set_lambda2(o.ftrl.lambda2);
+      p.mutable_ftrl()->set_lambda1_times_t(o.ftrl.lambda1_times_t);
+      break;
+    case OptimizerType::kAdagrad:
+    case OptimizerType::kAdagradDa:
+      p.mutable_adagrad()->set_eta(o.adagrad.eta);
+      p.mutable_adagrad()->set_delta(o.adagrad.delta);
+      p.mutable_adagrad()->set_lambda(o.adagrad.lambda);
+      break;
+    case OptimizerType::kPcOgd:
+      p.mutable_pc_ogd()->set_radius(o.pc_ogd.radius);
+      p.mutable_pc_ogd()->set_scale(o.pc_ogd.scale);
+      break;
+    case OptimizerType::kGlobalOgd:
+      p.mutable_global_ogd()->set_radius(o.global_ogd.radius);
+      p.mutable_global_ogd()->set_scale(o.global_ogd.scale);
+      break;
+    case OptimizerType::kSgd:
+      p.mutable_sgd()->set_eta(o.sgd.eta);
+      break;
+  }
+  p.mutable_hashing()->set_seed(c.hashing.seed);
+  p.mutable_hashing()->set_bits(c.hashing.bits);
+  p.mutable_hashing()->set_bias(c.hashing.bias);
+  for (const auto& names : c.hashing.interactions) {
+    auto* i = p.mutable_hashing()->add_interactions();
+    for (const auto& n : names) i->add_namespaces(n);
+  }
+  p.set_num_shards(c.num_shards);
+  return p;
+}
+
+v1::ProgressiveMetrics ToProto(const MetricsSummary& m) {
+  v1::ProgressiveMetrics p;
+  p.set_examples(m.examples);
+  p.set_weight(m.weight);
+  p.set_loss(m.loss);
+  p.set_logloss(m.logloss);
+  p.set_auc(m.auc);
+  p.set_hinge(m.hinge);
+  p.set_mistakes(m.mistakes);
+  p.set_calibration(m.calibration);
+  p.set_squared(m.squared);
+  p.set_auc_error_bound(m.auc_error_bound);
+  return p;
+}
+
+v1::ModelInfo ToModelInfo(const Model& model, const MetricsSummary& progressive) {
+  v1::ModelInfo info;
+  *info.mutable_config() = ToProto(model.config());
+  const ModelStats stats = model.Stats();
+  info.set_updates(stats.updates);
+  info.set_coordinates(stats.coordinates);
+  info.set_bytes(stats.bytes);
+  *info.mutable_metrics() = ToProto(progressive);
+  return info;
+}
+
+}  // namespace clickd

@@ -1,0 +1,91 @@
+#include "server/convert.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace clickd {
+namespace {
+
+v1::Example ProtoExample() {
+  v1::Example e;
+  auto* ns = e.add_namespaces();
+  ns->set_name("user");
+  ns->add_features()->set_name("country=FR");
+  auto* f = ns->add_features();
+  f->set_id(42);
+  f->set_value(0.5f);
+  return e;
+}
+
+TEST(Convert, ExampleFieldsAndDefaultValue) {
+  auto e = ToExample(ProtoExample(), "context", Limits{});
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->namespaces.size(), 1u);
+  const auto& fs = e->namespaces[0].features;
+  EXPECT_EQ(fs[0].name, "country=FR");
+  EXPECT_EQ(fs[0].value, 1.0f);  // unset value means 1
+  EXPECT_TRUE(fs[1].has_id);
+  EXPECT_EQ(fs[1].id, 42u);
+  EXPECT_EQ(fs[1].value, 0.5f);
+}
+
+TEST(Convert, ErrorsNameThePath) {
+  v1::Example e = ProtoExample();
+  e.mutable_namespaces(0)->mutable_features(1)->set_value(std::nanf(""));
+  auto s = ToExample(e, "candidates[3]", Limits{}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "candidates[3].namespaces[0].features[1].value is nan; must be finite");
+  e = ProtoExample();
+  e.mutable_namespaces(0)->add_features();  // neither name nor id
+  s = ToExample(e, "context", Limits{}).status();
+  EXPECT_EQ(s.message(), "context.namespaces[0].features[2] has neither name nor id");
+  Limits small;
+  small.max_features_per_example = 1;
+  s = ToExample(ProtoExample(), "context", small).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "context has 2 features; the limit is 1");
+}
+
+TEST(Convert, ModelConfigDefaultsAndRoundTrip) {
+  v1::ModelConfig p;
+  p.set_name("ctr");
+  p.mutable_ftrl()->set_alpha(0.05);
+  auto c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->optimizer.type, OptimizerType::kFtrl);
+  EXPECT_EQ(c->optimizer.ftrl.alpha, 0.05);
+  EXPECT_EQ(c->optimizer.ftrl.beta, FtrlParams{}.beta);
+  EXPECT_TRUE(c->hashing.bias);
+  EXPECT_EQ(c->num_shards, 16);
+  const v1::ModelConfig back = ToProto(*c);
+  EXPECT_EQ(back.optimizer(), "ftrl");
+  EXPECT_EQ(back.ftrl().alpha(), 0.05);
+  EXPECT_TRUE(back.ftrl().has_beta());
+  auto again = ToModelConfig(back);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ToProto(*again).SerializeAsString(), back.SerializeAsString());
+}
+
+TEST(Convert, InvalidConfigsNameTheField) {
+  v1::ModelConfig p;
+  p.set_name("m");
+  p.set_optimizer("adam");
+  EXPECT_NE(ToModelConfig(p).status().message().find("config.optimizer \"adam\""),
+            std::string::npos)
+      << ToModelConfig(p).status();
+  p.set_optimizer("pc_ogd");
+  p.mutable_pc_ogd()->set_radius(-1);
+  EXPECT_NE(ToModelConfig(p).status().message().find("config.pc_ogd.radius is -1"),
+            std::string::npos);
+  p.clear_pc_ogd();
+  p.mutable_hashing()->add_interactions()->add_namespaces("a");
+  EXPECT_NE(ToModelConfig(p).status().message().find("config.hashing.interactions[0]"),
+            std::string::npos);
+  p.clear_hashing();
+  p.set_name("bad name");
+  EXPECT_NE(ToModelConfig(p).status().message().find("config.name"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace clickd

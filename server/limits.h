@@ -1,0 +1,21 @@
+// Request limits of the service, set by flags. Exceeding one is
+// RESOURCE_EXHAUSTED with a message naming the field, the count and the limit.
+#ifndef CLICKD_SERVER_LIMITS_H_
+#define CLICKD_SERVER_LIMITS_H_
+
+#include <cstddef>
+
+namespace clickd {
+
+struct Limits {
+  size_t max_candidates = 1000;            // per Predict
+  size_t max_features_per_example = 4096;  // per context, candidate or example
+  size_t max_examples_per_update = 10000;  // per Update request (or stream message)
+  size_t max_namespaces_per_example = 256;
+  size_t max_name_bytes = 1024;  // namespace and feature names
+  int max_message_bytes = 16 << 20;
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_SERVER_LIMITS_H_

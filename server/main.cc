@@ -1,0 +1,132 @@
+// clickd: the online click-prediction server.
+//
+//   clickd [--address=127.0.0.1:50051] [--config=models.json] [--default_model]
+//
+// Serves clickd.v1.Clickd, grpc.health.v1 (SERVING once a model is loaded)
+// and server reflection. SIGTERM or SIGINT drains in-flight calls (up to
+// --shutdown_grace_seconds) and exits 0.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_builder.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <memory>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "core/model/registry.h"
+#include "server/server_config.h"
+#include "server/service.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port to listen on");
+ABSL_FLAG(std::string, config, "", "JSON file declaring models (clickd.v1.ServerConfig)");
+ABSL_FLAG(bool, default_model, true,
+          "serve the embedded model \"default\" (FTRL-Proximal, logistic) unless the config "
+          "declares one by that name");
+ABSL_FLAG(int, threads, 0,
+          "upper bound on gRPC's worker threads (0: gRPC's default, about one per core)");
+ABSL_FLAG(uint64_t, max_candidates, 1000, "limit on candidates per Predict");
+ABSL_FLAG(uint64_t, max_features_per_example, 4096, "limit on features per example");
+ABSL_FLAG(uint64_t, max_examples_per_update, 10000, "limit on examples per Update message");
+ABSL_FLAG(int, max_message_bytes, 16 << 20, "limit on a request's size");
+ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long SIGTERM waits for in-flight calls");
+
+namespace clickd {
+namespace {
+
+absl::Status LoadModels(ModelRegistry* registry) {
+  std::vector<ModelConfig> configs;
+  if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
+    auto loaded = LoadServerConfig(path);
+    if (!loaded.ok()) return loaded.status();
+    configs = *std::move(loaded);
+  }
+  const bool declared_default = std::any_of(
+      configs.begin(), configs.end(), [](const ModelConfig& c) { return c.name == "default"; });
+  if (absl::GetFlag(FLAGS_default_model) && !declared_default) {
+    configs.push_back(DefaultModelConfig());
+  }
+  for (const ModelConfig& config : configs) {
+    if (auto created = registry->Create(config); !created.ok()) return created.status();
+  }
+  return absl::OkStatus();
+}
+
+Limits LimitsFromFlags() {
+  Limits limits;
+  limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
+  limits.max_features_per_example = absl::GetFlag(FLAGS_max_features_per_example);
+  limits.max_examples_per_update = absl::GetFlag(FLAGS_max_examples_per_update);
+  limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  return limits;
+}
+
+int Serve() {
+  // Block the shutdown signals before gRPC starts its threads, so that only
+  // sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ModelRegistry registry;
+  if (absl::Status s = LoadModels(&registry); !s.ok()) {
+    std::cerr << "clickd: " << s.message() << "\n";
+    return 2;
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  // Set once the server has started; RPC threads may call update_health
+  // before that, hence the atomic.
+  std::atomic<grpc::HealthCheckServiceInterface*> health{nullptr};
+  auto update_health = [&registry, &health] {
+    if (auto* h = health.load()) h->SetServingStatus(registry.size() > 0);
+  };
+  const Limits limits = LimitsFromFlags();
+  ClickdService service(&registry, limits, update_health);
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_address), grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
+    grpc::ResourceQuota quota("clickd");
+    quota.SetMaxThreads(threads);
+    builder.SetResourceQuota(quota);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::cerr << "clickd: cannot listen on " << absl::GetFlag(FLAGS_address) << "\n";
+    return 1;
+  }
+  health.store(server->GetHealthCheckService());
+  update_health();
+  std::cout << "clickd: serving " << registry.size() << " model(s) on "
+            << absl::GetFlag(FLAGS_address) << " (port " << port << ")" << std::endl;
+
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cout << "clickd: signal " << received << ", draining" << std::endl;
+  server->GetHealthCheckService()->SetServingStatus(false);
+  const auto grace = std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  server->Shutdown(std::chrono::system_clock::now() + grace);
+  server->Wait();
+  std::cout << "clickd: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace clickd
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("clickd [--address=HOST:PORT] [--config=FILE] [flags]");
+  absl::ParseCommandLine(argc, argv);
+  return clickd::Serve();
+}
