@@ -108,7 +108,12 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   Override(p.global_ogd().has_scale(), p.global_ogd().scale(), &o.global_ogd.scale);
   Override(p.sgd().has_eta(), p.sgd().eta(), &o.sgd.eta);
   c.hashing.seed = p.hashing().seed();
-  c.hashing.bits = static_cast<int>(std::min<uint32_t>(p.hashing().bits(), 1u << 20));
+  // Out-of-range values are reported as sent, not as a clamped int.
+  if (p.hashing().bits() > 62) {
+    return absl::InvalidArgumentError(absl::StrCat("config.hashing.bits is ", p.hashing().bits(),
+                                                   "; must be 0 (no folding) or 1..62"));
+  }
+  c.hashing.bits = static_cast<int>(p.hashing().bits());
   c.hashing.bias = p.hashing().has_bias() ? p.hashing().bias() : true;
   for (const v1::Interaction& i : p.hashing().interactions()) {
     c.hashing.interactions.emplace_back(i.namespaces().begin(), i.namespaces().end());

@@ -18,6 +18,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "core/base/mutex.h"
 #include "core/model/registry.h"
 #include "server/server_config.h"
 #include "server/service.h"
@@ -85,7 +86,11 @@ int Serve() {
   // Set once the server has started; RPC threads may call update_health
   // before that, hence the atomic.
   std::atomic<grpc::HealthCheckServiceInterface*> health{nullptr};
-  auto update_health = [&registry, &health] {
+  // Serialized so that a create and a delete racing cannot leave the status
+  // of the one that read the model count first.
+  Mutex health_mu;
+  auto update_health = [&registry, &health, &health_mu] {
+    MutexLock lock(&health_mu);
     if (auto* h = health.load()) h->SetServingStatus(registry.size() > 0);
   };
   const Limits limits = LimitsFromFlags();
@@ -93,6 +98,9 @@ int Serve() {
 
   grpc::ServerBuilder builder;
   int port = 0;
+  // Without this, gRPC sets SO_REUSEPORT and a second clickd on a busy port
+  // would start and split the connections with the first.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(absl::GetFlag(FLAGS_address), grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(limits.max_message_bytes);

@@ -69,6 +69,11 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
       return absl::InvalidArgumentError(absl::StrCat("model is \"", request_.model(),
                                                      "\"; every message of a stream must name \"",
                                                      served_->model().config().name, "\""));
+    } else if (service_->Lookup(request_.model(), "model").value_or(nullptr) != served_) {
+      // Learning into a deleted (or deleted and re-created) model would
+      // acknowledge examples that no served model holds.
+      return absl::NotFoundError(absl::StrCat("model \"", request_.model(),
+                                              "\" was deleted or replaced during the stream"));
     }
     v1::UpdateResponse unused;
     scored_.clear();
@@ -116,8 +121,8 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ClickdService::Lookup(const std::st
   return served;
 }
 
-absl::Status ClickdService::DoPredict(const v1::PredictRequest& request,
-                                      v1::PredictResponse* response) {
+absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& request,
+                                                v1::PredictResponse* response) {
   auto served = Lookup(request.model(), "model");
   if (!served.ok()) return served.status();
   const size_t n = request.candidates_size();
@@ -208,7 +213,7 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
 grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* context,
                                                  const v1::PredictRequest* request,
                                                  v1::PredictResponse* response) {
-  return Unary(context, [&] { return DoPredict(*request, response); });
+  return Unary(context, [&] { return ScorePredictRequest(*request, response); });
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,

@@ -52,13 +52,15 @@ class ClickdService final : public v1::Clickd::CallbackService {
   absl::Status ApplyUpdate(ServedModel& served, const v1::UpdateRequest& request,
                            v1::UpdateResponse* response, std::vector<ScoredExample>* scored);
 
+  // Validates and scores one PredictRequest.
+  absl::Status ScorePredictRequest(const v1::PredictRequest& request,
+                                   v1::PredictResponse* response);
+
   // The named model, or NotFound / InvalidArgument naming `field`.
   absl::StatusOr<std::shared_ptr<ServedModel>> Lookup(const std::string& name,
                                                       const char* field) const;
 
  private:
-  absl::Status DoPredict(const v1::PredictRequest& request, v1::PredictResponse* response);
-
   ModelRegistry* const registry_;
   const Limits limits_;
   const std::function<void()> on_models_changed_;

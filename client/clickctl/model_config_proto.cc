@@ -1,0 +1,55 @@
+#include "client/clickctl/model_config_proto.h"
+
+#include <string>
+
+namespace clickd {
+
+v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
+  v1::ModelConfig p;
+  p.set_name(c.name);
+  p.set_optimizer(std::string(OptimizerTypeName(c.optimizer.type)));
+  p.set_loss(std::string(LossTypeName(c.loss)));
+  const OptimizerConfig& o = c.optimizer;
+  switch (o.type) {
+    case OptimizerType::kFtrl: {
+      v1::FtrlParams* f = p.mutable_ftrl();
+      f->set_alpha(o.ftrl.alpha);
+      f->set_beta(o.ftrl.beta);
+      f->set_lambda1(o.ftrl.lambda1);
+      f->set_lambda2(o.ftrl.lambda2);
+      f->set_lambda1_times_t(o.ftrl.lambda1_times_t);
+      break;
+    }
+    case OptimizerType::kAdagrad:
+    case OptimizerType::kAdagradDa: {
+      v1::AdagradParams* a = p.mutable_adagrad();
+      a->set_eta(o.adagrad.eta);
+      a->set_delta(o.adagrad.delta);
+      a->set_lambda(o.adagrad.lambda);
+      break;
+    }
+    case OptimizerType::kPcOgd:
+      p.mutable_pc_ogd()->set_radius(o.pc_ogd.radius);
+      p.mutable_pc_ogd()->set_scale(o.pc_ogd.scale);
+      break;
+    case OptimizerType::kGlobalOgd:
+      p.mutable_global_ogd()->set_radius(o.global_ogd.radius);
+      p.mutable_global_ogd()->set_scale(o.global_ogd.scale);
+      break;
+    case OptimizerType::kSgd:
+      p.mutable_sgd()->set_eta(o.sgd.eta);
+      break;
+  }
+  v1::HashingConfig* h = p.mutable_hashing();
+  h->set_seed(c.hashing.seed);
+  h->set_bits(static_cast<uint32_t>(c.hashing.bits));
+  h->set_bias(c.hashing.bias);
+  for (const std::vector<std::string>& names : c.hashing.interactions) {
+    v1::Interaction* i = h->add_interactions();
+    for (const std::string& n : names) i->add_namespaces(n);
+  }
+  p.set_num_shards(static_cast<uint32_t>(c.num_shards));
+  return p;
+}
+
+}  // namespace clickd

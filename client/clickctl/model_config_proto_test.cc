@@ -1,0 +1,50 @@
+// The client's config conversion must agree with the server's, or a model
+// created by `clickctl models create` would differ from the flags' model.
+#include "client/clickctl/model_config_proto.h"
+
+#include "client/clickctl/model_flags.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "server/convert.h"
+
+namespace clickd {
+namespace {
+
+TEST(ModelConfigToProto, AgreesWithTheServerForEveryOptimizer) {
+  for (const char* optimizer : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd"}) {
+    ModelFlagValues v;
+    v.optimizer = optimizer;
+    v.loss = "hinge";
+    v.bits = 18;
+    v.hash_seed = 7;
+    v.bias = false;
+    v.interactions = "user:ad,user:ad:page";
+    v.shards = 4;
+    auto config = BuildModelConfig(v);
+    ASSERT_TRUE(config.ok()) << config.status();
+    config->name = "m1";
+    std::string diff;
+    google::protobuf::util::MessageDifferencer differencer;
+    differencer.ReportDifferencesToString(&diff);
+    EXPECT_TRUE(differencer.Compare(ModelConfigToProto(*config), ToProto(*config)))
+        << optimizer << ": " << diff;
+  }
+}
+
+TEST(ModelConfigToProto, RoundTripsThroughTheServersParser) {
+  ModelFlagValues v;
+  v.alpha = 0.05;
+  v.lambda1 = 1;
+  v.lambda1_times_t = true;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto back = ToModelConfig(ModelConfigToProto(*config));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->optimizer.ftrl.alpha, 0.05);
+  EXPECT_EQ(back->optimizer.ftrl.lambda1, 1);
+  EXPECT_TRUE(back->optimizer.ftrl.lambda1_times_t);
+  EXPECT_EQ(back->num_shards, config->num_shards);
+}
+
+}  // namespace
+}  // namespace clickd

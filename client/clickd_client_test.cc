@@ -1,0 +1,386 @@
+// Tests ClickdClient against an in-process fake service that counts calls
+// and fails on demand, and against a port where nothing listens. No test
+// depends on how long anything takes: sleeps go through a recording fake,
+// and attempts are counted by the server or by a client interceptor.
+#include "client/clickd_client.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/support/client_interceptor.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace clickd {
+namespace {
+
+// A Clickd service whose Predict and Update fail with a chosen code a
+// chosen number of times, counting every call it receives.
+class FakeClickd final : public v1::Clickd::Service {
+ public:
+  std::atomic<int> predict_failures{0};  // how many Predicts fail before success
+  std::atomic<int> update_failures{0};
+  grpc::StatusCode failure_code = grpc::StatusCode::UNAVAILABLE;
+  std::atomic<int> predicts{0}, updates{0};
+  std::atomic<int64_t> get_model_deadline_ms{0};  // from epoch, as seen by the server
+
+  grpc::Status Predict(grpc::ServerContext*, const v1::PredictRequest* request,
+                       v1::PredictResponse* response) override {
+    ++predicts;
+    if (predict_failures.fetch_sub(1) > 0) return grpc::Status(failure_code, "fake failure");
+    response->set_request_id(request->request_id());
+    response->set_model_version(42);
+    for (int i = 0; i < request->candidates_size(); ++i) {
+      response->add_predictions()->set_prediction(0.25 * (i + 1));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Update(grpc::ServerContext*, const v1::UpdateRequest* request,
+                      v1::UpdateResponse* response) override {
+    ++updates;
+    if (update_failures.fetch_sub(1) > 0) return grpc::Status(failure_code, "fake failure");
+    response->set_applied(request->examples_size());
+    return grpc::Status::OK;
+  }
+
+  // Sums the examples; a message with request_id "bad" ends the stream.
+  grpc::Status UpdateStream(grpc::ServerContext*, grpc::ServerReader<v1::UpdateRequest>* reader,
+                            v1::UpdateStreamResponse* response) override {
+    v1::UpdateRequest request;
+    while (reader->Read(&request)) {
+      if (request.request_id() == "bad") {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad message");
+      }
+      response->set_requests(response->requests() + 1);
+      response->set_applied(response->applied() + request.examples_size());
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetModel(grpc::ServerContext* context, const v1::GetModelRequest* request,
+                        v1::GetModelResponse* response) override {
+    get_model_deadline_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                context->deadline().time_since_epoch())
+                                .count();
+    if (request->model() != "default") return grpc::Status(grpc::StatusCode::NOT_FOUND, "no");
+    response->mutable_model()->mutable_config()->set_name("default");
+    return grpc::Status::OK;
+  }
+};
+
+// Serves a FakeClickd on 127.0.0.1 at a port the kernel picks.
+class FakeServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&fake_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port_, 0);
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  // A client whose backoff sleeps are recorded instead of slept.
+  std::unique_ptr<ClickdClient> Client(ClientOptions options = {}) {
+    options.sleep = [this](absl::Duration d) {
+      std::lock_guard<std::mutex> lock(sleeps_mu_);
+      sleeps_.push_back(d);
+    };
+    auto client = ClickdClient::Create(absl::StrCat("127.0.0.1:", port_), options);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  }
+
+  std::vector<absl::Duration> Sleeps() {
+    std::lock_guard<std::mutex> lock(sleeps_mu_);
+    return sleeps_;
+  }
+
+  static v1::PredictRequest TwoCandidates() {
+    v1::PredictRequest request;
+    request.set_model("default");
+    request.set_request_id("r1");
+    request.add_candidates();
+    request.add_candidates();
+    return request;
+  }
+
+  FakeClickd fake_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::mutex sleeps_mu_;
+  std::vector<absl::Duration> sleeps_;
+};
+
+TEST(FromGrpcStatus, CodesMapOneToOne) {
+  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK).ok());
+  for (int code = 1; code <= 16; ++code) {
+    const absl::Status s = FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(code), "why"));
+    EXPECT_EQ(static_cast<int>(s.code()), code);
+    EXPECT_EQ(s.message(), "why");
+  }
+  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "")).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(FromGrpcStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, "")).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(ClickdClient, CreateRejectsBadOptions) {
+  EXPECT_EQ(ClickdClient::Create("").status().code(), absl::StatusCode::kInvalidArgument);
+  ClientOptions o;
+  o.predict_retry.max_attempts = 0;
+  EXPECT_EQ(ClickdClient::Create("127.0.0.1:1", o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o = ClientOptions{};
+  o.predict_retry.multiplier = 0.5;
+  EXPECT_FALSE(ClickdClient::Create("127.0.0.1:1", o).ok());
+  o = ClientOptions{};
+  o.timeout = absl::ZeroDuration();
+  EXPECT_FALSE(ClickdClient::Create("127.0.0.1:1", o).ok());
+  o = ClientOptions{};
+  o.predict_retry.jitter = 1.5;
+  EXPECT_FALSE(ClickdClient::Create("127.0.0.1:1", o).ok());
+}
+
+TEST_F(FakeServerTest, PredictRetriesUnavailableWithJitteredExponentialBackoff) {
+  fake_.predict_failures = 2;
+  auto client = Client();  // 3 attempts, 50 ms doubling, jitter 0.2
+  auto response = client->Predict(TwoCandidates());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->request_id(), "r1");
+  ASSERT_EQ(response->predictions_size(), 2);
+  EXPECT_EQ(response->predictions(1).prediction(), 0.5);
+  EXPECT_EQ(fake_.predicts, 3);
+  const std::vector<absl::Duration> sleeps = Sleeps();
+  ASSERT_EQ(sleeps.size(), 2u);
+  EXPECT_GE(sleeps[0], absl::Milliseconds(40));
+  EXPECT_LE(sleeps[0], absl::Milliseconds(60));
+  EXPECT_GE(sleeps[1], absl::Milliseconds(80));
+  EXPECT_LE(sleeps[1], absl::Milliseconds(120));
+}
+
+TEST_F(FakeServerTest, PredictGivesUpAfterMaxAttempts) {
+  fake_.predict_failures = 1000;
+  ClientOptions o;
+  o.predict_retry.max_attempts = 4;
+  o.predict_retry.max_backoff = absl::Milliseconds(60);
+  auto client = Client(o);
+  const absl::Status s = client->Predict(TwoCandidates()).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_EQ(fake_.predicts, 4);
+  const std::vector<absl::Duration> sleeps = Sleeps();
+  ASSERT_EQ(sleeps.size(), 3u);
+  EXPECT_LE(sleeps[2], absl::Milliseconds(60) * 1.2);  // capped by max_backoff
+}
+
+TEST_F(FakeServerTest, PredictRetriesOnlyUnavailable) {
+  fake_.predict_failures = 1;
+  fake_.failure_code = grpc::StatusCode::INVALID_ARGUMENT;
+  auto client = Client();
+  EXPECT_EQ(client->Predict(TwoCandidates()).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fake_.predicts, 1);
+  EXPECT_TRUE(Sleeps().empty());
+}
+
+TEST_F(FakeServerTest, RetriesStopWhenTheBackoffWouldPassTheDeadline) {
+  fake_.predict_failures = 1000;
+  ClientOptions o;
+  o.predict_retry.initial_backoff = absl::Seconds(100);
+  o.predict_retry.max_backoff = absl::Seconds(100);
+  auto client = Client(o);  // timeout 5 s: no room for an 80..120 s sleep
+  EXPECT_EQ(client->Predict(TwoCandidates()).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fake_.predicts, 1);
+  EXPECT_TRUE(Sleeps().empty());
+}
+
+TEST_F(FakeServerTest, UpdateIsNeverRetried) {
+  fake_.update_failures = 1;
+  auto client = Client();
+  v1::UpdateRequest request;
+  request.set_model("default");
+  request.add_examples();
+  EXPECT_EQ(client->Update(request).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fake_.updates, 1);
+  EXPECT_TRUE(Sleeps().empty());
+  auto ok = client->Update(request);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->applied(), 1u);
+}
+
+TEST_F(FakeServerTest, EveryCallHasADeadlineAndCallsCanOverrideIt) {
+  auto client = Client();  // default timeout: 5 s
+  auto deadline_ms = [&](const CallOptions& call) {
+    const int64_t start = absl::ToUnixMillis(absl::Now());
+    EXPECT_TRUE(client->GetModel("default", call).ok());
+    return fake_.get_model_deadline_ms.load() - start;
+  };
+  const int64_t by_default = deadline_ms({});
+  EXPECT_GT(by_default, 0);
+  EXPECT_LT(by_default, 60'000);  // finite: not gRPC's infinite default
+  CallOptions hour;
+  hour.timeout = absl::Hours(1);
+  EXPECT_GT(deadline_ms(hour), 1'800'000);
+  EXPECT_EQ(client->GetModel("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(FakeServerTest, PredictAsyncRunsTheCallbackOnceWithTheResult) {
+  auto client = Client();
+  for (const int failures : {0, 1}) {
+    fake_.predict_failures = failures;
+    std::promise<absl::StatusOr<v1::PredictResponse>> promise;
+    std::future<absl::StatusOr<v1::PredictResponse>> result = promise.get_future();
+    client->PredictAsync(TwoCandidates(), [&promise](absl::StatusOr<v1::PredictResponse> r) {
+      promise.set_value(std::move(r));
+    });
+    ASSERT_EQ(result.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    const absl::StatusOr<v1::PredictResponse> r = result.get();
+    if (failures == 0) {
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->model_version(), 42u);
+      EXPECT_EQ(r->predictions_size(), 2);
+    } else {
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);  // one attempt only
+    }
+  }
+  EXPECT_EQ(fake_.predicts, 2);
+}
+
+TEST_F(FakeServerTest, ManyAsyncPredictsAllComplete) {
+  auto client = Client();
+  constexpr int kCalls = 200;
+  std::atomic<int> ok{0};
+  std::promise<void> all_done;
+  std::atomic<int> remaining{kCalls};
+  for (int i = 0; i < kCalls; ++i) {
+    client->PredictAsync(TwoCandidates(), [&](absl::StatusOr<v1::PredictResponse> r) {
+      if (r.ok()) ++ok;
+      if (--remaining == 0) all_done.set_value();
+    });
+  }
+  ASSERT_EQ(all_done.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_EQ(ok, kCalls);
+  client.reset();  // waits for callbacks to return: nothing may touch it afterwards
+}
+
+TEST_F(FakeServerTest, UpdateStreamReturnsTheSummary) {
+  auto client = Client();
+  auto stream = client->OpenUpdateStream();
+  v1::UpdateRequest request;
+  request.set_model("default");
+  request.add_examples();
+  request.add_examples();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream->Write(request));
+  auto summary = stream->Finish();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->requests(), 3u);
+  EXPECT_EQ(summary->applied(), 6u);
+  EXPECT_EQ(stream->Finish().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(FakeServerTest, UpdateStreamReportsTheServersError) {
+  auto client = Client();
+  auto stream = client->OpenUpdateStream();
+  v1::UpdateRequest request;
+  request.set_request_id("bad");
+  // The server may end the stream before or after this write is accepted;
+  // either way Finish has its status.
+  stream->Write(request);
+  EXPECT_EQ(stream->Finish().status().code(), absl::StatusCode::kInvalidArgument);
+  auto abandoned = client->OpenUpdateStream();  // destroyed unfinished: cancelled
+  abandoned->Write(v1::UpdateRequest());
+}
+
+// Counts the calls that start on a channel, per method.
+class CountingInterceptor : public grpc::experimental::Interceptor {
+ public:
+  CountingInterceptor(grpc::experimental::ClientRpcInfo* info, std::atomic<int>* predicts,
+                      std::atomic<int>* updates)
+      : method_(info->method()), predicts_(predicts), updates_(updates) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      if (method_ == "/clickd.v1.Clickd/Predict") ++*predicts_;
+      if (method_ == "/clickd.v1.Clickd/Update") ++*updates_;
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+  std::atomic<int>* const predicts_;
+  std::atomic<int>* const updates_;
+};
+
+class CountingFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  CountingFactory(std::atomic<int>* predicts, std::atomic<int>* updates)
+      : predicts_(predicts), updates_(updates) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo* info) override {
+    return new CountingInterceptor(info, predicts_, updates_);
+  }
+
+ private:
+  std::atomic<int>* const predicts_;
+  std::atomic<int>* const updates_;
+};
+
+TEST(ClickdClient, NothingListeningIsUnavailableAfterTheConfiguredAttempts) {
+  // A socket bound to a loopback port but not listening: connecting to it
+  // is refused, and no other process can take the port meanwhile.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string target = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+
+  std::atomic<int> predicts{0}, updates{0};
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<CountingFactory>(&predicts, &updates));
+  auto channel = grpc::experimental::CreateCustomChannelWithInterceptors(
+      target, grpc::InsecureChannelCredentials(), grpc::ChannelArguments(), std::move(factories));
+  ClientOptions options;
+  options.predict_retry.max_attempts = 3;
+  options.predict_retry.initial_backoff = absl::Milliseconds(10);
+  options.timeout = absl::Seconds(20);
+  auto client = ClickdClient::CreateWithChannel(channel, options);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  v1::PredictRequest predict;
+  predict.set_model("default");
+  predict.add_candidates();
+  const absl::Status p = (*client)->Predict(predict).status();
+  EXPECT_EQ(p.code(), absl::StatusCode::kUnavailable) << p;
+  EXPECT_EQ(predicts, 3);
+
+  v1::UpdateRequest update;
+  update.set_model("default");
+  update.add_examples();
+  const absl::Status u = (*client)->Update(update).status();
+  EXPECT_EQ(u.code(), absl::StatusCode::kUnavailable) << u;
+  EXPECT_EQ(updates, 1);
+  close(fd);
+}
+
+}  // namespace
+}  // namespace clickd

@@ -1,0 +1,109 @@
+// The service's request handling without the gRPC transport, so that the
+// TSan build checks our part of the concurrent Predict + Update path
+// (Debian's gRPC is not TSan-instrumented, so the end-to-end tests in
+// tests/server_integration_test.cc cannot run under TSan).
+#include "server/service.h"
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace clickd {
+namespace {
+
+v1::Example AdExample(const std::string& ad) {
+  v1::Example e;
+  auto* ns = e.add_namespaces();
+  ns->set_name("ad");
+  ns->add_features()->set_name(ad);
+  return e;
+}
+
+v1::UpdateRequest Clicks(int n, int seed) {
+  v1::UpdateRequest r;
+  r.set_model("default");
+  auto* imp = r.add_impressions();
+  auto* user = imp->mutable_context()->add_namespaces();
+  user->set_name("user");
+  user->add_features()->set_id(seed % 7);
+  for (int i = 0; i < n; ++i) {
+    auto* c = imp->add_candidates();
+    *c->mutable_example() = AdExample(i % 2 ? "good" : "bad");
+    c->set_label(i % 2 ? 1.0f : 0.0f);
+  }
+  return r;
+}
+
+TEST(ClickdService, ConcurrentPredictUpdateAndModelChurn) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  std::atomic<int> health_updates{0};
+  ClickdService service(&registry, Limits{}, [&] { health_updates.fetch_add(1); });
+
+  constexpr int kUpdates = 300, kPredicts = 600;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    for (int i = 0; i < kUpdates; ++i) {
+      v1::UpdateResponse response;
+      std::vector<ScoredExample> scored;
+      auto served = service.Lookup("default", "model");
+      if (!served.ok() || !service.ApplyUpdate(**served, Clicks(4, i), &response, &scored).ok()) {
+        failures.fetch_add(1);
+      }
+    }
+  });
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      v1::PredictRequest request;
+      request.set_model("default");
+      *request.add_candidates() = AdExample("good");
+      *request.add_candidates() = AdExample("bad");
+      for (int i = 0; i < kPredicts; ++i) {
+        v1::PredictResponse response;
+        if (!service.ScorePredictRequest(request, &response).ok()) failures.fetch_add(1);
+        for (const auto& p : response.predictions()) {
+          if (!(p.prediction() > 0 && p.prediction() < 1)) failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; i < 50; ++i) {
+      ModelConfig other;
+      other.name = "other" + std::to_string(i % 3);
+      (void)registry.Create(other);
+      (void)registry.Delete("other" + std::to_string((i + 1) % 3));
+      (void)registry.List();
+    }
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto served = service.Lookup("default", "model");
+  ASSERT_TRUE(served.ok());
+  EXPECT_EQ((*served)->model().Updates(), static_cast<uint64_t>(4 * kUpdates));
+  EXPECT_EQ((*served)->ProgressiveSummary().examples, static_cast<uint64_t>(4 * kUpdates));
+}
+
+TEST(ClickdService, RejectedBatchAppliesNothing) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  ClickdService service(&registry, Limits{}, [] {});
+  auto served = *service.Lookup("default", "model");
+  v1::UpdateRequest request = Clicks(5, 1);
+  request.mutable_impressions(0)->mutable_candidates(4)->set_label(0.5f);
+  v1::UpdateResponse response;
+  std::vector<ScoredExample> scored;
+  const absl::Status s = service.ApplyUpdate(*served, request, &response, &scored);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "impressions[0].candidates[4].label is 0.5; logistic loss takes labels 0/1 or -1/+1");
+  EXPECT_EQ(served->model().Updates(), 0u);
+  EXPECT_EQ(served->model().Stats().coordinates, 0u);
+  EXPECT_TRUE(scored.empty());
+}
+
+}  // namespace
+}  // namespace clickd
