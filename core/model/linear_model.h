@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "core/base/mutex.h"
 #include "core/model/model.h"
 #include "core/optim/loss.h"
@@ -18,8 +19,9 @@ namespace clickd {
 template <typename Optimizer>
 class LinearModel final : public Model {
  public:
-  using State = typename Optimizer::State;
-  static_assert(std::is_trivially_copyable_v<State>, "State is copied byte-wise");
+  using CoordinateState = typename Optimizer::State;
+  static_assert(std::is_trivially_copyable_v<CoordinateState>,
+                "State is copied byte-wise");
 
   LinearModel(ModelConfig config, const typename Optimizer::Params& params)
       : Model(std::move(config)), optimizer_(params), store_(this->config().num_shards) {}
@@ -27,7 +29,7 @@ class LinearModel final : public Model {
   double Margin(absl::Span<const HashedFeature> features) const override {
     const RoundContext round = CurrentRound();
     double margin = 0;
-    State state;
+    CoordinateState state;
     for (const HashedFeature& f : features) {
       if (store_.Find(f.key, &state)) margin += optimizer_.Weight(state, round) * f.value;
     }
@@ -38,7 +40,7 @@ class LinearModel final : public Model {
     const RoundContext before = CurrentRound();
     double margin = 0;
     uint64_t new_keys = 0;
-    State state;
+    CoordinateState state;
     for (const HashedFeature& f : features) {
       if (store_.Find(f.key, &state)) {
         margin += optimizer_.Weight(state, before) * f.value;
@@ -56,7 +58,7 @@ class LinearModel final : public Model {
     // attributes have been seen (global OGD's diameter counts them).
     for (const HashedFeature& f : features) {
       const double g = dloss * f.value;
-      store_.Mutate(f.key, [&](State& s) { optimizer_.Apply(s, g, round); });
+      store_.Mutate(f.key, [&](CoordinateState& s) { optimizer_.Apply(s, g, round); });
     }
     return margin;
   }
@@ -67,20 +69,49 @@ class LinearModel final : public Model {
     stats.updates = CurrentRound().t;
     stats.coordinates = store.coordinates;
     stats.bytes = store.bytes;
-    stats.state_bytes_per_coordinate = sizeof(uint64_t) + sizeof(State);
+    stats.state_bytes_per_coordinate = sizeof(uint64_t) + sizeof(CoordinateState);
     return stats;
   }
 
   uint64_t Updates() const override { return CurrentRound().t; }
 
-  std::string SerializeState() const override {
-    const RoundContext round = CurrentRound();
-    std::string out;
-    AppendBytes(&out, round);
-    store_.ForEachSorted([&out](uint64_t key, const State& state) {
-      AppendBytes(&out, key);
-      AppendBytes(&out, state);
+  State ExportState() const override {
+    State out;
+    out.round = CurrentRound();
+    out.state_size = sizeof(CoordinateState);
+    store_.ForEachSorted([&out](uint64_t key, const CoordinateState& state) {
+      AppendBytes(&out.coordinates, key);
+      AppendBytes(&out.coordinates, state);
     });
+    return out;
+  }
+
+  absl::Status ImportState(const State& in) override {
+    constexpr size_t kRecord = sizeof(uint64_t) + sizeof(CoordinateState);
+    if (in.state_size != sizeof(CoordinateState) ||
+        in.coordinates.size() % kRecord != 0) {
+      return absl::DataLossError(absl::StrCat("state of ", in.state_size,
+                                              "-byte coordinates does not fit this model's ",
+                                              sizeof(CoordinateState), "-byte ones"));
+    }
+    store_.Clear();
+    for (size_t at = 0; at < in.coordinates.size(); at += kRecord) {
+      uint64_t key;
+      CoordinateState state;
+      std::memcpy(&key, in.coordinates.data() + at, sizeof(key));
+      std::memcpy(&state, in.coordinates.data() + at + sizeof(key), sizeof(state));
+      store_.Mutate(key, [&state](CoordinateState& s) { s = state; });
+    }
+    MutexLock lock(&round_mu_);
+    round_ = in.round;
+    return absl::OkStatus();
+  }
+
+  std::string SerializeState() const override {
+    const State state = ExportState();
+    std::string out;
+    AppendBytes(&out, state.round);
+    out += state.coordinates;
     return out;
   }
 
@@ -104,7 +135,7 @@ class LinearModel final : public Model {
   }
 
   const Optimizer optimizer_;
-  ShardedStore<State> store_;
+  ShardedStore<CoordinateState> store_;
   mutable Mutex round_mu_;
   RoundContext round_ ABSL_GUARDED_BY(round_mu_);
 };

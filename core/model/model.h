@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "core/features/hasher.h"
 #include "core/model/model_config.h"
+#include "core/optim/round.h"
 
 namespace clickd {
 
@@ -48,6 +49,22 @@ class Model {
 
   // Examples learned so far (the model's version); cheaper than Stats().
   virtual uint64_t Updates() const = 0;
+
+  // The whole learned state, for snapshots: the round counters and every
+  // coordinate as (8-byte little-endian key, state_size bytes of the
+  // optimizer's State) records in ascending key order. Coordinates are read
+  // shard by shard; the caller stops learning for a point-in-time copy.
+  struct State {
+    RoundContext round;
+    uint32_t state_size = 0;
+    std::string coordinates;
+  };
+  virtual State ExportState() const = 0;
+
+  // Replaces the learned state with `state`, which must come from a model of
+  // the same optimizer (state_size must match): DataLoss otherwise. Not for
+  // use while other threads learn.
+  virtual absl::Status ImportState(const State& state) = 0;
 
   // Canonical bytes of the learned state: the round counters, then every
   // coordinate (key, state) in ascending key order. Equal bytes mean equal

@@ -82,6 +82,14 @@ class ShardedStore {
     for (const auto& [key, state] : all) fn(key, state);
   }
 
+  // Removes every coordinate.
+  void Clear() {
+    for (int s = 0; s < num_shards_; ++s) {
+      MutexLock lock(&shards_[s].mu);
+      Map().swap(shards_[s].map);
+    }
+  }
+
   StoreStats Stats() const {
     StoreStats stats;
     for (int s = 0; s < num_shards_; ++s) {

@@ -1,0 +1,28 @@
+// CRC32C (Castagnoli), the checksum of every on-disk block and log record.
+// Abseil 20220623 has no absl/crc, so this is a table-driven implementation
+// (slicing by 8), checked against the standard value 0xE3069283 for
+// "123456789". Pure functions.
+#ifndef CLICKD_CORE_PERSIST_CRC32C_H_
+#define CLICKD_CORE_PERSIST_CRC32C_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace clickd::crc32c {
+
+// Returns the CRC32C of data[0, n) continuing from `crc` (0 to start).
+uint32_t Extend(uint32_t crc, const void* data, size_t n);
+
+inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
+
+// Stored CRCs are masked (as LevelDB does) so that a CRC computed over data
+// that itself contains CRCs does not degenerate.
+inline uint32_t Mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+inline uint32_t Unmask(uint32_t masked) {
+  const uint32_t rot = masked - 0xa282ead8u;
+  return (rot >> 17) | (rot << 15);
+}
+
+}  // namespace clickd::crc32c
+
+#endif  // CLICKD_CORE_PERSIST_CRC32C_H_

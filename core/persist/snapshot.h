@@ -1,0 +1,45 @@
+// Snapshots: one model's config and learned state at one point of its
+// update log, in the format of docs/snapshot_format.md.
+//
+// Writing publishes atomically (temp file, sync, rename, directory sync).
+// Reading checks everything (magic, format version, every CRC32C, counts,
+// the footer, no trailing bytes) and returns DataLoss for a corrupt or
+// truncated file, FailedPrecondition for a newer format version; it never
+// returns a partially loaded state. Pure functions over an Env.
+#ifndef CLICKD_CORE_PERSIST_SNAPSHOT_H_
+#define CLICKD_CORE_PERSIST_SNAPSHOT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "core/model/model.h"
+#include "core/model/model_config.h"
+#include "core/persist/env.h"
+
+namespace clickd {
+
+inline constexpr uint32_t kSnapshotFormatVersion = 1;
+
+struct SnapshotContents {
+  ModelConfig config;
+  // Sequence number of the last update-log record the state contains.
+  uint64_t log_sequence = 0;
+  Model::State state;
+};
+
+absl::Status WriteSnapshot(Env* env, const std::string& path, const SnapshotContents& contents);
+absl::StatusOr<SnapshotContents> ReadSnapshot(Env* env, const std::string& path);
+
+// The same format in memory (the writer streams the same bytes to disk).
+std::string EncodeSnapshot(const SnapshotContents& contents);
+absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes);
+
+// The config encoding shared by snapshots and the update log's header.
+void EncodeModelConfig(const ModelConfig& config, std::string* out);
+absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes);
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_PERSIST_SNAPSHOT_H_

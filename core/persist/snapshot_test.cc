@@ -1,0 +1,159 @@
+#include "core/persist/snapshot.h"
+
+#include <random>
+
+#include "core/persist/fault_injection_env.h"
+#include "gtest/gtest.h"
+
+namespace clickd {
+namespace {
+
+std::unique_ptr<Model> TrainedModel(const ModelConfig& config, int n) {
+  auto model = *CreateModel(config);
+  std::mt19937 rng(3);
+  std::vector<HashedFeature> fs;
+  for (int i = 0; i < n; ++i) {
+    Example e;
+    e.namespaces.push_back({"u", {Feature::WithId(rng() % 300), Feature::Named("x", 0.5f)}});
+    fs.clear();
+    model->hasher().Hash(e, &fs);
+    model->Learn(fs, rng() % 5 == 0 ? 1.0 : 0.0, 1.0);
+  }
+  return model;
+}
+
+SnapshotContents ContentsOf(const Model& model, uint64_t sequence) {
+  return {model.config(), sequence, model.ExportState()};
+}
+
+std::string TempDir() {
+  static int n = 0;
+  const std::string dir = ::testing::TempDir() + "/snapshot_test_" + std::to_string(getpid()) +
+                          "_" + std::to_string(n++);
+  EXPECT_TRUE(Env::Default()->CreateDirs(dir).ok());
+  return dir;
+}
+
+TEST(Snapshot, RoundTripRestoresAnIdenticalModel) {
+  ModelConfig config;
+  config.name = "ctr";
+  config.optimizer.type = OptimizerType::kAdagradDa;
+  config.optimizer.adagrad.lambda = 0.001;
+  config.hashing.interactions = {{"u", "u"}};
+  config.hashing.bits = 20;
+  auto model = TrainedModel(config, 3000);
+  const std::string path = TempDir() + "/ctr.snap";
+  ASSERT_TRUE(WriteSnapshot(Env::Default(), path, ContentsOf(*model, 77)).ok());
+  auto read = ReadSnapshot(Env::Default(), path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->log_sequence, 77u);
+  EXPECT_EQ(read->config.name, "ctr");
+  EXPECT_EQ(read->config.hashing.interactions, config.hashing.interactions);
+  EXPECT_EQ(read->config.optimizer.adagrad.lambda, 0.001);
+  auto restored = *CreateModel(read->config);
+  ASSERT_TRUE(restored->ImportState(read->state).ok());
+  EXPECT_EQ(restored->SerializeState(), model->SerializeState());
+  EXPECT_FALSE(Env::Default()->FileExists(path + ".tmp"));
+}
+
+TEST(Snapshot, EmptyModelAndManyBlocks) {
+  auto empty = *CreateModel(ModelConfig{});
+  auto decoded = DecodeSnapshot(EncodeSnapshot(ContentsOf(*empty, 0)));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_TRUE(decoded->state.coordinates.empty());
+  // More than one 65,536-coordinate block.
+  Model::State big;
+  big.state_size = 8;
+  for (uint64_t k = 0; k < 140000; ++k)
+    big.coordinates.append(reinterpret_cast<char*>(&k), 8).append(8, 'x');
+  SnapshotContents c{ModelConfig{}, 5, big};
+  auto again = DecodeSnapshot(EncodeSnapshot(c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->state.coordinates, big.coordinates);
+}
+
+// Every single corrupted byte and every truncation is detected: a snapshot
+// is never loaded silently when damaged.
+TEST(Snapshot, EveryFlippedByteAndTruncationIsDetected) {
+  auto model = TrainedModel(ModelConfig{}, 200);
+  const std::string bytes = EncodeSnapshot(ContentsOf(*model, 9));
+  ASSERT_TRUE(DecodeSnapshot(bytes).ok());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x20;
+    const auto s = DecodeSnapshot(damaged).status();
+    EXPECT_FALSE(s.ok()) << "flip at " << i;
+    EXPECT_TRUE(s.code() == absl::StatusCode::kDataLoss ||
+                s.code() == absl::StatusCode::kFailedPrecondition)
+        << s;
+  }
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_EQ(DecodeSnapshot(bytes.substr(0, n)).status().code(), absl::StatusCode::kDataLoss)
+        << "truncated to " << n;
+  }
+  EXPECT_EQ(DecodeSnapshot(bytes + "x").status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {
+  auto model = TrainedModel(ModelConfig{}, 10);
+  std::string bytes = EncodeSnapshot(ContentsOf(*model, 1));
+  bytes[8] = 2;  // the version field follows the 8-byte magic
+  const auto s = DecodeSnapshot(bytes).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            "snapshot format version 2 is newer than this build's 1; upgrade clickd "
+            "to read it");
+}
+
+TEST(Snapshot, FailedWriteLeavesThePreviousSnapshotAndNoTemp) {
+  FaultInjectionEnv env(Env::Default());
+  auto model = TrainedModel(ModelConfig{}, 500);
+  const std::string path = TempDir() + "/m.snap";
+  ASSERT_TRUE(WriteSnapshot(&env, path, ContentsOf(*model, 1)).ok());
+  const std::string before = *ReadWholeFile(&env, path);
+  auto later = TrainedModel(ModelConfig{}, 900);
+
+  env.SetWriteBudget(100);  // a full disk: a short write, then ENOSPC
+  absl::Status s = WriteSnapshot(&env, path, ContentsOf(*later, 2));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(*ReadWholeFile(&env, path), before);
+  EXPECT_FALSE(env.FileExists(path + ".tmp"));
+
+  env.SetWriteBudget(-1);
+  env.SetSyncFails(true);
+  EXPECT_FALSE(WriteSnapshot(&env, path, ContentsOf(*later, 2)).ok());
+  EXPECT_EQ(*ReadWholeFile(&env, path), before);
+  EXPECT_FALSE(env.FileExists(path + ".tmp"));
+
+  env.SetSyncFails(false);
+  env.SetRenameFails(true);
+  EXPECT_FALSE(WriteSnapshot(&env, path, ContentsOf(*later, 2)).ok());
+  EXPECT_EQ(*ReadWholeFile(&env, path), before);
+  env.SetRenameFails(false);
+  ASSERT_TRUE(WriteSnapshot(&env, path, ContentsOf(*later, 2)).ok());
+  EXPECT_EQ(ReadSnapshot(&env, path)->log_sequence, 2u);
+}
+
+TEST(FaultInjectionEnv, DropUnsyncedDataKeepsOnlySyncedBytes) {
+  FaultInjectionEnv env(Env::Default());
+  const std::string path = TempDir() + "/log";
+  auto file = *env.NewWritableFile(path, false);
+  ASSERT_TRUE(file->Append("synced").ok());
+  ASSERT_TRUE(file->Sync().ok());
+  ASSERT_TRUE(file->Append("-lost").ok());
+  ASSERT_TRUE(file->Close().ok());
+  EXPECT_EQ(*ReadWholeFile(&env, path), "synced-lost");
+  ASSERT_TRUE(env.DropUnsyncedData().ok());
+  EXPECT_EQ(*ReadWholeFile(&env, path), "synced");
+}
+
+TEST(Model, ImportRejectsAnotherOptimizersState) {
+  auto ftrl = TrainedModel(ModelConfig{}, 50);
+  ModelConfig sgd;
+  sgd.optimizer.type = OptimizerType::kSgd;  // 4-byte state, FTRL's is 8
+  auto other = *CreateModel(sgd);
+  EXPECT_EQ(other->ImportState(ftrl->ExportState()).code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace clickd
