@@ -8,6 +8,7 @@
 #ifndef CLICKD_CORE_BASE_MUTEX_H_
 #define CLICKD_CORE_BASE_MUTEX_H_
 
+#include <condition_variable>
 #include <shared_mutex>
 
 #include "absl/base/thread_annotations.h"
@@ -26,7 +27,23 @@ class ABSL_LOCKABLE Mutex {
   void ReaderUnlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock_shared(); }
 
  private:
+  friend class CondVar;
   std::shared_mutex mu_;
+};
+
+// A condition variable for Mutex (held exclusively while waiting).
+class CondVar {
+ public:
+  void Wait(Mutex* mu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { cv_.wait(mu->mu_); }
+  // Returns false on timeout.
+  template <typename Duration>
+  bool WaitFor(Mutex* mu, Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return cv_.wait_for(mu->mu_, timeout) == std::cv_status::no_timeout;
+  }
+  void SignalAll() { cv_.notify_all(); }
+
+ private:
+  std::condition_variable_any cv_;
 };
 
 // Holds `mu` exclusively for the scope.
