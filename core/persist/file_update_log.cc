@@ -83,8 +83,7 @@ std::string FileUpdateLog::SegmentPath(uint64_t first_sequence) const {
   return absl::StrFormat("%s/%020d%s", dir_, first_sequence, std::string(kSuffix));
 }
 
-absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env,
-                                                                   const std::string& dir,
+absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, const std::string& dir,
                                                                    UpdateLogOptions options,
                                                                    UpdateLogRecovery* recovery) {
   if (absl::Status s = env->CreateDirs(dir); !s.ok()) return s;
@@ -122,8 +121,8 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env,
       if (absl::Status s = env->TruncateFile(path, whole); !s.ok()) return s;
     }
     if (!log->segments_.empty() && firsts[i] != log->segments_.back().last_sequence + 1) {
-      return absl::DataLossError(absl::StrCat(path, ": a gap in the log before sequence ",
-                                              firsts[i]));
+      return absl::DataLossError(
+          absl::StrCat(path, ": a gap in the log before sequence ", firsts[i]));
     }
     log->segments_.push_back({firsts[i], last, whole});
     log->last_sequence_ = last;
@@ -166,7 +165,8 @@ absl::Status FileUpdateLog::StartSegment(uint64_t first_sequence) {
 
 absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
   MutexLock lock(&mu_);
-  if (!sync_failure_.ok()) return Unavailable(sync_failure_, "the update log failed to sync earlier");
+  if (!sync_failure_.ok())
+    return Unavailable(sync_failure_, "the update log failed to sync earlier");
   const uint64_t sequence = last_sequence_ + 1;
   const std::string record = EncodeRecord(sequence, payload);
   Segment& segment = segments_.back();

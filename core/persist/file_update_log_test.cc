@@ -26,10 +26,12 @@ std::unique_ptr<FileUpdateLog> OpenLog(Env* env, const std::string& dir,
 
 std::vector<std::pair<uint64_t, std::string>> ReadAll(UpdateLog& log, uint64_t after = 0) {
   std::vector<std::pair<uint64_t, std::string>> out;
-  EXPECT_TRUE(log.ReadAfter(after, [&](uint64_t s, std::string_view p) {
-                   out.emplace_back(s, std::string(p));
-                   return absl::OkStatus();
-                 }).ok());
+  EXPECT_TRUE(log.ReadAfter(after,
+                            [&](uint64_t s, std::string_view p) {
+                              out.emplace_back(s, std::string(p));
+                              return absl::OkStatus();
+                            })
+                  .ok());
   return out;
 }
 
@@ -92,9 +94,9 @@ TEST(FileUpdateLog, DamageBeforeTheNewestSegmentIsDataLoss) {
   const std::string old_segment = dir + "/00000000000000000001.log";
   std::string bytes = *ReadWholeFile(Env::Default(), old_segment);
   bytes[18] ^= 1;
-  ASSERT_TRUE(WriteFileAtomically(Env::Default(), old_segment,
-                                  [&](WritableFile* f) { return f->Append(bytes); })
-                  .ok());
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), old_segment, [&](WritableFile* f) {
+                return f->Append(bytes);
+              }).ok());
   auto log = FileUpdateLog::Open(Env::Default(), dir, {}, nullptr);
   EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss) << log.status();
 }

@@ -1,0 +1,231 @@
+#include "core/persist/model_journal.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/persist/batch_codec.h"
+#include "core/persist/coding.h"
+#include "core/persist/crc32c.h"
+#include "core/persist/snapshot.h"
+
+namespace clickd {
+namespace {
+
+constexpr std::string_view kModelFile = "MODEL";
+constexpr std::string_view kSnapshotPrefix = "snapshot-";
+constexpr std::string_view kSnapshotSuffix = ".snap";
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string SnapshotName(uint64_t sequence) {
+  return absl::StrFormat("%s%020d%s", std::string(kSnapshotPrefix), sequence,
+                         std::string(kSnapshotSuffix));
+}
+
+// Sequences of the snapshots in `dir`, newest first.
+absl::StatusOr<std::vector<uint64_t>> ListSnapshots(Env* env, const std::string& dir) {
+  auto names = env->ListDir(dir);
+  if (!names.ok()) return names.status();
+  std::vector<uint64_t> sequences;
+  for (const std::string& name : *names) {
+    const size_t digits = name.size() - kSnapshotPrefix.size() - kSnapshotSuffix.size();
+    uint64_t sequence;
+    if (name.size() == kSnapshotPrefix.size() + 20 + kSnapshotSuffix.size() &&
+        name.rfind(kSnapshotPrefix, 0) == 0 &&
+        name.substr(name.size() - kSnapshotSuffix.size()) == kSnapshotSuffix &&
+        absl::SimpleAtoi(name.substr(kSnapshotPrefix.size(), digits), &sequence)) {
+      sequences.push_back(sequence);
+    }
+  }
+  std::sort(sequences.rbegin(), sequences.rend());
+  return sequences;
+}
+
+absl::Status WriteModelFile(Env* env, const std::string& dir, const ModelConfig& config) {
+  std::string payload;
+  EncodeModelConfig(config, &payload);
+  std::string file;
+  coding::PutFixed32(&file, crc32c::Mask(crc32c::Value(payload.data(), payload.size())));
+  file += payload;
+  return WriteFileAtomically(env, dir + "/" + std::string(kModelFile),
+                             [&file](WritableFile* f) { return f->Append(file); });
+}
+
+absl::StatusOr<ModelConfig> ReadModelFile(Env* env, const std::string& dir) {
+  const std::string path = dir + "/" + std::string(kModelFile);
+  auto bytes = ReadWholeFile(env, path);
+  if (!bytes.ok()) return bytes.status();
+  coding::Decoder in(*bytes);
+  uint32_t crc = 0;
+  if (!in.GetFixed32(&crc) ||
+      crc32c::Unmask(crc) != crc32c::Value(in.remaining().data(), in.remaining().size())) {
+    return absl::DataLossError(path + ": checksum mismatch");
+  }
+  auto config = DecodeModelConfig(in.remaining());
+  if (!config.ok())
+    return absl::DataLossError(path + ": " + std::string(config.status().message()));
+  return config;
+}
+
+}  // namespace
+
+ModelJournal::ModelJournal(std::string dir, JournalOptions options,
+                           std::unique_ptr<FileUpdateLog> log, uint64_t snapshot_sequence)
+    : dir_(std::move(dir)),
+      options_(std::move(options)),
+      log_(std::move(log)),
+      snapshot_sequence_(snapshot_sequence) {}
+
+absl::StatusOr<std::unique_ptr<ModelJournal>> ModelJournal::Create(const std::string& dir,
+                                                                   const ModelConfig& config,
+                                                                   const JournalOptions& options) {
+  Env* env = options.env;
+  if (env->FileExists(dir + "/" + std::string(kModelFile))) {
+    return absl::AlreadyExistsError(absl::StrCat(dir, " already holds a model"));
+  }
+  if (absl::Status s = env->CreateDirs(dir); !s.ok()) return s;
+  // A stale log from a model deleted half-way would be replayed into this
+  // one: start from an empty directory.
+  if (absl::Status s = Destroy(env, dir); !s.ok()) return s;
+  if (absl::Status s = env->CreateDirs(dir); !s.ok()) return s;
+  auto log = FileUpdateLog::Open(env, dir + "/log", options.log, nullptr);
+  if (!log.ok()) return log.status();
+  // MODEL last: a directory without it is an unfinished create.
+  if (absl::Status s = WriteModelFile(env, dir, config); !s.ok()) return s;
+  return std::unique_ptr<ModelJournal>(new ModelJournal(dir, options, *std::move(log), 0));
+}
+
+absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
+                                                        const JournalOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  Env* env = options.env;
+  Opened out;
+  auto config = ReadModelFile(env, dir);
+  if (!config.ok()) return config.status();
+  auto model = CreateModel(*config);
+  if (!model.ok()) return model.status();
+  out.model = *std::move(model);
+
+  auto snapshots = ListSnapshots(env, dir);
+  if (!snapshots.ok()) return snapshots.status();
+  for (uint64_t sequence : *snapshots) {
+    const std::string path = dir + "/" + SnapshotName(sequence);
+    auto contents = ReadSnapshot(env, path);
+    if (contents.ok() && contents->log_sequence != sequence) {
+      contents = absl::DataLossError(path + ": its sequence differs from its name");
+    }
+    absl::Status status = contents.status();
+    if (status.ok()) status = out.model->ImportState(contents->state);
+    if (status.ok()) {
+      out.report.snapshot_sequence = sequence;
+      break;
+    }
+    out.report.rejected_snapshots.push_back(std::string(status.message()));
+  }
+
+  UpdateLogRecovery recovery;
+  auto log = FileUpdateLog::Open(env, dir + "/log", options.log, &recovery);
+  if (!log.ok()) return log.status();
+  out.report.torn_tail_bytes = recovery.torn_tail_bytes;
+  absl::Status replay = (*log)->ReadAfter(out.report.snapshot_sequence,
+                                          [&](uint64_t, std::string_view record) -> absl::Status {
+                                            auto decoded = DecodeBatch(record);
+                                            if (!decoded.ok()) return decoded.status();
+                                            LearnBatch(*out.model, decoded->batch);
+                                            ++out.report.replayed_records;
+                                            return absl::OkStatus();
+                                          });
+  if (!replay.ok()) return replay;
+  if ((*log)->last_sequence() < out.report.snapshot_sequence) {
+    return absl::DataLossError(absl::StrCat(dir, ": the log ends at ", (*log)->last_sequence(),
+                                            " before the snapshot's sequence ",
+                                            out.report.snapshot_sequence));
+  }
+  out.journal.reset(new ModelJournal(dir, options, *std::move(log), out.report.snapshot_sequence));
+  out.report.seconds = SecondsSince(start);
+  return out;
+}
+
+absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
+    Model& model, absl::Span<const TrainingExample> batch) {
+  std::string record;
+  EncodeBatch(batch, &record);
+  uint64_t sequence = 0;
+  std::vector<ScoredExample> scored;
+  {
+    MutexLock lock(&learn_mu_);
+    auto appended = log_->Append(record);
+    if (!appended.ok()) return appended.status();
+    sequence = *appended;
+    scored = LearnBatch(model, batch);
+  }
+  // Outside the learn lock: concurrent learners share one sync.
+  if (absl::Status s = log_->WaitDurable(sequence); !s.ok()) return s;
+  return scored;
+}
+
+absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model) {
+  MutexLock one_at_a_time(&snapshot_mu_);
+  const auto start = std::chrono::steady_clock::now();
+  SnapshotContents contents;
+  contents.config = model.config();
+  {
+    MutexLock lock(&learn_mu_);
+    contents.log_sequence = log_->last_sequence();
+    contents.state = model.ExportState();
+  }
+  SnapshotReport report;
+  report.pause_seconds = SecondsSince(start);
+  report.sequence = contents.log_sequence;
+  report.coordinates =
+      contents.state.coordinates.size() / (sizeof(uint64_t) + contents.state.state_size);
+  report.path = dir_ + "/" + SnapshotName(contents.log_sequence);
+  Env* env = options_.env;
+  if (absl::Status s = WriteSnapshot(env, report.path, contents); !s.ok()) return s;
+  auto size = env->FileSize(report.path);
+  report.bytes = size.ok() ? *size : 0;
+  snapshot_sequence_ = contents.log_sequence;
+
+  // Keep the newest K snapshots and the log the oldest of them needs.
+  auto snapshots = ListSnapshots(env, dir_);
+  if (!snapshots.ok()) return snapshots.status();
+  const size_t keep = static_cast<size_t>(std::max(1, options_.keep_snapshots));
+  for (size_t i = keep; i < snapshots->size(); ++i) {
+    if (absl::Status s = env->RemoveFile(dir_ + "/" + SnapshotName((*snapshots)[i])); !s.ok()) {
+      return s;
+    }
+  }
+  const uint64_t oldest_kept = (*snapshots)[std::min(keep, snapshots->size()) - 1];
+  if (absl::Status s = log_->TruncateThrough(oldest_kept); !s.ok()) return s;
+  report.seconds = SecondsSince(start);
+  return report;
+}
+
+uint64_t ModelJournal::records_since_snapshot() const {
+  MutexLock lock(&snapshot_mu_);
+  return log_->last_sequence() - snapshot_sequence_;
+}
+
+absl::Status ModelJournal::Destroy(Env* env, const std::string& dir) {
+  if (!env->FileExists(dir)) return absl::OkStatus();
+  // MODEL first, so that a crash half-way leaves no loadable model.
+  const std::string model_file = dir + "/" + std::string(kModelFile);
+  if (env->FileExists(model_file)) {
+    if (absl::Status s = env->RemoveFile(model_file); !s.ok()) return s;
+  }
+  for (const std::string& sub : {dir + "/log", dir}) {
+    auto names = env->ListDir(sub);
+    if (!names.ok()) continue;
+    for (const std::string& name : *names) {
+      if (name != "log") (void)env->RemoveFile(sub + "/" + name);
+    }
+  }
+  return env->SyncDir(dir);
+}
+
+}  // namespace clickd

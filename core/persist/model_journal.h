@@ -1,0 +1,108 @@
+// ModelJournal: one model's durability. A model directory holds
+//
+//   MODEL                    the config (checksummed, published atomically)
+//   snapshot-<seq>.snap      the newest K snapshots (docs/snapshot_format.md)
+//   log/<first seq>.log      the update log after the oldest kept snapshot
+//
+// Learn appends a batch to the log, applies it, then waits for the sync mode
+// before the caller acknowledges. Appending and applying happen under one
+// lock so that the log's order is the order of application, and a snapshot
+// taken under that lock is exactly "every record up to its sequence": a
+// restart (newest valid snapshot + replay of the records after it) rebuilds
+// the same bytes.
+//
+// Thread safety: safe for concurrent use. Learners serialize on the model's
+// learn lock; Predict never takes it.
+#ifndef CLICKD_CORE_PERSIST_MODEL_JOURNAL_H_
+#define CLICKD_CORE_PERSIST_MODEL_JOURNAL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/base/mutex.h"
+#include "core/eval/metrics.h"
+#include "core/model/model.h"
+#include "core/model/serving.h"
+#include "core/persist/env.h"
+#include "core/persist/file_update_log.h"
+
+namespace clickd {
+
+struct JournalOptions {
+  Env* env = Env::Default();
+  UpdateLogOptions log;
+  int keep_snapshots = 2;
+};
+
+// What a restart found, for the log line and the metrics.
+struct RecoveryReport {
+  uint64_t snapshot_sequence = 0;               // 0: no snapshot loaded
+  std::vector<std::string> rejected_snapshots;  // "path: reason", newest first
+  uint64_t replayed_records = 0;
+  uint64_t torn_tail_bytes = 0;
+  double seconds = 0;
+};
+
+struct SnapshotReport {
+  std::string path;
+  uint64_t sequence = 0;
+  uint64_t bytes = 0;
+  uint64_t coordinates = 0;
+  double seconds = 0;        // total
+  double pause_seconds = 0;  // learning was paused for the copy
+};
+
+class ModelJournal {
+ public:
+  // Creates `dir` for a new model; AlreadyExists if it holds one.
+  static absl::StatusOr<std::unique_ptr<ModelJournal>> Create(const std::string& dir,
+                                                              const ModelConfig& config,
+                                                              const JournalOptions& options);
+
+  // Restores a model from `dir`: its config, the newest snapshot that reads
+  // back whole (damaged ones are skipped and reported), then the log after it.
+  struct Opened {
+    std::unique_ptr<Model> model;
+    std::unique_ptr<ModelJournal> journal;
+    RecoveryReport report;
+  };
+  static absl::StatusOr<Opened> Open(const std::string& dir, const JournalOptions& options);
+
+  // Logs and learns a validated batch, then waits for durability. Unavailable
+  // if the log cannot take it (nothing is applied then) or cannot sync.
+  absl::StatusOr<std::vector<ScoredExample>> Learn(Model& model,
+                                                   absl::Span<const TrainingExample> batch);
+
+  // Writes a snapshot of `model`, then drops log records and snapshots it
+  // makes unnecessary. Learning pauses only while the state is copied.
+  absl::StatusOr<SnapshotReport> Snapshot(const Model& model);
+
+  // Removes a model's directory.
+  static absl::Status Destroy(Env* env, const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  uint64_t log_bytes() const { return log_->size_bytes(); }
+  uint64_t log_sequence() const { return log_->last_sequence(); }
+  // Records appended since the newest snapshot (what a restart would replay).
+  uint64_t records_since_snapshot() const;
+
+ private:
+  ModelJournal(std::string dir, JournalOptions options, std::unique_ptr<FileUpdateLog> log,
+               uint64_t snapshot_sequence);
+
+  const std::string dir_;
+  const JournalOptions options_;
+  const std::unique_ptr<FileUpdateLog> log_;
+  // Held exclusively to log + apply a batch, and to copy state for a snapshot.
+  Mutex learn_mu_;
+  mutable Mutex snapshot_mu_;  // one snapshot at a time
+  uint64_t snapshot_sequence_ ABSL_GUARDED_BY(snapshot_mu_);
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_PERSIST_MODEL_JOURNAL_H_
