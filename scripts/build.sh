@@ -3,6 +3,7 @@
 #   release  g++, optimised (what ships and what benchmarks measure)
 #   asan     clang, ASan + UBSan, -Wthread-safety as an error
 #   tsan     clang, ThreadSanitizer
+#   fuzz     clang, libFuzzer + ASan + UBSan, the fuzz targets only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
@@ -21,6 +22,13 @@ case "$flavour" in
     cmake -S . -B build/tsan "${common[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
       -DCLICKD_SANITIZE=thread -DCLICKD_BUILD_BENCH=OFF >/dev/null ;;
-  *) echo "build.sh: unknown flavour $flavour (release|asan|tsan)" >&2; exit 2 ;;
+  fuzz)
+    cmake -S . -B build/fuzz "${common[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DCLICKD_SANITIZE=address -DCLICKD_FUZZ=ON -DCLICKD_BUILD_BENCH=OFF >/dev/null
+    cmake --build build/fuzz -j "$jobs" --target snapshot_reader_fuzz update_log_reader_fuzz \
+      libsvm_parser_fuzz vw_parser_fuzz criteo_parser_fuzz
+    exit 0 ;;
+  *) echo "build.sh: unknown flavour $flavour (release|asan|tsan|fuzz)" >&2; exit 2 ;;
 esac
 cmake --build "build/$flavour" -j "$jobs"

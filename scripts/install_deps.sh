@@ -9,12 +9,15 @@ PACKAGES=(
   libabsl-dev libxxhash-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   python3 python3-xxhash python3-matplotlib
+  prometheus python3-yaml nodejs  # deploy tests: promtool, YAML, node for deploy/validate
 )
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Debian's nodejs comes without npm; NodeSource's bundles it (and conflicts with Debian's).
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

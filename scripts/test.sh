@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, then builds and runs every
 # test in three builds: release (g++), ASan+UBSan with clang -Wthread-safety
-# as an error, and TSan. Also checks formatting. Exits non-zero on any failure.
+# as an error, and TSan. Also checks formatting and runs every fuzz target
+# briefly (scripts/fuzz.sh). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -10,8 +11,9 @@ echo "== clang-format check"
 files=$(git ls-files --cached --others --exclude-standard -- '*.h' '*.cc')
 clang-format --dry-run -Werror $files
 
-total_pass=0
-total_fail=0
+echo "== fuzz (libFuzzer, ${FUZZ_SECONDS:-20} s per target)"
+bash scripts/fuzz.sh
+
 for flavour in release asan tsan; do
   echo "== build $flavour"
   bash scripts/build.sh "$flavour"
@@ -25,3 +27,6 @@ for flavour in release asan tsan; do
     exit 1
   fi
 done
+
+echo "== container image: podman build + smoke test (scripts/build_image.sh)"
+bash scripts/build_image.sh

@@ -98,6 +98,9 @@ absl::StatusOr<DecodedBatch> DecodeBatch(std::string_view bytes) {
     }
     uint32_t count = 0;
     if (!in.GetFixed32(&count) || count > in.remaining().size()) return corrupt();
+    // The encoder's grouping: one example per context-free group, and at
+    // least one per impression. Anything else has another encoding.
+    if (context == nullptr ? count != 1 : count == 0) return corrupt();
     for (uint32_t i = 0; i < count; ++i) {
       Example& e = out.examples.emplace_back();
       float label = 0, importance = 0;

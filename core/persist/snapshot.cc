@@ -127,7 +127,9 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   }
   in.GetFixed32(&shards);
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
-  if (loss > static_cast<uint32_t>(LossType::kHinge) ||
+  // Booleans must be 0 or 1, so that every file has one decoding and one
+  // encoding (the fuzzer checks decode-then-encode is the identity).
+  if (times_t > 1 || bias > 1 || loss > static_cast<uint32_t>(LossType::kHinge) ||
       type > static_cast<uint32_t>(OptimizerType::kSgd) || bits > 62 || shards > kMaxShards) {
     return Corrupt("the model config has out-of-range fields");
   }
@@ -199,7 +201,9 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   for (uint64_t read = 0; read < count;) {
     uint32_t n = 0;
     Decoder peek(in.remaining());
-    if (!peek.GetFixed32(&n) || n == 0 || n > kRecordsPerBlock || n > count - read) {
+    // Every block but the last is full, as the writer makes them.
+    const uint64_t expected = std::min<uint64_t>(kRecordsPerBlock, count - read);
+    if (!peek.GetFixed32(&n) || n != expected) {
       return Corrupt(absl::StrCat("bad block after ", read, " coordinates"));
     }
     std::string_view block;
