@@ -3,6 +3,7 @@
 #ifndef CLICKD_CORE_OPTIM_SGD_H_
 #define CLICKD_CORE_OPTIM_SGD_H_
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/optim/round.h"
