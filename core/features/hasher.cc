@@ -1,6 +1,7 @@
 #include "core/features/hasher.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -108,18 +109,48 @@ void FeatureHasher::Collect(const Example& example, std::vector<HashedFeature>* 
   }
 }
 
+void MergeDuplicates(std::vector<HashedFeature>* features, size_t first) {
+  const size_t n = features->size() - first;
+  if (n <= 1) return;
+  // Open addressing over slot indices (+1; 0 is empty), at most half full.
+  constexpr size_t kMaxSlots = 1024;
+  size_t slots = 16;
+  while (slots < 2 * n) slots *= 2;
+  if (slots > kMaxSlots) {
+    std::vector<HashedFeature> tail(features->begin() + first, features->end());
+    SortAndMerge(&tail);
+    features->resize(first);
+    features->insert(features->end(), tail.begin(), tail.end());
+    return;
+  }
+  uint16_t table[kMaxSlots];
+  std::fill(table, table + slots, 0);
+  const int shift = 64 - std::countr_zero(slots);
+  HashedFeature* f = features->data() + first;
+  size_t write = 0;
+  for (size_t read = 0; read < n; ++read) {
+    // Folded keys keep only low bits, so mix before taking the high ones.
+    size_t h = (f[read].key * 0x9E3779B97F4A7C15ull) >> shift;
+    for (;; h = (h + 1) & (slots - 1)) {
+      if (table[h] == 0) {
+        table[h] = static_cast<uint16_t>(write + 1);
+        f[write++] = f[read];
+        break;
+      }
+      if (f[table[h] - 1].key == f[read].key) {
+        f[table[h] - 1].value += f[read].value;
+        break;
+      }
+    }
+  }
+  features->resize(first + write);
+}
+
 void FeatureHasher::FoldAndMerge(std::vector<HashedFeature>* features, size_t first) const {
   if (fold_mask_ != ~uint64_t{0}) {
     for (size_t i = first; i < features->size(); ++i) (*features)[i].key &= fold_mask_;
   }
-  if (first == 0) {
-    SortAndMerge(features);
-    return;
-  }
-  std::vector<HashedFeature> tail(features->begin() + first, features->end());
-  SortAndMerge(&tail);
-  features->resize(first);
-  features->insert(features->end(), tail.begin(), tail.end());
+  MergeDuplicates(features, first);
 }
 
 void FeatureHasher::Hash(const Example& example, std::vector<HashedFeature>* out) const {

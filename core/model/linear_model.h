@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -20,8 +21,7 @@ template <typename Optimizer>
 class LinearModel final : public Model {
  public:
   using CoordinateState = typename Optimizer::State;
-  static_assert(std::is_trivially_copyable_v<CoordinateState>,
-                "State is copied byte-wise");
+  static_assert(std::is_trivially_copyable_v<CoordinateState>, "State is copied byte-wise");
 
   LinearModel(ModelConfig config, const typename Optimizer::Params& params)
       : Model(std::move(config)), optimizer_(params), store_(this->config().num_shards) {}
@@ -37,29 +37,30 @@ class LinearModel final : public Model {
   }
 
   double Learn(absl::Span<const HashedFeature> features, double label, double importance) override {
-    const RoundContext before = CurrentRound();
     double margin = 0;
-    uint64_t new_keys = 0;
-    CoordinateState state;
-    for (const HashedFeature& f : features) {
-      if (store_.Find(f.key, &state)) {
-        margin += optimizer_.Weight(state, before) * f.value;
-      } else {
-        ++new_keys;
+    // Holding every touched shard across both phases makes the step atomic
+    // for readers, and one lookup per key serves the weight and the update.
+    store_.WithKeysLocked(features, [&](auto& upsert) {
+      thread_local std::vector<CoordinateState*> states;
+      states.clear();
+      const RoundContext before = CurrentRound();
+      uint64_t new_keys = 0;
+      for (const HashedFeature& f : features) {
+        auto [state, inserted] = upsert(f.key);
+        new_keys += inserted;
+        states.push_back(state);
+        margin += optimizer_.Weight(*state, before) * f.value;
       }
-    }
-    const LossType loss = config().loss;
-    const double dloss = LossGradient(loss, margin, label) * importance;
-    double grad_norm_sq = 0;
-    for (const HashedFeature& f : features) grad_norm_sq += dloss * f.value * (dloss * f.value);
-
-    const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
-    // Every key is inserted, even with a zero gradient: the example's
-    // attributes have been seen (global OGD's diameter counts them).
-    for (const HashedFeature& f : features) {
-      const double g = dloss * f.value;
-      store_.Mutate(f.key, [&](CoordinateState& s) { optimizer_.Apply(s, g, round); });
-    }
+      const double dloss = LossGradient(config().loss, margin, label) * importance;
+      double grad_norm_sq = 0;
+      for (const HashedFeature& f : features) grad_norm_sq += dloss * f.value * (dloss * f.value);
+      // Every key is inserted, even with a zero gradient: the example's
+      // attributes have been seen (global OGD's diameter counts them).
+      const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
+      for (size_t i = 0; i < features.size(); ++i) {
+        optimizer_.Apply(*states[i], dloss * features[i].value, round);
+      }
+    });
     return margin;
   }
 
@@ -88,8 +89,7 @@ class LinearModel final : public Model {
 
   absl::Status ImportState(const State& in) override {
     constexpr size_t kRecord = sizeof(uint64_t) + sizeof(CoordinateState);
-    if (in.state_size != sizeof(CoordinateState) ||
-        in.coordinates.size() % kRecord != 0) {
+    if (in.state_size != sizeof(CoordinateState) || in.coordinates.size() % kRecord != 0) {
       return absl::DataLossError(absl::StrCat("state of ", in.state_size,
                                               "-byte coordinates does not fit this model's ",
                                               sizeof(CoordinateState), "-byte ones"));

@@ -1,12 +1,13 @@
 // Model: a config, a sharded per-coordinate store, an optimizer and a loss.
 //
 // Thread safety: safe for concurrent access. Any number of threads may call
-// Margin, Learn and Stats at once: each coordinate is read and written under
-// its shard's lock, and the round counters under the model's own lock. With
-// one learner at a time, learning is deterministic; concurrent learners
-// interleave coordinate updates as asynchronous SGD does (each coordinate
-// stays coherent, but two examples' steps may see each other's partial
-// progress).
+// Margin, Learn and Stats at once. Margin reads each coordinate under its
+// shard's reader lock; Learn holds the writer locks of every shard its
+// example touches for the whole step (locked in shard order), so a reader
+// never sees a half-written coordinate and a step is atomic per shard. The
+// round counters have the model's own lock. With one learner at a time,
+// learning is deterministic; concurrent learners on disjoint shards proceed
+// in parallel, as asynchronous SGD does.
 #ifndef CLICKD_CORE_MODEL_MODEL_H_
 #define CLICKD_CORE_MODEL_MODEL_H_
 

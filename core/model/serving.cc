@@ -40,7 +40,7 @@ std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExa
       hasher.HashCandidate(hashed_context, *e.example, &features);
       features.insert(features.end(), hashed_context.features.begin(),
                       hashed_context.features.end());
-      SortAndMerge(&features);
+      MergeDuplicates(&features);
     }
     const double margin = model.Learn(features, e.label, e.importance);
     scored.push_back({static_cast<float>(margin), e.label, e.importance});

@@ -66,6 +66,38 @@ class ShardedStore {
     return inserted;
   }
 
+  // Calls fn(upsert) holding the writer lock of every shard that one of
+  // `keys` maps to, where upsert(key) returns {State*, inserted} for a key of
+  // `keys` (inserting a default State if new). The pointers stay valid until
+  // fn returns: capacity for every key is reserved before the first insert,
+  // so no rehash moves them. Shards are locked in ascending index order, so
+  // concurrent callers cannot deadlock. This is the learning hot path: one
+  // lock per touched shard and one lookup per key, instead of two of each.
+  template <typename KeyRange, typename Fn>
+  void WithKeysLocked(const KeyRange& keys, Fn&& fn) {
+    thread_local std::vector<int> touched;
+    thread_local std::vector<uint32_t> per_shard;
+    touched.clear();
+    per_shard.assign(num_shards_, 0);
+    for (const auto& k : keys) {
+      const int s = ShardIndex(k.key);
+      if (per_shard[s]++ == 0) touched.push_back(s);
+    }
+    std::sort(touched.begin(), touched.end());
+    for (int s : touched) {
+      shards_[s].mu.Lock();
+      // Reserve inside the lock: the map may only change under it.
+      Map& map = UnsafeMap(s);
+      map.reserve(map.size() + per_shard[s]);
+    }
+    auto upsert = [this](uint64_t key) {
+      auto [it, inserted] = UnsafeMap(ShardIndex(key)).try_emplace(key);
+      return std::pair<State*, bool>(&it->second, inserted);
+    };
+    fn(upsert);
+    for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
+  }
+
   // Calls fn(key, const State&) for every coordinate in ascending key order.
   // Each shard is copied under its reader lock, so the view of one shard is
   // consistent; writers to other shards are not blocked meanwhile.
@@ -121,6 +153,9 @@ class ShardedStore {
   };
 
   Shard& ShardFor(uint64_t key) { return shards_[ShardIndex(key)]; }
+  // The map of shard s, whose lock WithKeysLocked holds: the analysis cannot
+  // follow a lock taken in a loop over shards, hence the escape hatch.
+  Map& UnsafeMap(int s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return shards_[s].map; }
   const Shard& ShardFor(uint64_t key) const { return shards_[ShardIndex(key)]; }
 
   const int num_shards_;
