@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the clickd container image with podman (no Docker engine) and
-# smoke-tests it, as /work/shared/docs/tooling.md describes:
+# Builds the clickd container image with podman (no Docker engine needed)
+# and smoke-tests it:
 #
 #   1. installs podman and debootstrap if missing;
 #   2. makes the base image debian:bookworm-slim locally if podman lacks it:
@@ -30,7 +30,8 @@ BASE=debian:bookworm-slim
 APP_UID=10001
 
 if [ "$(id -u)" -ne 0 ]; then
-  exec sudo --preserve-env=CLICKD_IMAGE_TAG,CLICKD_IMAGE_CACHE,DEBIAN_MIRROR "$0" "$@"
+  exec sudo --preserve-env=CLICKD_IMAGE_TAG,CLICKD_IMAGE_CACHE,DEBIAN_MIRROR \
+    bash "$PWD/scripts/build_image.sh" "$@"
 fi
 
 mkdir -p "$CACHE"
@@ -138,9 +139,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# (Outputs are captured before grep reads them throughout: with pipefail, a
+# grep -q that stops reading early would fail the pipeline.)
 for bin in clickd clickctl; do
-  if chroot "$mnt" ldd "/usr/local/bin/$bin" | grep -q "not found"; then
-    chroot "$mnt" ldd "/usr/local/bin/$bin" | grep "not found" >&2
+  libs=$(chroot "$mnt" ldd "/usr/local/bin/$bin")
+  if grep -q "not found" <<<"$libs"; then
+    grep "not found" <<<"$libs" >&2
     log "FAIL: /usr/local/bin/$bin needs libraries the runtime image lacks"
     exit 1
   fi
@@ -153,11 +157,12 @@ image_user=$(podman image inspect --format '{{.Config.User}}' "$TAG")
 [ "${image_user%%:*}" = "$APP_UID" ] || { log "FAIL: image user is '$image_user', expected $APP_UID"; exit 1; }
 overrides=(--address=127.0.0.1:0)
 metrics_port=""
-if chroot "$mnt" /usr/local/bin/clickd --helpfull 2>&1 | grep -q -- "--metrics_port"; then
+help=$(chroot "$mnt" /usr/local/bin/clickd --helpfull 2>&1 || true)
+if grep -q -- "--metrics_port " <<<"$help"; then
   metrics_port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   overrides+=(--metrics_address=127.0.0.1 --metrics_port="$metrics_port")
 fi
-if chroot "$mnt" /usr/local/bin/clickd --helpfull 2>&1 | grep -q -- "--data_dir"; then
+if grep -q -- "--data_dir " <<<"$help"; then
   overrides+=(--data_dir=/var/lib/clickd)
 fi
 
@@ -196,12 +201,14 @@ log "clickd from the image serves on 127.0.0.1:$port as uid $user_seen"
 # The image's own clickctl, in the host's namespaces (it needs no /proc).
 clickctl() { chroot --userspec="$APP_UID:$APP_UID" "$mnt" /usr/local/bin/clickctl "$@" --server=127.0.0.1:"$port" --deadline_ms=5000; }
 models=$(clickctl models list --json)
-echo "$models" | grep -q '"default"' || { echo "$models" >&2; log "FAIL: models list"; exit 1; }
+grep -q '"default"' <<<"$models" || { echo "$models" >&2; log "FAIL: models list"; exit 1; }
 clickctl update --context='user|country=FR' --example='ad|#7' --label=1 >/dev/null
 prediction=$(clickctl predict --context='user|country=FR' --candidates='ad|#7; ad|#8' --json)
-echo "$prediction" | grep -q '"prediction"' || { echo "$prediction" >&2; log "FAIL: predict"; exit 1; }
+grep -q '"prediction"' <<<"$prediction" || { echo "$prediction" >&2; log "FAIL: predict"; exit 1; }
 if [ -n "$metrics_port" ]; then
-  curl -fsS --max-time 5 "http://127.0.0.1:$metrics_port/metrics" | grep -q '^clickd_requests_total' \
+  metrics=$(/usr/bin/python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "http://127.0.0.1:$metrics_port/metrics" || true)
+  grep -q '^clickd_requests_total{' <<<"$metrics" \
     || { log "FAIL: /metrics on 127.0.0.1:$metrics_port has no clickd_requests_total"; exit 1; }
   log "/metrics answers on 127.0.0.1:$metrics_port"
 fi

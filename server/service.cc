@@ -19,13 +19,10 @@ bool DeadlinePassed(const grpc::CallbackServerContext* context) {
 const absl::Status kDeadlinePassed =
     absl::DeadlineExceededError("the call's deadline passed before it was served");
 
-// Finishes a unary call with the status of `work`, unless the deadline has
-// already passed.
-template <typename Work>
-grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, Work&& work) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DeadlinePassed(context) ? kDeadlinePassed : work()));
-  return reactor;
+using SteadyClock = std::chrono::steady_clock;
+
+double SecondsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
 // Learns the messages of one client stream; answers with a summary when the
@@ -35,7 +32,7 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
  public:
   UpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context,
                       v1::UpdateStreamResponse* response)
-      : service_(service), context_(context), response_(response) {
+      : service_(service), context_(context), response_(response), start_(SteadyClock::now()) {
     StartRead(&request_);
   }
 
@@ -46,9 +43,9 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
     }
     absl::Status status = HandleMessage();
     if (!status.ok()) {
-      Finish(ToGrpcStatus(absl::Status(
+      FinishAndRecord(absl::Status(
           status.code(), absl::StrCat("message ", requests_, " (", applied_,
-                                      " examples applied before it): ", status.message()))));
+                                      " examples applied before it): ", status.message())));
       return;
     }
     ++requests_;
@@ -91,12 +88,22 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
       response_->set_model_version(served_->model().Updates());
       *response_->mutable_metrics() = ToProto(metrics_->Summary());
     }
-    Finish(grpc::Status::OK);
+    FinishAndRecord(absl::OkStatus());
+  }
+
+  // Finishes the call and records it; a stream the client cancelled counts
+  // as CANCELLED, which is what the client sees.
+  void FinishAndRecord(const absl::Status& status) {
+    const absl::StatusCode code =
+        status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
+    service_->RecordRequest("UpdateStream", code, SecondsSince(start_));
+    Finish(ToGrpcStatus(status));
   }
 
   ClickdService* const service_;
   grpc::CallbackServerContext* const context_;
   v1::UpdateStreamResponse* const response_;
+  const SteadyClock::time_point start_;
   v1::UpdateRequest request_;
   std::shared_ptr<ServedModel> served_;
   std::optional<ProgressiveMetrics> metrics_;  // exact, over this stream
@@ -108,8 +115,28 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
 }  // namespace
 
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
-                             std::function<void()> on_models_changed)
-    : registry_(registry), limits_(limits), on_models_changed_(std::move(on_models_changed)) {}
+                             std::function<void()> on_models_changed,
+                             metrics::RpcMetrics* rpc_metrics)
+    : registry_(registry),
+      limits_(limits),
+      on_models_changed_(std::move(on_models_changed)),
+      rpc_metrics_(rpc_metrics) {}
+
+void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code,
+                                  double seconds) const {
+  if (rpc_metrics_ != nullptr) rpc_metrics_->Record(method, code, seconds);
+}
+
+template <typename Work>
+grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* context,
+                                               std::string_view method, Work&& work) {
+  const SteadyClock::time_point start = SteadyClock::now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const absl::Status status = DeadlinePassed(context) ? kDeadlinePassed : work();
+  RecordRequest(method, status.code(), SecondsSince(start));
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
 
 absl::StatusOr<std::shared_ptr<ServedModel>> ClickdService::Lookup(const std::string& name,
                                                                    const char* field) const {
@@ -147,6 +174,7 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
     p->set_prediction(s.prediction);
     p->set_margin(s.margin);
   }
+  (*served)->RecordPredictions(n);
   return absl::OkStatus();
 }
 
@@ -213,13 +241,13 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
 grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* context,
                                                  const v1::PredictRequest* request,
                                                  v1::PredictResponse* response) {
-  return Unary(context, [&] { return ScorePredictRequest(*request, response); });
+  return Unary(context, "Predict", [&] { return ScorePredictRequest(*request, response); });
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,
                                                 const v1::UpdateRequest* request,
                                                 v1::UpdateResponse* response) {
-  return Unary(context, [&]() -> absl::Status {
+  return Unary(context, "Update", [&]() -> absl::Status {
     auto served = Lookup(request->model(), "model");
     if (!served.ok()) return served.status();
     std::vector<ScoredExample> scored;
@@ -235,7 +263,7 @@ grpc::ServerReadReactor<v1::UpdateRequest>* ClickdService::UpdateStream(
 grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext* context,
                                                      const v1::CreateModelRequest* request,
                                                      v1::CreateModelResponse* response) {
-  return Unary(context, [&]() -> absl::Status {
+  return Unary(context, "CreateModel", [&]() -> absl::Status {
     auto config = ToModelConfig(request->config());
     if (!config.ok()) return config.status();
     auto served = registry_->Create(*config);
@@ -249,7 +277,7 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* context,
                                                   const v1::GetModelRequest* request,
                                                   v1::GetModelResponse* response) {
-  return Unary(context, [&]() -> absl::Status {
+  return Unary(context, "GetModel", [&]() -> absl::Status {
     auto served = Lookup(request->model(), "model");
     if (!served.ok()) return served.status();
     *response->mutable_model() = ToModelInfo((*served)->model(), (*served)->ProgressiveSummary());
@@ -260,7 +288,7 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* ClickdService::ListModels(grpc::CallbackServerContext* context,
                                                     const v1::ListModelsRequest* request,
                                                     v1::ListModelsResponse* response) {
-  return Unary(context, [&]() -> absl::Status {
+  return Unary(context, "ListModels", [&]() -> absl::Status {
     for (const auto& served : registry_->List()) {
       *response->add_models() = ToModelInfo(served->model(), served->ProgressiveSummary());
     }
@@ -271,7 +299,7 @@ grpc::ServerUnaryReactor* ClickdService::ListModels(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* ClickdService::DeleteModel(grpc::CallbackServerContext* context,
                                                      const v1::DeleteModelRequest* request,
                                                      v1::DeleteModelResponse* response) {
-  return Unary(context, [&]() -> absl::Status {
+  return Unary(context, "DeleteModel", [&]() -> absl::Status {
     if (request->model().empty()) return absl::InvalidArgumentError("model is empty");
     absl::Status s = registry_->Delete(request->model());
     if (s.ok()) on_models_changed_();

@@ -5,26 +5,33 @@
 // status once. Handlers do CPU work only, never block on I/O, and check the
 // call's deadline before starting.
 //
+// Every finished call, failures included, is recorded in the request
+// metrics (server/metrics/rpc_metrics.h) when the service has them.
+//
 // Thread safety: safe for concurrent calls; all shared state is in the
-// registry and the models, which synchronize themselves.
+// registry, the models and the metrics, which synchronize themselves.
 #ifndef CLICKD_SERVER_SERVICE_H_
 #define CLICKD_SERVER_SERVICE_H_
 
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "core/model/registry.h"
 #include "server/limits.h"
+#include "server/metrics/rpc_metrics.h"
 
 namespace clickd {
 
 class ClickdService final : public v1::Clickd::CallbackService {
  public:
   // `on_models_changed` runs after every successful create or delete (the
-  // server uses it to keep the health status current).
-  ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed);
+  // server uses it to keep the health status current). `rpc_metrics`, if
+  // not null, must outlive the service.
+  ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed,
+                metrics::RpcMetrics* rpc_metrics = nullptr);
 
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const v1::PredictRequest* request,
@@ -60,10 +67,21 @@ class ClickdService final : public v1::Clickd::CallbackService {
   absl::StatusOr<std::shared_ptr<ServedModel>> Lookup(const std::string& name,
                                                       const char* field) const;
 
+  // Records a finished call of `method` (its name in clickd.v1.Clickd) in
+  // the request metrics, if any.
+  void RecordRequest(std::string_view method, absl::StatusCode code, double seconds) const;
+
  private:
+  // Runs a unary call of `method`: checks the deadline, runs `work`,
+  // records the call and finishes it with work's status.
+  template <typename Work>
+  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view method,
+                                  Work&& work);
+
   ModelRegistry* const registry_;
   const Limits limits_;
   const std::function<void()> on_models_changed_;
+  metrics::RpcMetrics* const rpc_metrics_;
 };
 
 }  // namespace clickd

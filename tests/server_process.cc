@@ -167,7 +167,9 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(ServerOption
     auto log_path = MakeLogFile();
     if (!log_path.ok()) return log_path.status();
     const std::string address = absl::StrCat("127.0.0.1:", *port);
-    std::vector<std::string> args = {"--address=" + address};
+    // No /metrics endpoint unless the test asks for one: servers running
+    // side by side would all want the default port.
+    std::vector<std::string> args = {"--address=" + address, "--metrics_port=0"};
     args.insert(args.end(), options.flags.begin(), options.flags.end());
     auto pid = Spawn(binary, args, *log_path);
     if (!pid.ok()) {
@@ -261,7 +263,7 @@ RunResult RunClickd(const std::vector<std::string>& flags, milliseconds timeout)
     return result;
   }
   // An address of our own, in case the flags let the server start.
-  std::vector<std::string> args = {absl::StrCat("--address=127.0.0.1:", *port)};
+  std::vector<std::string> args = {absl::StrCat("--address=127.0.0.1:", *port), "--metrics_port=0"};
   args.insert(args.end(), flags.begin(), flags.end());
   auto pid = Spawn(DefaultBinary(), args, *log_path);
   if (!pid.ok()) {

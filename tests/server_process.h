@@ -58,7 +58,8 @@ struct ExitStatus {
 };
 
 struct ServerOptions {
-  // Flags after --address, e.g. {"--config=/tmp/models.json"}.
+  // Flags after --address and --metrics_port=0 (no /metrics endpoint unless
+  // a flag here sets a port), e.g. {"--config=/tmp/models.json"}.
   std::vector<std::string> flags;
   // The clickd binary; empty means the one this build made.
   std::string binary;
@@ -122,8 +123,8 @@ class ServerProcess {
 
 // Runs clickd with `flags` until it exits by itself (for startup failures,
 // --help and the like), killing it after `timeout`. The flags follow an
-// --address on a free port of 127.0.0.1, so a server that does start stays
-// private; an --address in `flags` wins.
+// --address on a free port of 127.0.0.1 and --metrics_port=0, so a server
+// that does start stays private; an --address in `flags` wins.
 struct RunResult {
   ExitStatus status;
   std::string output;  // stdout and stderr

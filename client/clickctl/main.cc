@@ -3,6 +3,7 @@
 //   clickctl replay --offline --format=libsvm|vw|criteo [model flags] FILE
 //   clickctl replay --server=HOST:PORT --model=NAME [--create_model] FILE
 //   clickctl predict | update | models create|list|get|delete [--server=...]
+//   clickctl loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]
 //
 // Run `clickctl --help` for every flag; docs/clickctl.md documents them.
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "client/clickctl/loadgen.h"
 #include "client/clickctl/network_commands.h"
 #include "client/clickctl/network_flags.h"
 #include "client/clickctl/replay_command.h"
@@ -73,6 +75,9 @@ int main(int argc, char** argv) {
       "  predict [--context='ns|f1,f2:0.5 ...'] --candidates='ns|f;ns|g' | --request_json=J\n"
       "  update --example='ns|f ...' --label=1 [--context=...] | --request_json=J\n"
       "  models create [model flags | --config_json=J] | list | get | delete\n"
+      "  loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]\n"
+      "      [--duration_s=S --warmup_s=W --max_requests=R] [--context_features=N\n"
+      "      --candidates=K --candidate_features=M | --batch_size=B]: load and latency\n"
       "network commands take --server (default 127.0.0.1:50051), --model (default\n"
       "\"default\"), --deadline_ms and --json");
   const bool server = OnCommandLine(argc, argv, "server");
@@ -88,6 +93,7 @@ int main(int argc, char** argv) {
   if (command == "predict") return clickd::RunPredictCommand(args);
   if (command == "update") return clickd::RunUpdateCommand(args);
   if (command == "models") return clickd::RunModelsCommand(args);
+  if (command == "loadgen") return clickd::RunLoadgenCommand(args);
   std::cerr << "clickctl: unknown command \"" << command << "\"\n"
             << absl::ProgramUsageMessage() << "\n";
   return 2;

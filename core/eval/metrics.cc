@@ -228,8 +228,11 @@ MetricsSummary Summarize(LossType loss, const std::vector<ScoredExample>& scored
   return ToSummary(loss, sums, auc.Finish());
 }
 
-StreamingMetrics::StreamingMetrics(LossType loss)
-    : loss_(loss), positive_weight_(kAucBins, 0.0), negative_weight_(kAucBins, 0.0) {}
+StreamingMetrics::StreamingMetrics(LossType loss, int auc_bins)
+    : loss_(loss),
+      auc_bins_(std::max(1, auc_bins)),
+      positive_weight_(auc_bins_, 0.0),
+      negative_weight_(auc_bins_, 0.0) {}
 
 void StreamingMetrics::Add(double margin, double label, double importance) {
   const ScoredExample e{static_cast<float>(margin), static_cast<float>(label),
@@ -240,16 +243,38 @@ void StreamingMetrics::Add(double margin, double label, double importance) {
     return;
   }
   const double scaled =
-      (std::clamp(margin, -kAucRange, kAucRange) + kAucRange) / (2 * kAucRange) * kAucBins;
-  const int bin = std::min(kAucBins - 1, static_cast<int>(scaled));
+      (std::clamp(margin, -kAucRange, kAucRange) + kAucRange) / (2 * kAucRange) * auc_bins_;
+  const int bin = std::min(auc_bins_ - 1, static_cast<int>(scaled));
   (label > 0 ? positive_weight_ : negative_weight_)[bin] += importance;
+}
+
+bool StreamingMetrics::Merge(const StreamingMetrics& other) {
+  if (other.loss_ != loss_ || other.auc_bins_ != auc_bins_) return false;
+  const MetricSums& o = other.sums_;
+  sums_.examples += o.examples;
+  sums_.w += o.w;
+  sums_.w_pos += o.w_pos;
+  sums_.loss += o.loss;
+  sums_.logloss += o.logloss;
+  sums_.hinge += o.hinge;
+  sums_.p += o.p;
+  sums_.squared += o.squared;
+  sums_.miss += o.miss;
+  sums_.miss_half += o.miss_half;
+  sums_.all_label01 = sums_.all_label01 && o.all_label01;
+  for (int b = 0; b < auc_bins_; ++b) {
+    positive_weight_[b] += other.positive_weight_[b];
+    negative_weight_[b] += other.negative_weight_[b];
+  }
+  saw_nan_margin_ = saw_nan_margin_ || other.saw_nan_margin_;
+  return true;
 }
 
 MetricsSummary StreamingMetrics::Summary() const {
   // The bins in ascending order are an AUC sweep whose groups are bins.
   AucSweep auc;
   double tied = 0, total_pos = 0, total_neg = 0;
-  for (int b = 0; b < kAucBins; ++b) {
+  for (int b = 0; b < auc_bins_; ++b) {
     const double pos = positive_weight_[b], neg = negative_weight_[b];
     if (pos == 0 && neg == 0) continue;
     auc.Add(b, pos, true);

@@ -63,23 +63,33 @@ struct MetricSums {
 };
 
 // Progressive metrics in constant memory, for a served model's lifetime.
-// Every sum is exact; the AUC comes from a histogram of margins in kAucBins
-// equal bins over [-kAucRange, kAucRange] (margins beyond are clamped into
-// the end bins). Pairs that share a bin count as ties, so the AUC is off by
-// at most 0.5 * sum_b pos_b neg_b / (P N), which Summary() reports as
-// auc_error_bound. Externally synchronized.
+// Every sum is exact; the AUC comes from a histogram of margins in
+// `auc_bins` (default kAucBins) equal bins over [-kAucRange, kAucRange]
+// (margins beyond are clamped into the end bins). Pairs that share a bin
+// count as ties, so the AUC is off by at most 0.5 * sum_b pos_b neg_b /
+// (P N), which Summary() reports as auc_error_bound. Externally
+// synchronized.
 class StreamingMetrics {
  public:
   static constexpr int kAucBins = 4096;
   static constexpr double kAucRange = 16.0;
 
-  explicit StreamingMetrics(LossType loss);
+  explicit StreamingMetrics(LossType loss, int auc_bins = kAucBins);
 
   void Add(double margin, double label, double importance = 1.0);
   MetricsSummary Summary() const;
 
+  // Adds everything `other` has seen, as if its examples had been added
+  // here. Returns false, changing nothing, unless `other` has the same loss
+  // and number of bins.
+  bool Merge(const StreamingMetrics& other);
+
+  LossType loss() const { return loss_; }
+  int auc_bins() const { return auc_bins_; }
+
  private:
   LossType loss_;
+  int auc_bins_;
   MetricSums sums_;
   std::vector<double> positive_weight_;  // per bin
   std::vector<double> negative_weight_;  // per bin

@@ -9,6 +9,9 @@
 #ifndef CLICKD_CORE_MODEL_REGISTRY_H_
 #define CLICKD_CORE_MODEL_REGISTRY_H_
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,24 +22,39 @@
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
 #include "core/eval/metrics.h"
+#include "core/eval/windowed_metrics.h"
 #include "core/model/model.h"
 
 namespace clickd {
 
-// A served model: the model and the progressive metrics of every example it
-// has learned while serving.
+// A served model: the model, the progressive metrics of every example it
+// has learned while serving (over its lifetime and over a recent window) and
+// counters for monitoring. Thread safety: safe for concurrent access; the
+// metrics are guarded by their own lock, held only to add or summarise.
 class ServedModel {
  public:
-  explicit ServedModel(std::unique_ptr<Model> model)
-      : model_(std::move(model)), metrics_(model_->config().loss) {}
+  // `clock` dates the examples of the recent window (tests inject a fake).
+  explicit ServedModel(
+      std::unique_ptr<Model> model,
+      MonotonicClock clock = [] { return std::chrono::steady_clock::now(); })
+      : model_(std::move(model)),
+        clock_(std::move(clock)),
+        metrics_(model_->config().loss),
+        recent_(model_->config().loss) {}
 
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
 
-  // Adds pre-update margins of learned examples to the lifetime metrics.
+  // Adds pre-update margins of learned examples to the lifetime metrics and
+  // to the recent window.
   void RecordProgressive(const std::vector<ScoredExample>& scored) {
+    const auto now = clock_();
+    update_examples_.fetch_add(scored.size(), std::memory_order_relaxed);
     MutexLock lock(&metrics_mu_);
-    for (const ScoredExample& s : scored) metrics_.Add(s.margin, s.label, s.importance);
+    for (const ScoredExample& s : scored) {
+      metrics_.Add(s.margin, s.label, s.importance);
+      recent_.Add(now, s.margin, s.label, s.importance);
+    }
   }
 
   MetricsSummary ProgressiveSummary() const {
@@ -44,10 +62,31 @@ class ServedModel {
     return metrics_.Summary();
   }
 
+  // The progressive metrics of the examples learned in the recent window
+  // (the last 9 to 10 minutes: see WindowedMetrics).
+  MetricsSummary RecentProgressiveSummary() const {
+    const auto now = clock_();
+    ReaderMutexLock lock(&metrics_mu_);
+    return recent_.Summary(now);
+  }
+
+  // Counts candidates scored for Predict.
+  void RecordPredictions(uint64_t candidates) {
+    predictions_.fetch_add(candidates, std::memory_order_relaxed);
+  }
+
+  // Candidates scored and examples learned since this model was created.
+  uint64_t predictions() const { return predictions_.load(std::memory_order_relaxed); }
+  uint64_t update_examples() const { return update_examples_.load(std::memory_order_relaxed); }
+
  private:
   const std::unique_ptr<Model> model_;
+  const MonotonicClock clock_;
+  std::atomic<uint64_t> predictions_{0};
+  std::atomic<uint64_t> update_examples_{0};
   mutable Mutex metrics_mu_;
   StreamingMetrics metrics_ ABSL_GUARDED_BY(metrics_mu_);
+  WindowedMetrics recent_ ABSL_GUARDED_BY(metrics_mu_);
 };
 
 class ModelRegistry {

@@ -1,0 +1,198 @@
+#include "client/clickctl/loadgen_calls.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "clickd/v1/clickd.grpc.pb.h"
+
+namespace clickd {
+namespace {
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+grpc::Status Malformed(const std::string& what) {
+  return grpc::Status(grpc::StatusCode::INTERNAL, "malformed response: " + what);
+}
+
+class PredictIssuer final : public CallIssuer {
+ public:
+  PredictIssuer(std::shared_ptr<grpc::Channel> channel, std::vector<v1::PredictRequest> pool)
+      : stub_(v1::Clickd::NewStub(std::move(channel))), pool_(std::move(pool)) {}
+
+  void Start(uint64_t index, grpc::ClientContext* context, Done done) override {
+    const v1::PredictRequest& request = pool_[index % pool_.size()];
+    auto* response = new v1::PredictResponse;
+    stub_->async()->Predict(
+        context, &request, response,
+        [response, expected = request.candidates_size(), done = std::move(done)](grpc::Status s) {
+          if (s.ok() && response->predictions_size() != expected) {
+            s = Malformed(absl::StrCat(response->predictions_size(), " predictions for ", expected,
+                                       " candidates"));
+          }
+          delete response;
+          done(s);
+        });
+  }
+
+  uint64_t Units(uint64_t index) const override {
+    return pool_[index % pool_.size()].candidates_size();
+  }
+
+ private:
+  const std::unique_ptr<v1::Clickd::Stub> stub_;
+  const std::vector<v1::PredictRequest> pool_;
+};
+
+class UpdateIssuer final : public CallIssuer {
+ public:
+  UpdateIssuer(std::shared_ptr<grpc::Channel> channel, std::vector<v1::UpdateRequest> pool)
+      : stub_(v1::Clickd::NewStub(std::move(channel))), pool_(std::move(pool)) {}
+
+  void Start(uint64_t index, grpc::ClientContext* context, Done done) override {
+    const v1::UpdateRequest& request = pool_[index % pool_.size()];
+    auto* response = new v1::UpdateResponse;
+    stub_->async()->Update(
+        context, &request, response,
+        [response, expected = ExamplesIn(request), done = std::move(done)](grpc::Status s) {
+          if (s.ok() && response->applied() != expected) {
+            s = Malformed(absl::StrCat("applied ", response->applied(), " of ", expected));
+          }
+          delete response;
+          done(s);
+        });
+  }
+
+  uint64_t Units(uint64_t index) const override { return ExamplesIn(pool_[index % pool_.size()]); }
+
+ private:
+  const std::unique_ptr<v1::Clickd::Stub> stub_;
+  const std::vector<v1::UpdateRequest> pool_;
+};
+
+class HealthIssuer final : public CallIssuer {
+ public:
+  explicit HealthIssuer(std::shared_ptr<grpc::Channel> channel) : stub_(std::move(channel)) {}
+
+  void Start(uint64_t index, grpc::ClientContext* context, Done done) override {
+    // An empty HealthCheckRequest (service "") encodes as zero bytes.
+    auto* buffers = new Buffers;
+    grpc::Slice empty;
+    buffers->request = grpc::ByteBuffer(&empty, 1);
+    stub_.UnaryCall(context, method_, grpc::StubOptions(), &buffers->request, &buffers->response,
+                    [buffers, done = std::move(done)](grpc::Status s) {
+                      if (s.ok()) s = CheckServing(buffers->response);
+                      delete buffers;
+                      done(s);
+                    });
+  }
+
+  uint64_t Units(uint64_t) const override { return 1; }
+
+ private:
+  struct Buffers {
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+
+  // A HealthCheckResponse of status SERVING is field 1, varint 1: 08 01.
+  static grpc::Status CheckServing(const grpc::ByteBuffer& response) {
+    grpc::Slice slice;
+    if (!response.Valid() || !response.DumpToSingleSlice(&slice).ok()) {
+      return Malformed("unreadable health response");
+    }
+    const std::string bytes(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    if (bytes != std::string("\x08\x01", 2)) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "health status is not SERVING");
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::GenericStub stub_;
+  // Outlives every call: the call refers to the method name.
+  const std::string method_ = "/grpc.health.v1.Health/Check";
+};
+
+}  // namespace
+
+uint64_t ExamplesIn(const v1::UpdateRequest& request) {
+  uint64_t n = request.examples_size();
+  for (const v1::Impression& imp : request.impressions()) n += imp.candidates_size();
+  return n;
+}
+
+std::unique_ptr<CallIssuer> NewPredictIssuer(std::shared_ptr<grpc::Channel> channel,
+                                             std::vector<v1::PredictRequest> pool) {
+  return std::make_unique<PredictIssuer>(std::move(channel), std::move(pool));
+}
+
+std::unique_ptr<CallIssuer> NewUpdateIssuer(std::shared_ptr<grpc::Channel> channel,
+                                            std::vector<v1::UpdateRequest> pool) {
+  return std::make_unique<UpdateIssuer>(std::move(channel), std::move(pool));
+}
+
+std::unique_ptr<CallIssuer> NewHealthIssuer(std::shared_ptr<grpc::Channel> channel) {
+  return std::make_unique<HealthIssuer>(std::move(channel));
+}
+
+LoadResult RunUpdateStream(const std::shared_ptr<grpc::Channel>& channel,
+                           const std::vector<v1::UpdateRequest>& pool, const LoadOptions& options) {
+  auto stub = v1::Clickd::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(
+      std::chrono::system_clock::now() +
+      absl::ToChronoNanoseconds(options.warmup + options.duration + options.deadline));
+  v1::UpdateStreamResponse summary;
+  std::unique_ptr<grpc::ClientWriter<v1::UpdateRequest>> writer =
+      stub->UpdateStream(&context, &summary);
+
+  LatencyHistogram write_time;
+  LoadResult result;
+  const double cpu_before = ProcessCpuSeconds();
+  const int64_t start = NowNanos();
+  const int64_t warm_end = start + absl::ToInt64Nanoseconds(options.warmup);
+  const int64_t end = warm_end + absl::ToInt64Nanoseconds(options.duration);
+  uint64_t examples = 0;
+  // Bounded by `end` and by max_requests measured messages; a broken stream
+  // (deadline, server error) makes Write return false at once.
+  for (uint64_t i = 0; result.requests < options.max_requests; ++i) {
+    const int64_t before = NowNanos();
+    if (before >= end) break;
+    const v1::UpdateRequest& request = pool[i % pool.size()];
+    if (!writer->Write(request)) break;
+    if (before >= warm_end) {
+      write_time.Record(NowNanos() - before);
+      ++result.requests;
+      examples += ExamplesIn(request);
+    } else {
+      ++result.warmup_requests;
+    }
+  }
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  result.seconds = static_cast<double>(NowNanos() - warm_end) / 1e9;
+  result.cpu_seconds = ProcessCpuSeconds() - cpu_before;
+  result.latency = write_time.Summarize();
+  if (status.ok()) {
+    result.ok = result.requests;
+    result.ok_units = examples;
+  } else {
+    const std::string code =
+        absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
+    result.errors[code] = 1;
+    result.error_examples[code] = status.error_message();
+  }
+  return result;
+}
+
+}  // namespace clickd

@@ -1,0 +1,129 @@
+#include "server/metrics/clickd_metrics.h"
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+#ifndef CLICKD_VERSION
+#define CLICKD_VERSION "unknown"
+#endif
+
+namespace clickd::metrics {
+namespace {
+
+using ModelValue = std::function<double(const ServedModel&)>;
+using SummaryValue = std::function<double(const MetricsSummary&)>;
+
+// A family with one series per model: value(model).
+SampleCallback PerModel(const ModelRegistry* models, ModelValue value) {
+  return [models, value = std::move(value)] {
+    std::vector<Sample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      samples.push_back({{{"model", served->model().config().name}}, value(*served)});
+    }
+    return samples;
+  };
+}
+
+// A family with one series per model and window: value(summary), left out
+// where it is NaN (no examples in the window, one class only, or a metric
+// the model's loss does not define).
+SampleCallback PerModelAndWindow(const ModelRegistry* models, SummaryValue value) {
+  return [models, value = std::move(value)] {
+    std::vector<Sample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      const std::string& name = served->model().config().name;
+      const std::pair<const char*, MetricsSummary> windows[] = {
+          {kWindowSinceStart, served->ProgressiveSummary()},
+          {kWindowRecent, served->RecentProgressiveSummary()}};
+      for (const auto& [window, summary] : windows) {
+        const double v = value(summary);
+        if (!std::isnan(v)) samples.push_back({{{"model", name}, {"window", window}}, v});
+      }
+    }
+    return samples;
+  };
+}
+
+}  // namespace
+
+void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
+  registry->BuildCallback(
+      "clickd_predictions_total",
+      "Candidates scored by Predict, per model, since the model was created.", MetricType::kCounter,
+      PerModel(models, [](const ServedModel& m) { return static_cast<double>(m.predictions()); }));
+  registry->BuildCallback(
+      "clickd_update_examples_total",
+      "Examples learned from Update and UpdateStream, per model, since the model was created.",
+      MetricType::kCounter, PerModel(models, [](const ServedModel& m) {
+        return static_cast<double>(m.update_examples());
+      }));
+  registry->BuildCallback(
+      "clickd_model_logloss",
+      "Progressive validation logloss (mean, importance-weighted; each example scored before "
+      "the model learned it), logistic models only.",
+      MetricType::kGauge,
+      PerModelAndWindow(models, [](const MetricsSummary& s) { return s.logloss; }));
+  registry->BuildCallback(
+      "clickd_model_auc", "Progressive validation AUC (binned; see clickd_model_auc_error_bound).",
+      MetricType::kGauge, PerModelAndWindow(models, [](const MetricsSummary& s) { return s.auc; }));
+  registry->BuildCallback(
+      "clickd_model_auc_error_bound",
+      "Largest possible error of clickd_model_auc due to its margin binning.", MetricType::kGauge,
+      PerModelAndWindow(models, [](const MetricsSummary& s) { return s.auc_error_bound; }));
+  registry->BuildCallback(
+      "clickd_model_calibration",
+      "Progressive calibration: sum of predicted probabilities over sum of labels (1 is "
+      "calibrated), logistic models only.",
+      MetricType::kGauge,
+      PerModelAndWindow(models, [](const MetricsSummary& s) { return s.calibration; }));
+  registry->BuildCallback(
+      "clickd_model_progressive_examples",
+      "Examples the progressive metrics of the window are computed from.", MetricType::kGauge,
+      PerModelAndWindow(models,
+                        [](const MetricsSummary& s) { return static_cast<double>(s.examples); }));
+  registry->BuildCallback("clickd_model_coordinates",
+                          "Coordinates (hashed feature keys) the model holds.", MetricType::kGauge,
+                          PerModel(models, [](const ServedModel& m) {
+                            return static_cast<double>(m.model().Stats().coordinates);
+                          }));
+  registry->BuildCallback("clickd_model_bytes", "Memory of the model's coordinate store, in bytes.",
+                          MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
+                            return static_cast<double>(m.model().Stats().bytes);
+                          }));
+  registry->BuildCallback("clickd_model_updates", "Examples the model has learned: its version.",
+                          MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
+                            return static_cast<double>(m.model().Updates());
+                          }));
+}
+
+void RegisterProcessMetrics(Registry* registry, double start_time_seconds) {
+  registry
+      ->BuildGauge("clickd_build_info",
+                   "Always 1; the labels say which clickd version and compiler built this binary.")
+      .Add({{"version", ClickdVersion()}, {"compiler", CompilerVersion()}})
+      .Set(1);
+  registry
+      ->BuildGauge("clickd_process_start_time_seconds",
+                   "When the process started, in seconds since the Unix epoch.")
+      .Add({})
+      .Set(start_time_seconds);
+}
+
+std::string CompilerVersion() {
+#if defined(__clang__)
+  return absl::StrCat("clang-", __clang_major__, ".", __clang_minor__, ".", __clang_patchlevel__);
+#elif defined(__GNUC__)
+  return absl::StrCat("gcc-", __GNUC__, ".", __GNUC_MINOR__, ".", __GNUC_PATCHLEVEL__);
+#else
+  return "unknown";
+#endif
+}
+
+std::string ClickdVersion() { return CLICKD_VERSION; }
+
+}  // namespace clickd::metrics

@@ -1,0 +1,74 @@
+#include "server/metrics/http_exporter.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/metrics/text_serializer.h"
+
+namespace clickd::metrics {
+
+absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::string& address,
+                                                                  int port,
+                                                                  const Collectable* collectable) {
+  auto server = std::make_unique<httplib::Server>();
+  server->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
+  // httplib's default sets SO_REUSEPORT, with which a second clickd on a
+  // busy port would bind it too and take half of the scrapes. SO_REUSEADDR
+  // alone still allows a restart while old connections are in TIME_WAIT.
+  server->set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  // A scraper that stalls gives up its thread after these.
+  server->set_read_timeout(std::chrono::seconds(5));
+  server->set_write_timeout(std::chrono::seconds(5));
+  server->set_keep_alive_timeout(30);
+  server->Get("/metrics", [collectable](const httplib::Request&, httplib::Response& response) {
+    response.set_content(SerializeText(collectable->Collect()), kTextContentType);
+  });
+  int bound = port;
+  if (port == 0) {
+    bound = server->bind_to_any_port(address);
+  } else if (!server->bind_to_port(address, port)) {
+    bound = -1;
+  }
+  if (bound <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", address, ":", port, " for /metrics"));
+  }
+  std::unique_ptr<HttpExporter> exporter(new HttpExporter(std::move(server), bound));
+  httplib::Server* s = exporter->server_.get();
+  exporter->listener_ = std::thread([s] { s->listen_after_bind(); });
+  // httplib's stop() does nothing until the listener has marked itself
+  // running, so a Stop() right after Start() would wait forever: wait for
+  // the mark (the listener sets it first thing).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!s->is_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!s->is_running()) {
+    // Neither stoppable nor joinable: leave the thread and its server be.
+    exporter->listener_.detach();
+    exporter->server_.release();
+    return absl::InternalError("the /metrics listener did not start within 10 s");
+  }
+  return exporter;
+}
+
+HttpExporter::HttpExporter(std::unique_ptr<httplib::Server> server, int port)
+    : server_(std::move(server)), port_(port) {}
+
+HttpExporter::~HttpExporter() { Stop(); }
+
+void HttpExporter::Stop() {
+  if (!listener_.joinable()) return;
+  // stop() closes the listening socket; listen_after_bind then returns
+  // after its thread pool has finished the requests it holds.
+  server_->stop();
+  listener_.join();
+}
+
+}  // namespace clickd::metrics

@@ -1,0 +1,61 @@
+// HttpExporter: serves a Collectable (the metrics Registry) over HTTP for
+// Prometheus to scrape: GET /metrics answers the text exposition format
+// (text_serializer.h); any other path is 404. Built on cpp-httplib, with a
+// small thread pool of its own: scrapes never run on gRPC's threads, and a
+// slow scraper cannot hold up a request.
+//
+//   auto exporter = HttpExporter::Start("127.0.0.1", 9464, &registry);
+//   ...
+//   (*exporter)->Stop();  // or let the destructor do it
+//
+// Thread safety: Start, Stop and the destructor are externally synchronized;
+// port() may be called from any thread. The Collectable must outlive the
+// exporter.
+#ifndef CLICKD_SERVER_METRICS_HTTP_EXPORTER_H_
+#define CLICKD_SERVER_METRICS_HTTP_EXPORTER_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "server/metrics/metric_family.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace clickd::metrics {
+
+class HttpExporter {
+ public:
+  // Threads that answer scrapes (Prometheus scrapes one target serially).
+  static constexpr int kThreads = 2;
+
+  // Binds `address`:`port` (port 0: any free port; see port()) and serves
+  // `collectable` there until Stop. Unavailable if the address cannot be
+  // bound.
+  static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(const std::string& address, int port,
+                                                             const Collectable* collectable);
+
+  ~HttpExporter();
+  HttpExporter(const HttpExporter&) = delete;
+  HttpExporter& operator=(const HttpExporter&) = delete;
+
+  // The port it listens on.
+  int port() const { return port_; }
+
+  // Stops listening and waits for scrapes in progress to finish. Idempotent.
+  void Stop();
+
+ private:
+  HttpExporter(std::unique_ptr<httplib::Server> server, int port);
+
+  std::unique_ptr<httplib::Server> server_;
+  const int port_;
+  std::thread listener_;
+};
+
+}  // namespace clickd::metrics
+
+#endif  // CLICKD_SERVER_METRICS_HTTP_EXPORTER_H_

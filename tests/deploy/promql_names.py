@@ -1,0 +1,96 @@
+"""The metric catalog clickd exports, and the metric names a PromQL expression uses.
+
+Shared by check_dashboard.py and check_alerts.py, so that the Grafana
+dashboard and the alert rules are held to the same list of names. The list
+is the exporter's contract (issue 5): change it here together with the
+exporter, the dashboard, the rules and docs/operations.md.
+"""
+import re
+
+COUNTERS = {
+    "clickd_requests_total",
+    "clickd_predictions_total",
+    "clickd_update_examples_total",
+    "clickd_snapshot_failures_total",
+}
+GAUGES = {
+    "clickd_model_logloss",
+    "clickd_model_auc",
+    "clickd_model_calibration",
+    "clickd_model_progressive_examples",
+    "clickd_model_coordinates",
+    "clickd_model_bytes",
+    "clickd_model_updates",
+    "clickd_build_info",
+    "clickd_process_start_time_seconds",
+    "clickd_update_log_bytes",
+    "clickd_update_log_lag_records",
+    "clickd_snapshot_bytes",
+    "clickd_snapshot_last_success_timestamp_seconds",
+    "clickd_restore_duration_seconds",
+}
+HISTOGRAMS = {
+    "clickd_request_duration_seconds",
+    "clickd_update_log_sync_duration_seconds",
+    "clickd_snapshot_duration_seconds",
+}
+# Every name a query may select: a histogram is read through its series.
+SERIES = COUNTERS | GAUGES | {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
+# Series Prometheus itself adds to every scrape target.
+SCRAPE_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped"}
+
+FUNCTIONS = {
+    "abs", "absent", "absent_over_time", "avg_over_time", "ceil", "changes", "clamp", "clamp_max",
+    "clamp_min", "count_over_time", "day_of_month", "day_of_week", "days_in_month", "delta",
+    "deriv", "exp", "floor", "histogram_quantile", "holt_winters", "hour", "idelta", "increase",
+    "irate", "label_join", "label_replace", "last_over_time", "ln", "log10", "log2",
+    "max_over_time", "min_over_time", "minute", "month", "predict_linear",
+    "present_over_time", "quantile_over_time", "rate", "resets", "round", "scalar", "sgn",
+    "sort", "sort_desc", "sqrt", "stddev_over_time", "stdvar_over_time", "sum_over_time",
+    "time", "timestamp", "vector", "year",
+}
+AGGREGATIONS = {"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count",
+                "count_values", "bottomk", "topk", "quantile"}
+KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring",
+            "group_left", "group_right", "inf", "nan"}
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_BRACES = re.compile(r"\{[^{}]*\}")
+_BRACKETS = re.compile(r"\[[^\[\]]*\]")
+_LABEL_LIST = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_IDENT = re.compile(r"(?<![\w:.$])([A-Za-z_:][A-Za-z0-9_:]*)(\s*\()?")
+
+
+def names_in(expr):
+    """Returns (metric names, function names) that a PromQL expression uses."""
+    text = _STRING.sub('""', expr)
+    text = _BRACES.sub("", text)
+    text = _BRACKETS.sub("", text)
+    text = _LABEL_LIST.sub(" ", text)
+    metrics, functions = set(), set()
+    for match in _IDENT.finditer(text):
+        name, call = match.group(1), match.group(2)
+        if name.lower() in KEYWORDS:
+            continue
+        if call and (name in FUNCTIONS or name in AGGREGATIONS):
+            functions.add(name)
+        elif name in AGGREGATIONS and not call:
+            # "sum by (x) (...)": the label list was cut out above.
+            functions.add(name)
+        else:
+            metrics.add(name)
+    return metrics, functions
+
+
+def unknown_names(expr, extra=frozenset()):
+    """Returns the names in expr that are neither clickd's series nor in extra."""
+    metrics, _ = names_in(expr)
+    return sorted(m for m in metrics if m not in SERIES and m not in extra)
+
+
+def base_metric(series):
+    """Returns the metric a series belongs to (a histogram's _bucket -> the histogram)."""
+    for suffix in ("_bucket", "_sum", "_count"):
+        if series.endswith(suffix) and series[: -len(suffix)] in HISTOGRAMS:
+            return series[: -len(suffix)]
+    return series

@@ -1,0 +1,333 @@
+// The real clickd's /metrics endpoint: every RPC counted with its status
+// code (failures included), the per-model series following models created
+// and deleted at runtime, and an exposition that Prometheus' own linter,
+// `promtool check metrics`, accepts without a complaint.
+//
+// Each test starts its own server on free ports of 127.0.0.1
+// (tests/server_process.h) and stops it by PID. Every wait is bounded.
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+#include <httplib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "clickd/v1/clickd.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace clickd {
+namespace {
+
+using ::clickd::testing::FindFreePort;
+using ::clickd::testing::RunClickd;
+using ::clickd::testing::ServerOptions;
+using ::clickd::testing::ServerProcess;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// See server_integration_test.cc: lets a graceful stop finish quickly.
+const bool kFastIdlePolling =
+    setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", /*overwrite=*/0) == 0;
+
+constexpr char kPromtool[] = "/usr/bin/promtool";
+
+// A clickd with its /metrics endpoint on a free port.
+struct MetricsServer {
+  std::unique_ptr<ServerProcess> process;
+  int metrics_port = 0;
+};
+
+MetricsServer StartWithMetrics(std::vector<std::string> extra_flags = {}) {
+  MetricsServer server;
+  auto port = FindFreePort();
+  EXPECT_TRUE(port.ok()) << port.status();
+  if (!port.ok()) return server;
+  server.metrics_port = *port;
+  ServerOptions options;
+  options.flags = {absl::StrCat("--metrics_port=", *port)};
+  options.flags.insert(options.flags.end(), extra_flags.begin(), extra_flags.end());
+  auto process = ServerProcess::Start(options);
+  EXPECT_TRUE(process.ok()) << process.status();
+  if (process.ok()) server.process = *std::move(process);
+  return server;
+}
+
+// GET /metrics; the body, or "" with a test failure.
+std::string Scrape(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(10);
+  auto response = client.Get("/metrics");
+  EXPECT_TRUE(response) << "GET /metrics: " << httplib::to_string(response.error());
+  if (!response) return "";
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  return response->body;
+}
+
+// The value of the sample line `series` ("name{labels}" exactly as the
+// server prints it, labels in name order), or nullopt if there is none.
+std::optional<double> Sample(const std::string& body, const std::string& series) {
+  const std::string prefix = series + " ";
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size()));
+  }
+  return std::nullopt;
+}
+
+std::string Requests(const std::string& method, const std::string& code) {
+  return absl::StrCat("clickd_requests_total{code=\"", code, "\",method=\"", method, "\"}");
+}
+
+// Runs `promtool check metrics` on `exposition`: its exit code and output.
+std::pair<int, std::string> Promtool(const std::string& exposition) {
+  char path[] = "/tmp/clickd_metrics_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return {-1, "mkstemp failed"};
+  close(fd);
+  std::ofstream(path) << exposition;
+  const std::string command = absl::StrCat(kPromtool, " check metrics < ", path, " 2>&1");
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
+  const int status = pclose(pipe);
+  std::remove(path);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+v1::Example ExampleOf(const std::string& ns, const std::vector<std::string>& features) {
+  v1::Example e;
+  v1::Namespace* n = e.add_namespaces();
+  n->set_name(ns);
+  for (const std::string& f : features) n->add_features()->set_name(f);
+  return e;
+}
+
+v1::UpdateRequest UpdateOf(const std::string& model, int count) {
+  v1::UpdateRequest r;
+  r.set_model(model);
+  for (int i = 0; i < count; ++i) {
+    v1::LabeledExample* le = r.add_examples();
+    *le->mutable_example() = ExampleOf("ad", {absl::StrCat("a", i % 3)});
+    le->set_label(i % 2 == 0 ? 1.0f : 0.0f);
+  }
+  return r;
+}
+
+void SetDeadline(grpc::ClientContext* context) {
+  context->set_deadline(std::chrono::system_clock::now() + seconds(20));
+}
+
+grpc::Status Predict(v1::Clickd::Stub& stub, const std::string& model, int candidates) {
+  v1::PredictRequest request;
+  request.set_model(model);
+  *request.mutable_context() = ExampleOf("user", {"country=FR"});
+  for (int i = 0; i < candidates; ++i) {
+    *request.add_candidates() = ExampleOf("ad", {absl::StrCat("a", i)});
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::PredictResponse response;
+  return stub.Predict(&context, request, &response);
+}
+
+grpc::Status Update(v1::Clickd::Stub& stub, const v1::UpdateRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::UpdateResponse response;
+  return stub.Update(&context, request, &response);
+}
+
+grpc::Status UpdateStream(v1::Clickd::Stub& stub, const std::vector<v1::UpdateRequest>& messages) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::UpdateStreamResponse response;
+  auto stream = stub.UpdateStream(&context, &response);
+  for (const v1::UpdateRequest& m : messages) {
+    if (!stream->Write(m)) break;
+  }
+  stream->WritesDone();
+  return stream->Finish();
+}
+
+grpc::Status CreateModel(v1::Clickd::Stub& stub, const std::string& name) {
+  v1::CreateModelRequest request;
+  request.mutable_config()->set_name(name);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::CreateModelResponse response;
+  return stub.CreateModel(&context, request, &response);
+}
+
+grpc::Status DeleteModel(v1::Clickd::Stub& stub, const std::string& name) {
+  v1::DeleteModelRequest request;
+  request.set_model(name);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::DeleteModelResponse response;
+  return stub.DeleteModel(&context, request, &response);
+}
+
+// ---------------------------------------------------------------------------
+
+TEST(Metrics, CountsEveryCallAndPassesPromtool) {
+  MetricsServer server = StartWithMetrics();
+  ASSERT_NE(server.process, nullptr);
+  EXPECT_NE(server.process->Output().find(absl::StrCat(
+                "clickd: metrics on http://127.0.0.1:", server.metrics_port, "/metrics")),
+            std::string::npos);
+  {
+    auto stub = server.process->NewStub();
+    // Successes and failures of every kind the handlers produce.
+    EXPECT_TRUE(Predict(*stub, "default", 3).ok());
+    EXPECT_TRUE(Predict(*stub, "default", 2).ok());
+    EXPECT_EQ(Predict(*stub, "nope", 1).error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_EQ(Predict(*stub, "default", 0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(Update(*stub, UpdateOf("default", 4)).ok());
+    EXPECT_EQ(Update(*stub, UpdateOf("default", 0)).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(UpdateStream(*stub, {UpdateOf("default", 5), UpdateOf("default", 5)}).ok());
+    EXPECT_EQ(UpdateStream(*stub, {UpdateOf("default", 1), UpdateOf("other", 1)}).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(CreateModel(*stub, "extra").ok());
+    EXPECT_EQ(CreateModel(*stub, "extra").error_code(), grpc::StatusCode::ALREADY_EXISTS);
+    EXPECT_EQ(DeleteModel(*stub, "absent").error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  const std::string body = Scrape(server.metrics_port);
+
+  EXPECT_EQ(Sample(body, Requests("Predict", "OK")), 2);
+  EXPECT_EQ(Sample(body, Requests("Predict", "NOT_FOUND")), 1);
+  EXPECT_EQ(Sample(body, Requests("Predict", "INVALID_ARGUMENT")), 1);
+  EXPECT_EQ(Sample(body, Requests("Update", "OK")), 1);
+  EXPECT_EQ(Sample(body, Requests("Update", "INVALID_ARGUMENT")), 1);
+  EXPECT_EQ(Sample(body, Requests("UpdateStream", "OK")), 1);
+  EXPECT_EQ(Sample(body, Requests("UpdateStream", "INVALID_ARGUMENT")), 1);
+  EXPECT_EQ(Sample(body, Requests("CreateModel", "OK")), 1);
+  EXPECT_EQ(Sample(body, Requests("CreateModel", "ALREADY_EXISTS")), 1);
+  EXPECT_EQ(Sample(body, Requests("DeleteModel", "NOT_FOUND")), 1);
+  EXPECT_EQ(Sample(body, Requests("ListModels", "OK")), 0);  // exists before any call
+  EXPECT_EQ(Sample(body, Requests("Predict", "UNAVAILABLE")), std::nullopt);
+
+  // The histogram agrees with the counter; +Inf equals _count.
+  const std::string predict_ok = "code=\"OK\",method=\"Predict\"";
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_request_duration_seconds_count{", predict_ok, "}")),
+            2);
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_request_duration_seconds_bucket{", predict_ok,
+                                      ",le=\"+Inf\"}")),
+            2);
+  EXPECT_GT(*Sample(body, absl::StrCat("clickd_request_duration_seconds_sum{", predict_ok, "}")),
+            0);
+  EXPECT_NE(body.find(absl::StrCat("clickd_request_duration_seconds_bucket{", predict_ok,
+                                   ",le=\"2.5e-05\"}")),
+            std::string::npos);
+
+  // Per model: 5 candidates scored; 4 + 10 + 1 examples learned (the
+  // stream's first message was applied before its second was refused).
+  EXPECT_EQ(Sample(body, "clickd_predictions_total{model=\"default\"}"), 5);
+  EXPECT_EQ(Sample(body, "clickd_update_examples_total{model=\"default\"}"), 15);
+  EXPECT_EQ(Sample(body, "clickd_model_updates{model=\"default\"}"), 15);
+  EXPECT_EQ(
+      Sample(body, "clickd_model_progressive_examples{model=\"default\",window=\"since_start\"}"),
+      15);
+  EXPECT_EQ(Sample(body, "clickd_model_progressive_examples{model=\"default\",window=\"10m\"}"),
+            15);
+  for (const char* window : {"since_start", "10m"}) {
+    for (const char* metric : {"clickd_model_logloss", "clickd_model_auc",
+                               "clickd_model_calibration", "clickd_model_auc_error_bound"}) {
+      EXPECT_TRUE(Sample(body, absl::StrCat(metric, "{model=\"default\",window=\"", window, "\"}")))
+          << metric << " " << window;
+    }
+  }
+  EXPECT_GT(*Sample(body, "clickd_model_coordinates{model=\"default\"}"), 0);
+  EXPECT_GT(*Sample(body, "clickd_model_bytes{model=\"default\"}"), 0);
+  EXPECT_EQ(Sample(body, "clickd_model_updates{model=\"extra\"}"), 0);
+  EXPECT_EQ(Sample(body, "clickd_predictions_total{model=\"extra\"}"), 0);
+  EXPECT_NE(body.find("clickd_build_info{compiler=\""), std::string::npos);
+  EXPECT_GT(*Sample(body, "clickd_process_start_time_seconds"), 1.7e9);
+
+  const auto [code, output] = Promtool(body);
+  EXPECT_EQ(code, 0) << output;
+  EXPECT_EQ(output, "") << "promtool check metrics complains";
+
+  // A model deleted at runtime takes its series with it.
+  {
+    auto stub = server.process->NewStub();
+    ASSERT_TRUE(DeleteModel(*stub, "extra").ok());
+  }
+  const std::string after = Scrape(server.metrics_port);
+  EXPECT_EQ(Sample(after, "clickd_model_updates{model=\"extra\"}"), std::nullopt);
+  EXPECT_EQ(Sample(after, "clickd_predictions_total{model=\"extra\"}"), std::nullopt);
+  EXPECT_EQ(Sample(after, Requests("DeleteModel", "OK")), 1);
+  EXPECT_EQ(Promtool(after).first, 0);
+
+  EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
+}
+
+// A stream the client cancels counts as CANCELLED, which is what it saw.
+TEST(Metrics, CancelledStreamCountsAsCancelled) {
+  MetricsServer server = StartWithMetrics();
+  ASSERT_NE(server.process, nullptr);
+  {
+    auto stub = server.process->NewStub();
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::UpdateStreamResponse response;
+    auto stream = stub->UpdateStream(&context, &response);
+    ASSERT_TRUE(stream->Write(UpdateOf("default", 2)));
+    context.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  // The server learns of the cancellation asynchronously.
+  std::optional<double> cancelled;
+  for (int i = 0; i < 200 && !cancelled; ++i) {
+    cancelled = Sample(Scrape(server.metrics_port), Requests("UpdateStream", "CANCELLED"));
+    if (!cancelled) std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(Sample(Scrape(server.metrics_port), Requests("UpdateStream", "OK")), 0);
+  EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
+}
+
+TEST(Metrics, BusyMetricsPortStopsTheSecondServer) {
+  MetricsServer first = StartWithMetrics();
+  ASSERT_NE(first.process, nullptr);
+  const auto run = RunClickd({absl::StrCat("--metrics_port=", first.metrics_port)}, seconds(20));
+  EXPECT_EQ(run.status.ToString(), "exit 1") << run.output;
+  EXPECT_NE(run.output.find(
+                absl::StrCat("cannot listen on 127.0.0.1:", first.metrics_port, " for /metrics")),
+            std::string::npos)
+      << run.output;
+  // The first server still answers every scrape itself.
+  for (int i = 0; i < 5; ++i) EXPECT_NE(Scrape(first.metrics_port), "");
+  EXPECT_EQ(first.process->Stop().ToString(), "exit 0");
+}
+
+TEST(Metrics, PortZeroDisablesAndBadPortIsAnError) {
+  auto server = ServerProcess::Start();  // ServerProcess passes --metrics_port=0
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ((*server)->Output().find("metrics on"), std::string::npos);
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+  const auto run = RunClickd({"--metrics_port=70000"}, seconds(20));
+  EXPECT_EQ(run.status.ToString(), "exit 1") << run.output;
+  EXPECT_NE(run.output.find("--metrics_port=70000 is not a port"), std::string::npos) << run.output;
+}
+
+}  // namespace
+}  // namespace clickd
