@@ -30,3 +30,11 @@ done
 
 echo "== container image: podman build + smoke test (scripts/build_image.sh)"
 bash scripts/build_image.sh
+
+# One closing line for the whole run (each build's ctest summary is above).
+total=0
+for flavour in release asan tsan; do
+  n=$(grep -o 'tests passed, 0 tests failed out of [0-9]*' "build/$flavour/ctest.log" | grep -o '[0-9]*$')
+  total=$((total + n))
+done
+echo "tests: $total passed, 0 failed"
