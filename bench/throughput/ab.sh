@@ -2,7 +2,9 @@
 # Before/after comparison of two builds in one run, for a core change:
 #
 #   git worktree add /tmp/clickd_before <commit before the change>
-#   git archive HEAD bench/throughput | tar -x -C /tmp/clickd_before  # if it lacks the bench
+#   # if it lacks the bench (before 2a1adf2): take 2a1adf2's, whose fused_vw.cc
+#   # still sorts (later ones call MergeDuplicates, which older cores lack)
+#   git archive 2a1adf2 bench/throughput | tar -x -C /tmp/clickd_before
 #   cmake -S /tmp/clickd_before -B /tmp/clickd_before/build -G Ninja -DCMAKE_BUILD_TYPE=Release
 #   cmake --build /tmp/clickd_before/build --target clickctl train_bench
 #   bash bench/throughput/ab.sh /tmp/clickd_before/build build/release

@@ -1,6 +1,5 @@
 #include "bench/throughput/fused_vw.h"
 
-#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -59,19 +58,9 @@ bool ParseAndHashVwLine(const FeatureHasher& hasher, std::string_view line,
     rest.remove_prefix(next + 1);
   }
   if (hasher.config().bias) out->push_back({hasher.BiasKey(), 1.0f});
-  // FeatureHasher::Hash's order and merge, so that the outputs compare equal.
-  const auto begin = out->begin() + first;
-  std::sort(begin, out->end(),
-            [](const HashedFeature& a, const HashedFeature& b) { return a.key < b.key; });
-  auto write = begin;
-  for (auto read = begin; read != out->end(); ++read) {
-    if (write != begin && (write - 1)->key == read->key) {
-      (write - 1)->value += read->value;
-    } else {
-      *write++ = *read;
-    }
-  }
-  out->erase(write, out->end());
+  // FeatureHasher::Hash's merge (first-appearance order), so that the
+  // outputs compare equal.
+  MergeDuplicates(out, first);
   return true;
 }
 

@@ -18,8 +18,9 @@
 
 namespace clickd::bench {
 
-// Appends the line's hashed features, then the bias, sorted and merged as
-// FeatureHasher::Hash does, to `out`, and sets *label. Returns false on a
+// Appends the line's hashed features, then the bias, merged in
+// first-appearance order as FeatureHasher::Hash does, to `out`, and sets
+// *label. Returns false on a
 // line outside the shape above.
 bool ParseAndHashVwLine(const FeatureHasher& hasher, std::string_view line,
                         std::vector<HashedFeature>* out, float* label);

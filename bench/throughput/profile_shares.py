@@ -23,8 +23,10 @@ GROUPS = [
     ("    number parsing: from_chars", True, r"std::from_chars\("),
     ("  hash: FeatureHasher::Hash", True, r"FeatureHasher::Hash\("),
     ("    XXH3", False, r"XXH3_64bits"),
-    ("    sort + merge of hashed features", True,
-     r"SortAndMerge\(|__introsort_loop<[^>]*HashedFeature|__insertion_sort<[^>]*HashedFeature"),
+    # SortAndMerge before 2a1adf2, MergeDuplicates (hash-table merge) since.
+    ("    merge of repeated keys (sort or hash table)", True,
+     r"SortAndMerge\(|MergeDuplicates\(|__introsort_loop<[^>]*HashedFeature"
+     r"|__insertion_sort<[^>]*HashedFeature"),
     ("  learn: Model::Learn", True, r"LinearModel<[^>]*>::Learn\("),
     ("    locks: pthread_rwlock_* (std::shared_mutex)", False, r"pthread_rwlock_"),
     ("    table growth (raw_hash_set resize)", True, r"raw_hash_set<.*>::resize\("),

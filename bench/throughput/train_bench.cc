@@ -177,9 +177,10 @@ uint64_t KeysOnly(const FeatureHasher& hasher, const Example& example) {
   return sink;
 }
 
-// FeatureHasher::Hash without its sort and merge: the same keys, bias and
-// folding, appended in input order. What Hash would cost if it did not put
-// keys in order (repeated keys would then stay unmerged).
+// FeatureHasher::Hash without its merge of repeated keys (a sort before
+// 2a1adf2, a small hash table since): the same keys, bias and folding,
+// appended in input order. What Hash would cost without the merge (repeated
+// keys would then stay unmerged).
 void HashUnsorted(const FeatureHasher& hasher, const Example& example,
                   std::vector<HashedFeature>* out) {
   for (const Namespace& ns : example.namespaces) {
@@ -212,7 +213,7 @@ std::vector<StageResult> MeasureHash(const std::string& path, InputFormat format
                                      const FeatureHasher& hasher, int passes, int repeats,
                                      HashedSet* set) {
   StageResult keys("hash: XXH3 keys only");
-  StageResult unsorted("what-if hash: Hash without sort+merge");
+  StageResult unsorted("what-if hash: Hash without its merge");
   StageResult hash("hash: FeatureHasher::Hash");
   std::vector<LabeledExample> batch(kBatch);
   std::vector<std::vector<HashedFeature>> outs(kBatch);
