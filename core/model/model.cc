@@ -18,6 +18,12 @@ absl::Status ValidateModelName(std::string_view name, std::string_view field) {
                                                    "\" must be 1..", kMaxModelNameLength,
                                                    " characters of [A-Za-z0-9_.-]"));
   }
+  // The name is the model's directory under --data_dir: no ".", "..", or
+  // hidden directories.
+  if (name.front() == '.') {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), " \"", std::string(name),
+                                                   "\" must not start with '.'"));
+  }
   return absl::OkStatus();
 }
 
