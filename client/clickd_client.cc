@@ -82,6 +82,36 @@ absl::StatusOr<v1::UpdateStreamResponse> UpdateStreamWriter::Finish() {
   return std::move(response_);
 }
 
+// --- AckedUpdateStream ----------------------------------------------------
+
+AckedUpdateStream::~AckedUpdateStream() {
+  if (finished_ || stream_ == nullptr) return;
+  context_.TryCancel();
+  stream_->Finish();
+}
+
+absl::StatusOr<v1::UpdateAck> AckedUpdateStream::Send(const v1::UpdateRequest& request) {
+  if (finished_) return absl::FailedPreconditionError("the stream is already finished");
+  v1::UpdateAck ack;
+  if (!stream_->Write(request) || !stream_->Read(&ack)) return FinishWithError();
+  return ack;
+}
+
+absl::Status AckedUpdateStream::FinishWithError() {
+  finished_ = true;
+  const grpc::Status status = stream_->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  // The server closed the stream cleanly without acknowledging.
+  return absl::UnavailableError("the server ended the stream without acknowledging the message");
+}
+
+absl::Status AckedUpdateStream::Finish() {
+  if (finished_) return absl::FailedPreconditionError("the stream is already finished");
+  finished_ = true;
+  stream_->WritesDone();
+  return FromGrpcStatus(stream_->Finish());
+}
+
 // --- ClickdClient ---------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<ClickdClient>> ClickdClient::Create(const std::string& target,
@@ -201,6 +231,37 @@ std::unique_ptr<UpdateStreamWriter> ClickdClient::OpenUpdateStream(const CallOpt
   Prepare(call, &stream->context_);
   stream->writer_ = stub_->UpdateStream(&stream->context_, &stream->response_);
   return stream;
+}
+
+std::unique_ptr<AckedUpdateStream> ClickdClient::OpenAckedUpdateStream(
+    const CallOptions& call) const {
+  std::unique_ptr<AckedUpdateStream> stream(new AckedUpdateStream);
+  Prepare(call, &stream->context_);
+  stream->stream_ = stub_->UpdateStreamAcked(&stream->context_);
+  return stream;
+}
+
+absl::StatusOr<v1::SnapshotModelResponse> ClickdClient::SnapshotModel(
+    const std::string& name, const CallOptions& call) const {
+  v1::SnapshotModelRequest request;
+  request.set_model(name);
+  return Unary<v1::SnapshotModelResponse>(
+      call, [&](grpc::ClientContext* c, v1::SnapshotModelResponse* r) {
+        return stub_->SnapshotModel(c, request, r);
+      });
+}
+
+absl::StatusOr<std::string> ClickdClient::StateDigest(const std::string& name,
+                                                      const CallOptions& call) const {
+  v1::GetModelRequest request;
+  request.set_model(name);
+  request.set_state_digest(true);
+  auto response =
+      Unary<v1::GetModelResponse>(call, [&](grpc::ClientContext* c, v1::GetModelResponse* r) {
+        return stub_->GetModel(c, request, r);
+      });
+  if (!response.ok()) return response.status();
+  return response->model().state_digest();
 }
 
 absl::StatusOr<v1::ModelInfo> ClickdClient::CreateModel(const v1::ModelConfig& config,

@@ -96,6 +96,35 @@ class UpdateStreamWriter {
   bool finished_ = false;
 };
 
+// One UpdateStreamAcked call: each Send writes a message and waits for its
+// ack, so that after a failure the caller knows exactly which messages the
+// server acknowledged (all those whose Send returned an ack). Destroying an
+// unfinished stream cancels it.
+class AckedUpdateStream {
+ public:
+  AckedUpdateStream(const AckedUpdateStream&) = delete;
+  AckedUpdateStream& operator=(const AckedUpdateStream&) = delete;
+  ~AckedUpdateStream();
+
+  // Sends one message and returns its ack, or the stream's error (the
+  // server's status, or UNAVAILABLE if the connection broke). After an
+  // error the stream is finished.
+  absl::StatusOr<v1::UpdateAck> Send(const v1::UpdateRequest& request);
+
+  // Closes the stream; returns its final status. Call once, unless a Send
+  // failed (then the stream is already finished).
+  absl::Status Finish();
+
+ private:
+  friend class ClickdClient;
+  AckedUpdateStream() = default;
+  absl::Status FinishWithError();
+
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::UpdateRequest, v1::UpdateAck>> stream_;
+  bool finished_ = false;
+};
+
 class ClickdClient {
  public:
   using PredictCallback = std::function<void(absl::StatusOr<v1::PredictResponse>)>;
@@ -132,12 +161,21 @@ class ClickdClient {
   // to open shows up as Write returning false and Finish's error.
   std::unique_ptr<UpdateStreamWriter> OpenUpdateStream(const CallOptions& call = {}) const;
 
+  // Opens an UpdateStreamAcked; its deadline bounds the whole stream.
+  std::unique_ptr<AckedUpdateStream> OpenAckedUpdateStream(const CallOptions& call = {}) const;
+
   absl::StatusOr<v1::ModelInfo> CreateModel(const v1::ModelConfig& config,
                                             const CallOptions& call = {}) const;
   absl::StatusOr<v1::ModelInfo> GetModel(const std::string& name,
                                          const CallOptions& call = {}) const;
   absl::StatusOr<std::vector<v1::ModelInfo>> ListModels(const CallOptions& call = {}) const;
   absl::Status DeleteModel(const std::string& name, const CallOptions& call = {}) const;
+  // Writes a snapshot of the model now (the server needs --data_dir).
+  absl::StatusOr<v1::SnapshotModelResponse> SnapshotModel(const std::string& name,
+                                                          const CallOptions& call = {}) const;
+  // The model's state digest (ModelInfo.state_digest; reads the whole model).
+  absl::StatusOr<std::string> StateDigest(const std::string& name,
+                                          const CallOptions& call = {}) const;
 
  private:
   ClickdClient(std::shared_ptr<grpc::ChannelInterface> channel, ClientOptions options);

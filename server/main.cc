@@ -1,13 +1,20 @@
 // clickd: the online click-prediction server.
 //
 //   clickd [--address=127.0.0.1:50051] [--config=models.json] [--default_model]
+//          [--data_dir=DIR] [--update_log_sync=every_request|interval|none]
+//          [--snapshot_interval=5m] [--keep_snapshots=2]
 //          [--metrics_address=127.0.0.1] [--metrics_port=9464]
 //
 // Serves clickd.v1.Clickd, grpc.health.v1 (SERVING once a model is loaded)
 // and server reflection, and Prometheus metrics at
-// http://METRICS_ADDRESS:METRICS_PORT/metrics (docs/metrics.md). SIGTERM or
-// SIGINT drains in-flight calls (up to --shutdown_grace_seconds), stops the
-// metrics server and exits 0.
+// http://METRICS_ADDRESS:METRICS_PORT/metrics (docs/metrics.md).
+//
+// With --data_dir every model is durable (docs/durability.md): restored at
+// startup (newest valid snapshot + update-log replay) before the server
+// reports SERVING, every update logged before it is acknowledged, snapshots
+// written periodically, on demand and at shutdown. SIGTERM or SIGINT drains
+// in-flight calls (up to --shutdown_grace_seconds), snapshots the models
+// that changed, stops the metrics server and exits 0.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_builder.h>
@@ -25,15 +32,18 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/base/mutex.h"
 #include "core/model/registry.h"
 #include "google/protobuf/descriptor.h"
 #include "server/metrics/clickd_metrics.h"
+#include "server/metrics/durability_metrics.h"
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/registry.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/server_config.h"
 #include "server/service.h"
+#include "server/snapshotter.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port to listen on");
 ABSL_FLAG(std::string, config, "", "JSON file declaring models (clickd.v1.ServerConfig)");
@@ -47,6 +57,19 @@ ABSL_FLAG(uint64_t, max_features_per_example, 4096, "limit on features per examp
 ABSL_FLAG(uint64_t, max_examples_per_update, 10000, "limit on examples per Update message");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "limit on a request's size");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long SIGTERM waits for in-flight calls");
+ABSL_FLAG(std::string, data_dir, "",
+          "directory for the models' snapshots and update logs (empty: models live in memory "
+          "only and are lost on exit)");
+ABSL_FLAG(std::string, update_log_sync, "every_request",
+          "when the update log is synced to disk: every_request (an update is acknowledged "
+          "once on disk), interval (every --update_log_sync_interval_ms), none (by the OS)");
+ABSL_FLAG(int, update_log_sync_interval_ms, 100, "sync period for --update_log_sync=interval");
+ABSL_FLAG(absl::Duration, snapshot_interval, absl::Minutes(5),
+          "how often models that learned since their last snapshot are snapshotted (0: only on "
+          "demand and at shutdown)");
+ABSL_FLAG(int, keep_snapshots, 2, "snapshots kept per model (the newest K; at least 1)");
+ABSL_FLAG(bool, snapshot_on_shutdown, true,
+          "snapshot models that learned since their last snapshot when stopping on SIGTERM");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
           "address of the Prometheus /metrics endpoint (0.0.0.0 to expose it, e.g. in a "
           "container)");
@@ -68,9 +91,73 @@ absl::Status LoadModels(ModelRegistry* registry) {
     configs.push_back(DefaultModelConfig());
   }
   for (const ModelConfig& config : configs) {
+    if (registry->Get(config.name) != nullptr) {
+      // The data directory's model, with what it learned, wins over a fresh one.
+      std::cout << "clickd: model \"" << config.name
+                << "\" restored from --data_dir; its config there is kept" << std::endl;
+      continue;
+    }
     if (auto created = registry->Create(config); !created.ok()) return created.status();
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<DurabilityOptions> DurabilityFromFlags() {
+  DurabilityOptions options;
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  auto sync = ParseSyncMode(absl::GetFlag(FLAGS_update_log_sync));
+  if (!sync.ok()) return sync.status();
+  options.journal.log.sync = *sync;
+  const int interval_ms = absl::GetFlag(FLAGS_update_log_sync_interval_ms);
+  if (interval_ms < 1 || interval_ms > 60'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--update_log_sync_interval_ms=", interval_ms, " must be in [1, 60000]"));
+  }
+  options.journal.log.sync_interval = std::chrono::milliseconds(interval_ms);
+  const int keep = absl::GetFlag(FLAGS_keep_snapshots);
+  if (keep < 1 || keep > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keep_snapshots=", keep, " must be in [1, 1000]"));
+  }
+  options.journal.keep_snapshots = keep;
+  if (absl::GetFlag(FLAGS_snapshot_interval) < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--snapshot_interval must not be negative");
+  }
+  return options;
+}
+
+// Restores the models of --data_dir and says what it found.
+absl::Status RecoverModels(ModelRegistry* registry) {
+  auto recovered = registry->Recover();
+  if (!recovered.ok()) return recovered.status();
+  for (const RecoveredModel& m : *recovered) {
+    for (const std::string& reason : m.report.rejected_snapshots) {
+      std::cout << "clickd: model \"" << m.name << "\": skipped a damaged snapshot: " << reason
+                << std::endl;
+    }
+    if (m.report.torn_tail_bytes > 0) {
+      std::cout << "clickd: model \"" << m.name << "\": cut a torn update-log tail of "
+                << m.report.torn_tail_bytes << " bytes" << std::endl;
+    }
+    std::cout << "clickd: restored model \"" << m.name << "\" from "
+              << (m.report.snapshot_sequence == 0
+                      ? std::string("no snapshot")
+                      : absl::StrCat("snapshot ", m.report.snapshot_sequence))
+              << " + " << m.report.replayed_records << " update-log records in " << m.report.seconds
+              << " s" << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+void LogSnapshot(const ServedModel& model, const absl::StatusOr<SnapshotReport>& result) {
+  if (result.ok()) {
+    std::cout << "clickd: snapshot of \"" << model.name() << "\" at sequence " << result->sequence
+              << ": " << result->coordinates << " coordinates, " << result->bytes << " bytes in "
+              << result->seconds << " s" << std::endl;
+  } else {
+    std::cerr << "clickd: snapshot of \"" << model.name()
+              << "\" failed: " << result.status().message() << std::endl;
+  }
 }
 
 // The methods of clickd.v1.Clickd, as the request metrics label them.
@@ -118,11 +205,35 @@ int Serve() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  ModelRegistry registry;
+  // The metrics registry first: models' update logs report their syncs to
+  // it from the moment they are restored.
+  metrics::Registry metrics_registry;
+  metrics::DurabilityMetrics durability_metrics(&metrics_registry);
+  auto durability = DurabilityFromFlags();
+  if (!durability.ok()) {
+    std::cerr << "clickd: " << durability.status().message() << "\n";
+    return 2;
+  }
+  durability->sync_observer = [&durability_metrics](const std::string& model) {
+    return durability_metrics.SyncObserver(model);
+  };
+  ModelRegistry registry(*std::move(durability));
+  if (absl::Status s = RecoverModels(&registry); !s.ok()) {
+    std::cerr << "clickd: " << s.message() << "\n";
+    return 2;
+  }
   if (absl::Status s = LoadModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
     return 2;
   }
+  Snapshotter snapshotter(&registry,
+                          absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval)),
+                          [&durability_metrics](const ServedModel& model,
+                                                const absl::StatusOr<SnapshotReport>& result) {
+                            if (result.ok())
+                              durability_metrics.ObserveSnapshot(model.name(), result->seconds);
+                            LogSnapshot(model, result);
+                          });
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
@@ -136,11 +247,9 @@ int Serve() {
     MutexLock lock(&health_mu);
     if (auto* h = health.load()) h->SetServingStatus(registry.size() > 0);
   };
-  // Declared after the model registry, which its callbacks read: the
-  // exporter stops before either goes away.
-  metrics::Registry metrics_registry;
   metrics::RegisterProcessMetrics(&metrics_registry, start_time);
   metrics::RegisterModelMetrics(&metrics_registry, &registry);
+  metrics::DurabilityMetrics::RegisterModelFamilies(&metrics_registry, &registry);
   metrics::RpcMetrics rpc_metrics(&metrics_registry, ClickdMethods());
   auto exporter = StartMetrics(&metrics_registry);
   if (!exporter.ok()) {
@@ -185,6 +294,13 @@ int Serve() {
   const auto grace = std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
   server->Shutdown(std::chrono::system_clock::now() + grace);
   server->Wait();
+  if (registry.durable() && absl::GetFlag(FLAGS_snapshot_on_shutdown)) {
+    const int failures = snapshotter.SnapshotChanged();
+    if (failures > 0) {
+      // The update log still holds everything: a restart replays it.
+      std::cerr << "clickd: " << failures << " shutdown snapshot(s) failed" << std::endl;
+    }
+  }
   if (*exporter != nullptr) (*exporter)->Stop();
   std::cout << "clickd: stopped" << std::endl;
   return 0;

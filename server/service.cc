@@ -1,118 +1,18 @@
 #include "server/service.h"
 
 #include <chrono>
-#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/model/serving.h"
+#include "core/model/state_digest.h"
+#include "server/call_util.h"
 #include "server/convert.h"
 #include "server/status.h"
+#include "server/update_stream.h"
 
 namespace clickd {
-namespace {
-
-bool DeadlinePassed(const grpc::CallbackServerContext* context) {
-  return context->deadline() < std::chrono::system_clock::now();
-}
-
-const absl::Status kDeadlinePassed =
-    absl::DeadlineExceededError("the call's deadline passed before it was served");
-
 using SteadyClock = std::chrono::steady_clock;
-
-double SecondsSince(SteadyClock::time_point start) {
-  return std::chrono::duration<double>(SteadyClock::now() - start).count();
-}
-
-// Learns the messages of one client stream; answers with a summary when the
-// client closes it. A rejected message ends the stream with its error; the
-// messages before it stay applied (each message is all or nothing).
-class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateRequest> {
- public:
-  UpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context,
-                      v1::UpdateStreamResponse* response)
-      : service_(service), context_(context), response_(response), start_(SteadyClock::now()) {
-    StartRead(&request_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the client closed the stream
-      FinishWithSummary();
-      return;
-    }
-    absl::Status status = HandleMessage();
-    if (!status.ok()) {
-      FinishAndRecord(absl::Status(
-          status.code(), absl::StrCat("message ", requests_, " (", applied_,
-                                      " examples applied before it): ", status.message())));
-      return;
-    }
-    ++requests_;
-    StartRead(&request_);
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  absl::Status HandleMessage() {
-    if (DeadlinePassed(context_)) return kDeadlinePassed;
-    if (served_ == nullptr) {
-      auto served = service_->Lookup(request_.model(), "model");
-      if (!served.ok()) return served.status();
-      served_ = *std::move(served);
-      metrics_.emplace(served_->model().config().loss);
-    } else if (request_.model() != served_->model().config().name) {
-      return absl::InvalidArgumentError(absl::StrCat("model is \"", request_.model(),
-                                                     "\"; every message of a stream must name \"",
-                                                     served_->model().config().name, "\""));
-    } else if (service_->Lookup(request_.model(), "model").value_or(nullptr) != served_) {
-      // Learning into a deleted (or deleted and re-created) model would
-      // acknowledge examples that no served model holds.
-      return absl::NotFoundError(absl::StrCat("model \"", request_.model(),
-                                              "\" was deleted or replaced during the stream"));
-    }
-    v1::UpdateResponse unused;
-    scored_.clear();
-    absl::Status status = service_->ApplyUpdate(*served_, request_, &unused, &scored_);
-    if (!status.ok()) return status;
-    for (const ScoredExample& s : scored_) metrics_->Add(s.margin, s.label, s.importance);
-    applied_ += scored_.size();
-    return absl::OkStatus();
-  }
-
-  void FinishWithSummary() {
-    response_->set_requests(requests_);
-    response_->set_applied(applied_);
-    if (served_ != nullptr) {
-      response_->set_model_version(served_->model().Updates());
-      *response_->mutable_metrics() = ToProto(metrics_->Summary());
-    }
-    FinishAndRecord(absl::OkStatus());
-  }
-
-  // Finishes the call and records it; a stream the client cancelled counts
-  // as CANCELLED, which is what the client sees.
-  void FinishAndRecord(const absl::Status& status) {
-    const absl::StatusCode code =
-        status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
-    service_->RecordRequest("UpdateStream", code, SecondsSince(start_));
-    Finish(ToGrpcStatus(status));
-  }
-
-  ClickdService* const service_;
-  grpc::CallbackServerContext* const context_;
-  v1::UpdateStreamResponse* const response_;
-  const SteadyClock::time_point start_;
-  v1::UpdateRequest request_;
-  std::shared_ptr<ServedModel> served_;
-  std::optional<ProgressiveMetrics> metrics_;  // exact, over this stream
-  std::vector<ScoredExample> scored_;
-  uint64_t requests_ = 0;
-  uint64_t applied_ = 0;
-};
-
-}  // namespace
 
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
                              std::function<void()> on_models_changed,
@@ -132,7 +32,7 @@ grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* cont
                                                std::string_view method, Work&& work) {
   const SteadyClock::time_point start = SteadyClock::now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const absl::Status status = DeadlinePassed(context) ? kDeadlinePassed : work();
+  const absl::Status status = DeadlinePassed(context) ? DeadlinePassedError() : work();
   RecordRequest(method, status.code(), SecondsSince(start));
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -226,15 +126,15 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
       ValidateTrainingBatch(model.config().loss, batch, [&](size_t i) { return fields[i]; });
   if (!valid.ok()) return valid;
 
-  std::vector<ScoredExample> learned = LearnBatch(model, batch);
-  served.RecordProgressive(learned);
+  absl::StatusOr<std::vector<ScoredExample>> learned = served.Learn(batch);
+  if (!learned.ok()) return learned.status();
   response->set_request_id(request.request_id());
-  response->set_applied(learned.size());
+  response->set_applied(learned->size());
   response->set_model_version(model.Updates());
   if (request.return_margins()) {
-    for (const ScoredExample& s : learned) response->add_margins(s.margin);
+    for (const ScoredExample& s : *learned) response->add_margins(s.margin);
   }
-  scored->insert(scored->end(), learned.begin(), learned.end());
+  scored->insert(scored->end(), learned->begin(), learned->end());
   return absl::OkStatus();
 }
 
@@ -257,7 +157,28 @@ grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* con
 
 grpc::ServerReadReactor<v1::UpdateRequest>* ClickdService::UpdateStream(
     grpc::CallbackServerContext* context, v1::UpdateStreamResponse* response) {
-  return new UpdateStreamReactor(this, context, response);
+  return NewUpdateStreamReactor(this, context, response);
+}
+
+grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* ClickdService::UpdateStreamAcked(
+    grpc::CallbackServerContext* context) {
+  return NewAckedUpdateStreamReactor(this, context);
+}
+
+grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerContext* context,
+                                                       const v1::SnapshotModelRequest* request,
+                                                       v1::SnapshotModelResponse* response) {
+  return Unary(context, "SnapshotModel", [&]() -> absl::Status {
+    auto served = Lookup(request->model(), "model");
+    if (!served.ok()) return served.status();
+    auto report = (*served)->Snapshot();
+    if (!report.ok()) return report.status();
+    response->set_sequence(report->sequence);
+    response->set_bytes(report->bytes);
+    response->set_coordinates(report->coordinates);
+    response->set_seconds(report->seconds);
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext* context,
@@ -281,6 +202,9 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
     auto served = Lookup(request->model(), "model");
     if (!served.ok()) return served.status();
     *response->mutable_model() = ToModelInfo((*served)->model(), (*served)->ProgressiveSummary());
+    if (request->state_digest()) {
+      response->mutable_model()->set_state_digest(StateDigest((*served)->model()));
+    }
     return absl::OkStatus();
   });
 }

@@ -2,8 +2,11 @@
 //
 // Thin by design: each handler converts the request (server/convert.h),
 // calls core (core/model/serving.h, core/model/registry.h) and converts the
-// status once. Handlers do CPU work only, never block on I/O, and check the
-// call's deadline before starting.
+// status once, after checking the call's deadline. Predict does CPU work
+// only. The update calls of a durable model wait for the update log's sync
+// (--update_log_sync=every_request) and SnapshotModel writes a file, on the
+// gRPC callback thread: a sync is short and shared by concurrent callers
+// (group commit), and these calls are few next to Predict.
 //
 // Every finished call, failures included, is recorded in the request
 // metrics (server/metrics/rpc_metrics.h) when the service has them.
@@ -41,6 +44,11 @@ class ClickdService final : public v1::Clickd::CallbackService {
                                    v1::UpdateResponse* response) override;
   grpc::ServerReadReactor<v1::UpdateRequest>* UpdateStream(
       grpc::CallbackServerContext* context, v1::UpdateStreamResponse* response) override;
+  grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* UpdateStreamAcked(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* SnapshotModel(grpc::CallbackServerContext* context,
+                                          const v1::SnapshotModelRequest* request,
+                                          v1::SnapshotModelResponse* response) override;
   grpc::ServerUnaryReactor* CreateModel(grpc::CallbackServerContext* context,
                                         const v1::CreateModelRequest* request,
                                         v1::CreateModelResponse* response) override;

@@ -4,10 +4,13 @@
 // tests/server_integration_test.cc cannot run under TSan).
 #include "server/service.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
 #include <thread>
 
+#include "core/persist/fault_injection_env.h"
 #include "gtest/gtest.h"
 
 namespace clickd {
@@ -103,6 +106,72 @@ TEST(ClickdService, RejectedBatchAppliesNothing) {
   EXPECT_EQ(served->model().Updates(), 0u);
   EXPECT_EQ(served->model().Stats().coordinates, 0u);
   EXPECT_TRUE(scored.empty());
+}
+
+// A full disk: Update fails with UNAVAILABLE naming the update log, applies
+// nothing (the model's state and version are unchanged), Predict keeps
+// serving, and once space is back updates are accepted again.
+TEST(ClickdService, FullDiskRefusesUpdatesAndKeepsServingPredict) {
+  FaultInjectionEnv env(Env::Default());
+  DurabilityOptions durability;
+  durability.data_dir = ::testing::TempDir() + "/service_full_disk_" + std::to_string(getpid());
+  durability.journal.env = &env;
+  ModelRegistry registry(durability);
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  ClickdService service(&registry, Limits{}, [] {});
+  auto served = *service.Lookup("default", "model");
+  v1::UpdateResponse response;
+  std::vector<ScoredExample> scored;
+  ASSERT_TRUE(service.ApplyUpdate(*served, Clicks(4, 1), &response, &scored).ok());
+  const std::string before = served->model().SerializeState();
+
+  env.SetWriteBudget(10);  // the next record does not fit
+  absl::Status full = service.ApplyUpdate(*served, Clicks(4, 2), &response, &scored);
+  EXPECT_EQ(full.code(), absl::StatusCode::kUnavailable) << full;
+  EXPECT_NE(full.message().find("update log"), std::string::npos) << full;
+  EXPECT_EQ(served->model().SerializeState(), before);
+  EXPECT_EQ(served->model().Updates(), 4u);
+
+  v1::PredictRequest predict;
+  predict.set_model("default");
+  *predict.add_candidates() = AdExample("good");
+  v1::PredictResponse prediction;
+  EXPECT_TRUE(service.ScorePredictRequest(predict, &prediction).ok());
+  EXPECT_EQ(prediction.predictions_size(), 1);
+
+  env.SetWriteBudget(-1);
+  EXPECT_TRUE(service.ApplyUpdate(*served, Clicks(4, 3), &response, &scored).ok());
+  EXPECT_EQ(served->model().Updates(), 8u);
+}
+
+// A failed fsync: the update is not acknowledged (UNAVAILABLE: its outcome
+// is unknown, as with a lost reply), and the log refuses later appends,
+// since what reached the disk is unknown; a restart recovers from the disk.
+TEST(ClickdService, FailedSyncIsUnavailableAndStaysSo) {
+  FaultInjectionEnv env(Env::Default());
+  DurabilityOptions durability;
+  durability.data_dir = ::testing::TempDir() + "/service_sync_fail_" + std::to_string(getpid());
+  durability.journal.env = &env;
+  ModelRegistry registry(durability);
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  ClickdService service(&registry, Limits{}, [] {});
+  auto served = *service.Lookup("default", "model");
+  v1::UpdateResponse response;
+  std::vector<ScoredExample> scored;
+  env.SetSyncFails(true);
+  EXPECT_EQ(service.ApplyUpdate(*served, Clicks(2, 1), &response, &scored).code(),
+            absl::StatusCode::kUnavailable);
+  env.SetSyncFails(false);
+  EXPECT_EQ(service.ApplyUpdate(*served, Clicks(2, 2), &response, &scored).code(),
+            absl::StatusCode::kUnavailable);
+}
+
+// Without --data_dir there is nothing to snapshot into.
+TEST(ClickdService, SnapshotOfAMemoryOnlyModelIsFailedPrecondition) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  auto served = registry.Get("default");
+  EXPECT_EQ(served->Snapshot().status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -221,7 +221,7 @@ scrape_configs:
         assert prom.value(f"clickd_model_progressive_examples{recent}") == total
         assert math.isclose(prom.value(f"clickd_model_logloss{recent}"), logloss2, rel_tol=1e-9)
         assert prom.value(f'clickd_update_examples_total{{model="{MODEL}"}}') == total
-        assert prom.value(f'clickd_requests_total{{method="UpdateStream",code="OK"}}') == \
+        assert prom.value(f'clickd_requests_total{{method="UpdateStreamAcked",code="OK"}}') == \
             1 + PHASE2_CHUNKS
     except BaseException:
         for name, path in (("clickd", clickd_log), ("prometheus", prom_log)):

@@ -386,10 +386,12 @@ TEST(ClickdReflection, ListsClickdAndServesItsDescriptor) {
     ASSERT_EQ(file.service_size(), 1);
     std::vector<std::string> methods;
     for (const auto& m : file.service(0).method()) {
-      methods.push_back(m.name() + (m.client_streaming() ? "(stream)" : ""));
+      methods.push_back(m.name() + (m.client_streaming() ? "(stream)" : "") +
+                        (m.server_streaming() ? "(acks)" : ""));
     }
     EXPECT_EQ(absl::StrJoin(methods, " "),
-              "Predict Update UpdateStream(stream) CreateModel GetModel ListModels DeleteModel");
+              "Predict Update UpdateStream(stream) UpdateStreamAcked(stream)(acks) CreateModel "
+              "GetModel ListModels DeleteModel SnapshotModel");
   }
   EXPECT_TRUE(found);
 

@@ -2,7 +2,7 @@
 //
 //   clickctl replay --offline --format=libsvm|vw|criteo [model flags] FILE
 //   clickctl replay --server=HOST:PORT --model=NAME [--create_model] FILE
-//   clickctl predict | update | models create|list|get|delete [--server=...]
+//   clickctl predict | update | models create|list|get|delete|snapshot [--server=...]
 //   clickctl loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]
 //
 // Run `clickctl --help` for every flag; docs/clickctl.md documents them.
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       "      stream FILE to a served model; report the stream's progressive metrics\n"
       "  predict [--context='ns|f1,f2:0.5 ...'] --candidates='ns|f;ns|g' | --request_json=J\n"
       "  update --example='ns|f ...' --label=1 [--context=...] | --request_json=J\n"
-      "  models create [model flags | --config_json=J] | list | get | delete\n"
+      "  models create [model flags | --config_json=J] | list | get | delete | snapshot\n"
       "  loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]\n"
       "      [--duration_s=S --warmup_s=W --max_requests=R] [--context_features=N\n"
       "      --candidates=K --candidate_features=M | --batch_size=B]: load and latency\n"

@@ -197,6 +197,26 @@ absl::StatusOr<v1::ModelConfig> ConfigFromFlags() {
   return ModelConfigToProto(*core_config);
 }
 
+void PrintSnapshot(const std::string& model, const v1::SnapshotModelResponse& r) {
+  if (JsonFlag()) {
+    std::printf("%s\n", JsonWriter()
+                            .String("model", model)
+                            .Integer("sequence", r.sequence())
+                            .Integer("coordinates", r.coordinates())
+                            .Integer("bytes", r.bytes())
+                            .Number("seconds", r.seconds())
+                            .Finish()
+                            .c_str());
+  } else {
+    std::printf(
+        "snapshot of model %s at update-log sequence %llu: %llu coordinates, %llu bytes, "
+        "%.3f s\n",
+        model.c_str(), static_cast<unsigned long long>(r.sequence()),
+        static_cast<unsigned long long>(r.coordinates()),
+        static_cast<unsigned long long>(r.bytes()), r.seconds());
+  }
+}
+
 int RunModelsSubcommand(const std::string& sub, const std::string& command) {
   std::set<std::string> used = NetworkFlagNames();
   if (sub == "create") used = With(With(used, FlagsDefinedIn("model_flags.cc")), {"config_json"});
@@ -225,6 +245,10 @@ int RunModelsSubcommand(const std::string& sub, const std::string& command) {
     } else {
       std::printf("%s", ModelTable(*models).c_str());
     }
+  } else if (sub == "snapshot") {
+    auto snapshot = (*client)->SnapshotModel(ModelFlag());
+    if (!snapshot.ok()) return ReportError(command, snapshot.status());
+    PrintSnapshot(ModelFlag(), *snapshot);
   } else {
     if (absl::Status s = (*client)->DeleteModel(ModelFlag()); !s.ok()) {
       return ReportError(command, s);
@@ -280,10 +304,10 @@ int RunUpdateCommand(const std::vector<std::string>& args) {
 }
 
 int RunModelsCommand(const std::vector<std::string>& args) {
-  static const std::set<std::string> kSubcommands = {"create", "list", "get", "delete"};
+  static const std::set<std::string> kSubcommands = {"create", "list", "get", "delete", "snapshot"};
   if (args.size() != 1 || kSubcommands.count(args[0]) == 0) {
-    return UsageError("models",
-                      absl::InvalidArgumentError("expected one of: models create|list|get|delete"));
+    return UsageError("models", absl::InvalidArgumentError(
+                                    "expected one of: models create|list|get|delete|snapshot"));
   }
   return RunModelsSubcommand(args[0], "models " + args[0]);
 }

@@ -1,5 +1,5 @@
 // The clickctl commands that call a running server: `predict`, `update` and
-// `models create|list|get|delete`. Each takes --server, --model,
+// `models create|list|get|delete|snapshot`. Each takes --server, --model,
 // --deadline_ms and --json (network_flags.h); docs/clickctl.md documents
 // every flag. Exit codes: 0 success, 1 the call failed, 2 usage error.
 #ifndef CLICKD_CLIENT_CLICKCTL_NETWORK_COMMANDS_H_

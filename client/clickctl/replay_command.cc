@@ -8,12 +8,14 @@
 #include "absl/strings/str_format.h"
 #include "client/clickctl/json_writer.h"
 #include "client/clickctl/model_flags.h"
+#include "core/model/state_digest.h"
 #include "core/replay/replay.h"
-#include "xxhash.h"
 
 ABSL_FLAG(bool, offline, false, "replay: train in this process (no server)");
 ABSL_FLAG(std::string, format, "libsvm", "replay: input format, libsvm | vw | criteo");
 ABSL_FLAG(int, passes, 1, "replay: passes over the training file");
+ABSL_FLAG(uint64_t, max_examples, 0,
+          "replay: use only the first N usable examples of the training file (0: all)");
 ABSL_FLAG(std::optional<uint64_t>, shuffle_seed, std::nullopt,
           "replay: shuffle training examples with this seed (default: file order)");
 ABSL_FLAG(bool, skip_bad_lines, false,
@@ -63,8 +65,6 @@ void PrintTable(const char* title, const MetricsSummary& m) {
               m.calibration);
 }
 
-std::string Hex64(uint64_t v) { return absl::StrFormat("%016x", v); }
-
 }  // namespace
 
 int RunReplayCommand(const std::vector<std::string>& args) {
@@ -92,6 +92,7 @@ int RunReplayCommand(const std::vector<std::string>& args) {
   ReplayOptions options;
   options.format = *format;
   options.passes = absl::GetFlag(FLAGS_passes);
+  options.max_examples = absl::GetFlag(FLAGS_max_examples);
   options.shuffle_seed = absl::GetFlag(FLAGS_shuffle_seed);
   options.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
   options.normalize = absl::GetFlag(FLAGS_normalize);
@@ -111,7 +112,6 @@ int RunReplayCommand(const std::vector<std::string>& args) {
   }
   for (const std::string& e : result->skipped_errors) std::cerr << "skipped: " << e << "\n";
   const ModelStats stats = (*model)->Stats();
-  const std::string state = (*model)->SerializeState();
   const double seconds = result->train_seconds;
   const uint64_t n = result->progressive.examples;
 
@@ -144,7 +144,7 @@ int RunReplayCommand(const std::vector<std::string>& args) {
       .Number("bytes_per_coordinate",
               stats.coordinates ? static_cast<double>(stats.bytes) / stats.coordinates : 0)
       .Integer("skipped_lines", result->skipped_lines)
-      .String("model_digest", Hex64(XXH3_64bits(state.data(), state.size())));
+      .String("model_digest", StateDigest(**model));
   // ... and the test metrics under "test".
   if (result->test.has_value()) tail.Object("test", MetricsJson(*result->test, result->test_ci));
   const std::string rest = tail.Finish();

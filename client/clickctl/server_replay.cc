@@ -8,22 +8,25 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/clickctl/json_writer.h"
 #include "client/clickctl/model_config_proto.h"
 #include "client/clickctl/model_flags.h"
 #include "client/clickctl/network_flags.h"
 #include "client/clickctl/response_json.h"
+#include "core/eval/metrics.h"
 #include "core/formats/example_reader.h"
 #include "core/optim/loss.h"
 
-ABSL_FLAG(int, batch_size, 100, "replay --server: examples per UpdateStream message");
+ABSL_FLAG(int, batch_size, 100, "replay --server: examples per UpdateStreamAcked message");
 ABSL_FLAG(bool, create_model, false,
           "replay --server: create --model from the model flags before replaying");
-ABSL_DECLARE_FLAG(std::string, format);   // replay_command.cc
-ABSL_DECLARE_FLAG(bool, skip_bad_lines);  // replay_command.cc
+ABSL_DECLARE_FLAG(std::string, format);     // replay_command.cc
+ABSL_DECLARE_FLAG(bool, skip_bad_lines);    // replay_command.cc
+ABSL_DECLARE_FLAG(uint64_t, max_examples);  // replay_command.cc
+ABSL_FLAG(uint64_t, skip_examples, 0,
+          "replay --server: do not send the first N usable examples (to resume after a crash "
+          "from the model's version)");
 
 namespace clickd {
 namespace {
@@ -34,32 +37,59 @@ const char kCommand[] = "replay --server";
 
 // What streaming a file produced.
 struct StreamOutcome {
-  absl::StatusOr<v1::UpdateStreamResponse> summary = absl::UnknownError("not finished");
-  absl::Status read_error;  // a malformed line or bad label (without --skip_bad_lines)
+  absl::Status stream_error;  // the server's error, or the connection's
+  absl::Status read_error;    // a malformed line or bad label (without --skip_bad_lines)
+  uint64_t requests = 0;
+  uint64_t acknowledged = 0;  // examples the server acknowledged
+  uint64_t model_version = 0;
+  std::optional<ProgressiveMetrics> metrics;  // over the acknowledged examples
   uint64_t skipped_lines = 0;
   std::vector<std::string> skipped_errors;
   double seconds = 0;
 };
 
-// Streams every usable example of `reader` to `model` in batches of
-// `batch_size`. Stops at the first unusable line (unless skipping them),
-// after sending the examples before it, as replay --offline learns them.
+// Which usable examples of the file to stream.
+struct ExampleRange {
+  uint64_t skip = 0;   // the first `skip` are not sent
+  uint64_t limit = 0;  // then at most `limit` (0: all the rest)
+};
+
+// Streams the usable examples of `reader` in `range` to `model` over
+// UpdateStreamAcked, in batches of `batch_size`, each acknowledged before the
+// next is sent. Stops at the first unusable line (unless skipping them),
+// after sending the examples before it, as replay --offline learns them, and
+// at the first stream error, knowing exactly what was acknowledged.
 StreamOutcome StreamFile(const ClickdClient& client, ExampleReader& reader, const std::string& path,
                          const std::string& model, LossType loss, size_t batch_size,
-                         absl::Duration deadline, bool skip_bad_lines) {
+                         ExampleRange range, absl::Duration deadline, bool skip_bad_lines) {
   StreamOutcome out;
+  out.metrics.emplace(loss);
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<UpdateStreamWriter> stream = client.OpenUpdateStream({.timeout = deadline});
+  std::unique_ptr<AckedUpdateStream> stream = client.OpenAckedUpdateStream({.timeout = deadline});
   v1::UpdateRequest batch;
   batch.set_model(model);
-  bool broken = false;
-  auto flush = [&] {
-    if (batch.examples_size() > 0 && !broken) broken = !stream->Write(batch);
+  batch.set_return_margins(true);
+  auto send = [&]() -> bool {
+    if (batch.examples_size() == 0) return true;
+    absl::StatusOr<v1::UpdateAck> ack = stream->Send(batch);
+    if (!ack.ok()) {
+      out.stream_error = ack.status();
+      return false;
+    }
+    ++out.requests;
+    out.acknowledged += ack->applied();
+    out.model_version = ack->model_version();
+    for (int i = 0; i < ack->margins_size() && i < batch.examples_size(); ++i) {
+      const v1::LabeledExample& e = batch.examples(i);
+      out.metrics->Add(ack->margins(i), e.label(), e.has_importance() ? e.importance() : 1.0f);
+    }
     batch.clear_examples();
+    return true;
   };
   LabeledExample example;
+  uint64_t usable = 0;
   // Bounded by the file's length; a stalled server by the stream's deadline.
-  while (!broken) {
+  for (bool ok = true; ok && (range.limit == 0 || usable < range.skip + range.limit);) {
     absl::StatusOr<bool> more = reader.Next(&example);
     if (!more.ok()) {
       out.read_error = more.status();
@@ -78,11 +108,11 @@ StreamOutcome StreamFile(const ClickdClient& client, ExampleReader& reader, cons
       ++out.skipped_lines;
       continue;
     }
+    if (usable++ < range.skip) continue;
     ToProto(example, batch.add_examples());
-    if (static_cast<size_t>(batch.examples_size()) >= batch_size) flush();
+    if (static_cast<size_t>(batch.examples_size()) >= batch_size) ok = send();
   }
-  flush();
-  out.summary = stream->Finish();
+  if (out.stream_error.ok() && send()) out.stream_error = stream->Finish();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.skipped_lines += reader.skipped_lines();
   for (const std::string& e : reader.skipped_errors()) {
@@ -108,10 +138,23 @@ int ReportStopped(const absl::Status& error, uint64_t acknowledged) {
   return 1;
 }
 
+v1::ProgressiveMetrics ToProto(const MetricsSummary& m) {
+  v1::ProgressiveMetrics p;
+  p.set_examples(m.examples);
+  p.set_weight(m.weight);
+  p.set_loss(m.loss);
+  p.set_logloss(m.logloss);
+  p.set_auc(m.auc);
+  p.set_hinge(m.hinge);
+  p.set_mistakes(m.mistakes);
+  p.set_calibration(m.calibration);
+  p.set_squared(m.squared);
+  return p;
+}
+
 void PrintResult(const v1::ModelInfo& before, const std::optional<v1::ModelInfo>& after,
                  const StreamOutcome& out) {
-  const v1::UpdateStreamResponse& s = *out.summary;
-  const v1::ProgressiveMetrics& m = s.metrics();
+  const v1::ProgressiveMetrics m = ToProto(out.metrics->Summary());
   const double n = static_cast<double>(m.examples());
   std::printf("%-12s %10s %9s %9s %9s %9s %11s\n", "progressive", "examples", "logloss", "auc",
               "hinge", "mistakes", "calibration");
@@ -121,9 +164,9 @@ void PrintResult(const v1::ModelInfo& before, const std::optional<v1::ModelInfo>
   std::printf(
       "%.3f s, %.0f examples/s; %llu acknowledged in %llu messages; model %s version "
       "%llu; %llu skipped lines\n",
-      out.seconds, n / out.seconds, static_cast<unsigned long long>(s.applied()),
-      static_cast<unsigned long long>(s.requests()), before.config().name().c_str(),
-      static_cast<unsigned long long>(s.model_version()),
+      out.seconds, n / out.seconds, static_cast<unsigned long long>(out.acknowledged),
+      static_cast<unsigned long long>(out.requests), before.config().name().c_str(),
+      static_cast<unsigned long long>(out.model_version),
       static_cast<unsigned long long>(out.skipped_lines));
   if (!JsonFlag()) return;
   JsonWriter w;
@@ -134,9 +177,9 @@ void PrintResult(const v1::ModelInfo& before, const std::optional<v1::ModelInfo>
       .Number("examples_per_second", n / out.seconds)
       .Integer("skipped_lines", out.skipped_lines)
       .String("model", before.config().name())
-      .Integer("requests", s.requests())
-      .Integer("acknowledged", s.applied())
-      .Integer("model_version", s.model_version());
+      .Integer("requests", out.requests)
+      .Integer("acknowledged", out.acknowledged)
+      .Integer("model_version", out.model_version);
   if (after.has_value()) {
     w.Integer("coordinates", after->coordinates())
         .Integer("bytes", after->bytes())
@@ -150,7 +193,8 @@ void PrintResult(const v1::ModelInfo& before, const std::optional<v1::ModelInfo>
 // Checks the flags; returns the config to create, if --create_model.
 absl::StatusOr<std::optional<v1::ModelConfig>> CheckReplayFlags() {
   std::set<std::string> used = NetworkFlagNames();
-  used.insert({"format", "skip_bad_lines", "batch_size", "create_model"});
+  used.insert(
+      {"format", "skip_bad_lines", "batch_size", "create_model", "skip_examples", "max_examples"});
   const bool create = absl::GetFlag(FLAGS_create_model);
   const std::set<std::string> model_flags = FlagsDefinedIn("model_flags.cc");
   if (create) used.insert(model_flags.begin(), model_flags.end());
@@ -173,18 +217,6 @@ absl::StatusOr<std::optional<v1::ModelConfig>> CheckReplayFlags() {
 }
 
 }  // namespace
-
-uint64_t AppliedBeforeError(absl::string_view message) {
-  static constexpr absl::string_view kMarker = " examples applied before it)";
-  const size_t end = message.find(kMarker);
-  if (end == absl::string_view::npos) return 0;
-  size_t begin = end;
-  while (begin > 0 && absl::ascii_isdigit(static_cast<unsigned char>(message[begin - 1]))) {
-    --begin;
-  }
-  uint64_t applied = 0;
-  return absl::SimpleAtoi(message.substr(begin, end - begin), &applied) ? applied : 0;
-}
 
 void ToProto(const LabeledExample& example, v1::LabeledExample* out) {
   out->set_label(example.label);
@@ -226,18 +258,18 @@ int RunServerReplayCommand(const std::vector<std::string>& args) {
   if (!reader.ok()) return ReportError(kCommand, reader.status());
   auto info =
       create->has_value() ? (*client)->CreateModel(**create) : (*client)->GetModel(ModelFlag());
-  if (!info.ok()) return ReportError(kCommand, info.status());
+  // Nothing is sent before this succeeds: 0 acknowledged.
+  if (!info.ok()) return ReportStopped(info.status(), 0);
   auto loss = ParseLossType(info->config().loss());
   if (!loss.ok()) return ReportError(kCommand, loss.status());
 
-  const StreamOutcome out =
-      StreamFile(**client, **reader, args[0], ModelFlag(), *loss,
-                 static_cast<size_t>(absl::GetFlag(FLAGS_batch_size)), *stream_deadline, skip);
+  const ExampleRange range{absl::GetFlag(FLAGS_skip_examples), absl::GetFlag(FLAGS_max_examples)};
+  const StreamOutcome out = StreamFile(**client, **reader, args[0], ModelFlag(), *loss,
+                                       static_cast<size_t>(absl::GetFlag(FLAGS_batch_size)), range,
+                                       *stream_deadline, skip);
   for (const std::string& e : out.skipped_errors) std::cerr << "skipped: " << e << "\n";
-  if (!out.summary.ok()) {
-    return ReportStopped(out.summary.status(), AppliedBeforeError(out.summary.status().message()));
-  }
-  if (!out.read_error.ok()) return ReportStopped(out.read_error, out.summary->applied());
+  if (!out.stream_error.ok()) return ReportStopped(out.stream_error, out.acknowledged);
+  if (!out.read_error.ok()) return ReportStopped(out.read_error, out.acknowledged);
   auto after = (*client)->GetModel(ModelFlag());
   if (!after.ok()) std::cerr << "clickctl " << kCommand << ": GetModel: " << after.status() << "\n";
   PrintResult(*info, after.ok() ? std::optional<v1::ModelInfo>(*after) : std::nullopt, out);

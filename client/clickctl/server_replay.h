@@ -1,8 +1,11 @@
 // `clickctl replay --server`: reads a log file exactly as `replay --offline`
 // does (core's ExampleReader, the same label checks and skip rules) and
-// streams it to a served model in UpdateStream batches, then reports the
-// progressive metrics the server computed over the stream. On a fresh model
-// with the same config they equal the offline replay's. docs/clickctl.md.
+// streams it to a served model over UpdateStreamAcked, each batch
+// acknowledged before the next, then reports the progressive metrics of the
+// pre-update margins the server returned. On a fresh model with the same
+// config they equal the offline replay's. If the stream breaks (the server
+// died, say), it reports how many examples the server acknowledged.
+// docs/clickctl.md.
 #ifndef CLICKD_CLIENT_CLICKCTL_SERVER_REPLAY_H_
 #define CLICKD_CLIENT_CLICKCTL_SERVER_REPLAY_H_
 
@@ -10,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "clickd/v1/clickd.pb.h"
 #include "core/features/example.h"
 
@@ -19,10 +21,6 @@ namespace clickd {
 // Runs the command with its positional arguments (the input file); returns
 // the process exit code.
 int RunServerReplayCommand(const std::vector<std::string>& args);
-
-// The examples a failed stream had applied, read from the server's error
-// ("message K (N examples applied before it): ..."); 0 if it does not say.
-uint64_t AppliedBeforeError(absl::string_view message);
 
 // The wire form of a parsed example; unset value and importance mean 1.
 void ToProto(const LabeledExample& example, v1::LabeledExample* out);

@@ -5,15 +5,6 @@
 namespace clickd {
 namespace {
 
-TEST(AppliedBeforeError, ReadsTheServersCount) {
-  EXPECT_EQ(AppliedBeforeError("message 3 (250 examples applied before it): examples[0].label "
-                               "is 2"),
-            250u);
-  EXPECT_EQ(AppliedBeforeError("message 0 (0 examples applied before it): model not found"), 0u);
-  EXPECT_EQ(AppliedBeforeError("Deadline Exceeded"), 0u);
-  EXPECT_EQ(AppliedBeforeError("( examples applied before it)"), 0u);
-}
-
 TEST(ToProto, KeepsNamesIdsValuesLabelAndImportance) {
   LabeledExample e;
   e.label = 1;

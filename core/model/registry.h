@@ -4,14 +4,20 @@
 // request keeps its model alive while it runs, so Delete never waits for
 // requests and a request never sees a half-deleted model.
 //
+// With a data directory every model is durable: it lives in
+// <data_dir>/models/<name>/ (core/persist/model_journal.h), Create makes
+// that directory, Delete removes it, and Recover restores every model found
+// there when the process starts.
+//
 // Thread safety: safe for concurrent access. The map is guarded by one
-// reader/writer lock, held only to copy or swap a shared_ptr.
+// reader/writer lock, held only to copy or swap a shared_ptr; creates and
+// deletes also serialize on a second lock, held across their disk work, so
+// that two of them never race on one directory.
 #ifndef CLICKD_CORE_MODEL_REGISTRY_H_
 #define CLICKD_CORE_MODEL_REGISTRY_H_
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,84 +27,52 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
-#include "core/eval/metrics.h"
-#include "core/eval/windowed_metrics.h"
 #include "core/model/model.h"
+#include "core/model/served_model.h"
+#include "core/persist/model_journal.h"
 
 namespace clickd {
 
-// A served model: the model, the progressive metrics of every example it
-// has learned while serving (over its lifetime and over a recent window) and
-// counters for monitoring. Thread safety: safe for concurrent access; the
-// metrics are guarded by their own lock, held only to add or summarise.
-class ServedModel {
- public:
-  // `clock` dates the examples of the recent window (tests inject a fake).
-  explicit ServedModel(
-      std::unique_ptr<Model> model,
-      MonotonicClock clock = [] { return std::chrono::steady_clock::now(); })
-      : model_(std::move(model)),
-        clock_(std::move(clock)),
-        metrics_(model_->config().loss),
-        recent_(model_->config().loss) {}
+struct DurabilityOptions {
+  // Empty: models live in memory only.
+  std::string data_dir;
+  // For every model's journal. journal.log.on_sync is replaced per model by
+  // what sync_observer returns.
+  JournalOptions journal;
+  // If set, called once per durable model (at create or restore) for the
+  // observer of that model's update-log sync latencies.
+  std::function<std::function<void(double seconds)>(const std::string& model)> sync_observer;
+};
 
-  Model& model() { return *model_; }
-  const Model& model() const { return *model_; }
-
-  // Adds pre-update margins of learned examples to the lifetime metrics and
-  // to the recent window.
-  void RecordProgressive(const std::vector<ScoredExample>& scored) {
-    const auto now = clock_();
-    update_examples_.fetch_add(scored.size(), std::memory_order_relaxed);
-    MutexLock lock(&metrics_mu_);
-    for (const ScoredExample& s : scored) {
-      metrics_.Add(s.margin, s.label, s.importance);
-      recent_.Add(now, s.margin, s.label, s.importance);
-    }
-  }
-
-  MetricsSummary ProgressiveSummary() const {
-    ReaderMutexLock lock(&metrics_mu_);
-    return metrics_.Summary();
-  }
-
-  // The progressive metrics of the examples learned in the recent window
-  // (the last 9 to 10 minutes: see WindowedMetrics).
-  MetricsSummary RecentProgressiveSummary() const {
-    const auto now = clock_();
-    ReaderMutexLock lock(&metrics_mu_);
-    return recent_.Summary(now);
-  }
-
-  // Counts candidates scored for Predict.
-  void RecordPredictions(uint64_t candidates) {
-    predictions_.fetch_add(candidates, std::memory_order_relaxed);
-  }
-
-  // Candidates scored and examples learned since this model was created.
-  uint64_t predictions() const { return predictions_.load(std::memory_order_relaxed); }
-  uint64_t update_examples() const { return update_examples_.load(std::memory_order_relaxed); }
-
- private:
-  const std::unique_ptr<Model> model_;
-  const MonotonicClock clock_;
-  std::atomic<uint64_t> predictions_{0};
-  std::atomic<uint64_t> update_examples_{0};
-  mutable Mutex metrics_mu_;
-  StreamingMetrics metrics_ ABSL_GUARDED_BY(metrics_mu_);
-  WindowedMetrics recent_ ABSL_GUARDED_BY(metrics_mu_);
+// One model Recover restored, for the startup log and the metrics.
+struct RecoveredModel {
+  std::string name;
+  RecoveryReport report;
 };
 
 class ModelRegistry {
  public:
-  // Builds and adds a model. AlreadyExists if the name is taken;
-  // InvalidArgument for a bad config.
+  explicit ModelRegistry(DurabilityOptions options = {});
+
+  bool durable() const { return !options_.data_dir.empty(); }
+
+  // Restores every model under <data_dir>/models (none without a data
+  // directory). Directories without a MODEL file (an interrupted create or
+  // delete) are skipped. Any model that cannot be restored fails the whole
+  // call, naming its directory: a server must not come up without a model
+  // it had acknowledged updates for. Call before serving.
+  absl::StatusOr<std::vector<RecoveredModel>> Recover();
+
+  // Builds and adds a model (durable with a data directory). AlreadyExists
+  // if the name is taken; InvalidArgument for a bad config; Unavailable if
+  // its directory cannot be written.
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config);
 
   // Returns the model, or nullptr if there is none by that name.
   std::shared_ptr<ServedModel> Get(std::string_view name) const;
 
-  // Removes a model; requests holding a handle finish on it. NotFound if absent.
+  // Removes a model and its directory; requests holding a handle finish on
+  // it (learning into it fails from now on). NotFound if absent.
   absl::Status Delete(std::string_view name);
 
   // Every model, ordered by name.
@@ -107,6 +81,13 @@ class ModelRegistry {
   size_t size() const;
 
  private:
+  std::string ModelDir(std::string_view name) const;
+  JournalOptions JournalOptionsFor(const std::string& name) const;
+  // Adds a model to the map; AlreadyExists if the name is taken.
+  absl::Status Insert(std::shared_ptr<ServedModel> served);
+
+  const DurabilityOptions options_;
+  Mutex admin_mu_;  // serializes Create, Delete and Recover
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<ServedModel>> models_ ABSL_GUARDED_BY(mu_);
 };

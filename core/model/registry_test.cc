@@ -1,7 +1,11 @@
 #include "core/model/registry.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <thread>
 
+#include "core/persist/fault_injection_env.h"
 #include "gtest/gtest.h"
 
 namespace clickd {
@@ -71,6 +75,130 @@ TEST(ServedModel, RecordsLifetimeProgressiveMetrics) {
   const MetricsSummary s = served->ProgressiveSummary();
   EXPECT_EQ(s.examples, 2u);
   EXPECT_DOUBLE_EQ(s.auc, 1.0);
+}
+
+std::string NewDataDir() {
+  static int n = 0;
+  return ::testing::TempDir() + "/registry_test_" + std::to_string(getpid()) + "_" +
+         std::to_string(n++);
+}
+
+std::vector<TrainingExample> Batch(const std::vector<Example>& examples) {
+  std::vector<TrainingExample> batch;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    batch.push_back({nullptr, &examples[i], i % 2 ? 1.0f : 0.0f, 1.0f});
+  }
+  return batch;
+}
+
+std::vector<Example> Ads(int n) {
+  std::vector<Example> out(n);
+  for (int i = 0; i < n; ++i) out[i].namespaces.push_back({"ad", {Feature::WithId(i % 5)}});
+  return out;
+}
+
+TEST(DurableRegistry, RecoverRestoresEveryModelAsLearned) {
+  DurabilityOptions options;
+  options.data_dir = NewDataDir();
+  const std::vector<Example> ads = Ads(20);
+  std::string a_state, b_state;
+  {
+    ModelRegistry registry(options);
+    ASSERT_TRUE(registry.Recover().ok());
+    auto a = *registry.Create(Named("a"));
+    auto b = *registry.Create(Named("b"));
+    ASSERT_TRUE(a->Learn(Batch(ads)).ok());
+    ASSERT_TRUE(b->Learn(Batch(ads)).ok());
+    ASSERT_TRUE(b->Snapshot().ok());
+    ASSERT_TRUE(b->Learn(Batch(ads)).ok());
+    a_state = a->model().SerializeState();
+    b_state = b->model().SerializeState();
+    EXPECT_EQ(b->snapshot_stats().successes, 1u);
+  }
+  ModelRegistry restarted(options);
+  auto recovered = restarted.Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_EQ(recovered->size(), 2u);
+  EXPECT_EQ((*recovered)[1].report.snapshot_sequence, 1u);
+  EXPECT_EQ((*recovered)[1].report.replayed_records, 1u);
+  EXPECT_EQ(restarted.Get("a")->model().SerializeState(), a_state);
+  EXPECT_EQ(restarted.Get("b")->model().SerializeState(), b_state);
+  EXPECT_TRUE(restarted.Get("a")->durable());
+}
+
+TEST(DurableRegistry, DeleteRemovesTheModelForGood) {
+  DurabilityOptions options;
+  options.data_dir = NewDataDir();
+  const std::vector<Example> ads = Ads(4);
+  {
+    ModelRegistry registry(options);
+    auto a = *registry.Create(Named("a"));
+    ASSERT_TRUE(a->Learn(Batch(ads)).ok());
+    ASSERT_TRUE(registry.Delete("a").ok());
+    // A request still holding the deleted model cannot write into its directory.
+    EXPECT_EQ(a->Learn(Batch(ads)).status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(a->Snapshot().status().code(), absl::StatusCode::kFailedPrecondition);
+    // A new model of the same name starts empty.
+    auto again = *registry.Create(Named("a"));
+    EXPECT_EQ(again->model().Updates(), 0u);
+  }
+  ModelRegistry restarted(options);
+  ASSERT_TRUE(restarted.Recover().ok());
+  ASSERT_NE(restarted.Get("a"), nullptr);
+  EXPECT_EQ(restarted.Get("a")->model().Updates(), 0u);
+}
+
+TEST(DurableRegistry, UnrestorableModelFailsRecoveryNamingIt) {
+  DurabilityOptions options;
+  options.data_dir = NewDataDir();
+  {
+    ModelRegistry registry(options);
+    ASSERT_TRUE(registry.Create(Named("a")).ok());
+  }
+  // A damaged MODEL file: the server must not come up without the model.
+  const std::string model_file = options.data_dir + "/models/a/MODEL";
+  auto bytes = ReadWholeFile(Env::Default(), model_file);
+  ASSERT_TRUE(bytes.ok());
+  (*bytes)[bytes->size() - 1] ^= 1;
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), model_file, [&](WritableFile* f) {
+                return f->Append(*bytes);
+              }).ok());
+  ModelRegistry restarted(options);
+  auto recovered = restarted.Recover();
+  EXPECT_EQ(recovered.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(recovered.status().message().find("models/a"), std::string::npos) << recovered.status();
+}
+
+TEST(DurableRegistry, CreateOnAnUnwritableDiskIsUnavailableAndAddsNothing) {
+  FaultInjectionEnv env(Env::Default());
+  DurabilityOptions options;
+  options.data_dir = NewDataDir();
+  options.journal.env = &env;
+  ModelRegistry registry(options);
+  env.SetRenameFails(true);
+  EXPECT_EQ(registry.Create(Named("a")).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(registry.Get("a"), nullptr);
+  env.SetRenameFails(false);
+  EXPECT_TRUE(registry.Create(Named("a")).ok());
+}
+
+TEST(DurableRegistry, SyncObserverSeesEverySync) {
+  DurabilityOptions options;
+  options.data_dir = NewDataDir();
+  std::atomic<int> syncs{0};
+  options.sync_observer = [&syncs](const std::string& model) {
+    EXPECT_EQ(model, "a");
+    return [&syncs](double seconds) {
+      EXPECT_GE(seconds, 0);
+      syncs.fetch_add(1);
+    };
+  };
+  ModelRegistry registry(options);
+  auto a = *registry.Create(Named("a"));
+  const std::vector<Example> ads = Ads(2);
+  ASSERT_TRUE(a->Learn(Batch(ads)).ok());
+  ASSERT_TRUE(a->Learn(Batch(ads)).ok());
+  EXPECT_EQ(syncs.load(), 2);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // ServedModel's monitoring state: the recent window runs on the injected
 // clock, and the counters count.
+#include "core/model/served_model.h"
+
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <thread>
 #include <vector>
 
-#include "core/model/registry.h"
 #include "gtest/gtest.h"
 
 namespace clickd {

@@ -42,6 +42,14 @@ absl::Status Unavailable(const absl::Status& cause, std::string_view what) {
 
 }  // namespace
 
+absl::StatusOr<SyncMode> ParseSyncMode(std::string_view name) {
+  if (name == "every_request") return SyncMode::kEveryRequest;
+  if (name == "interval") return SyncMode::kInterval;
+  if (name == "none") return SyncMode::kNone;
+  return absl::InvalidArgumentError(absl::StrCat("update_log_sync \"", std::string(name),
+                                                 "\" is not every_request, interval or none"));
+}
+
 size_t FileUpdateLog::ParseSegment(
     std::string_view bytes,
     const std::function<void(uint64_t sequence, std::string_view payload)>& record) {
@@ -146,7 +154,7 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
 
 absl::Status FileUpdateLog::StartSegment(uint64_t first_sequence) {
   if (active_ != nullptr) {
-    if (absl::Status s = active_->Sync(); !s.ok()) return s;
+    if (absl::Status s = SyncActive(); !s.ok()) return s;
     if (absl::Status s = active_->Close(); !s.ok()) return s;
     synced_sequence_ = last_sequence_;
   }
@@ -189,12 +197,19 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
   if (synced_sequence_ >= sequence) return absl::OkStatus();
   if (!sync_failure_.ok()) return Unavailable(sync_failure_, "the update log failed to sync");
   const uint64_t target = last_sequence_;
-  if (absl::Status s = active_->Sync(); !s.ok()) {
+  if (absl::Status s = SyncActive(); !s.ok()) {
     sync_failure_ = s;
     return Unavailable(s, "the update log failed to sync");
   }
   synced_sequence_ = target;
   return absl::OkStatus();
+}
+
+absl::Status FileUpdateLog::SyncActive() {
+  const uint64_t start = env_->NowMicros();
+  absl::Status s = active_->Sync();
+  if (options_.on_sync) options_.on_sync(static_cast<double>(env_->NowMicros() - start) * 1e-6);
+  return s;
 }
 
 void FileUpdateLog::SyncLoop() {
@@ -203,7 +218,7 @@ void FileUpdateLog::SyncLoop() {
     synced_cv_.WaitFor(&mu_, options_.sync_interval);
     if (stopping_ || synced_sequence_ >= last_sequence_ || !sync_failure_.ok()) continue;
     const uint64_t target = last_sequence_;
-    if (absl::Status s = active_->Sync(); !s.ok()) {
+    if (absl::Status s = SyncActive(); !s.ok()) {
       sync_failure_ = s;
     } else {
       synced_sequence_ = target;

@@ -72,6 +72,10 @@ absl::StatusOr<ModelConfig> ReadModelFile(Env* env, const std::string& dir) {
   return config;
 }
 
+absl::Status Closed(const std::string& dir) {
+  return absl::FailedPreconditionError(absl::StrCat("the model stored in ", dir, " was deleted"));
+}
+
 }  // namespace
 
 ModelJournal::ModelJournal(std::string dir, JournalOptions options,
@@ -159,6 +163,7 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
   std::vector<ScoredExample> scored;
   {
     MutexLock lock(&learn_mu_);
+    if (closed_) return Closed(dir_);
     auto appended = log_->Append(record);
     if (!appended.ok()) return appended.status();
     sequence = *appended;
@@ -176,6 +181,7 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model) {
   contents.config = model.config();
   {
     MutexLock lock(&learn_mu_);
+    if (closed_) return Closed(dir_);
     contents.log_sequence = log_->last_sequence();
     contents.state = model.ExportState();
   }
@@ -204,6 +210,13 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model) {
   if (absl::Status s = log_->TruncateThrough(oldest_kept); !s.ok()) return s;
   report.seconds = SecondsSince(start);
   return report;
+}
+
+void ModelJournal::Close() {
+  // Waits for a snapshot in flight, which writes outside the learn lock.
+  MutexLock one_at_a_time(&snapshot_mu_);
+  MutexLock lock(&learn_mu_);
+  closed_ = true;
 }
 
 uint64_t ModelJournal::records_since_snapshot() const {

@@ -81,6 +81,12 @@ class ModelJournal {
   // makes unnecessary. Learning pauses only while the state is copied.
   absl::StatusOr<SnapshotReport> Snapshot(const Model& model);
 
+  // Refuses every later Learn and Snapshot (FailedPrecondition) once a
+  // snapshot in flight has finished: for a model being deleted, so that a
+  // request still holding it cannot write into a directory that is about
+  // to go, or be reused by a new model.
+  void Close();
+
   // Removes a model's directory.
   static absl::Status Destroy(Env* env, const std::string& dir);
 
@@ -99,6 +105,7 @@ class ModelJournal {
   const std::unique_ptr<FileUpdateLog> log_;
   // Held exclusively to log + apply a batch, and to copy state for a snapshot.
   Mutex learn_mu_;
+  bool closed_ ABSL_GUARDED_BY(learn_mu_) = false;
   mutable Mutex snapshot_mu_;  // one snapshot at a time
   uint64_t snapshot_sequence_ ABSL_GUARDED_BY(snapshot_mu_);
 };

@@ -26,6 +26,9 @@ enum class SyncMode {
   kNone,          // never synced by us; the OS writes back when it likes
 };
 
+// "every_request", "interval" or "none" (the --update_log_sync values).
+absl::StatusOr<SyncMode> ParseSyncMode(std::string_view name);
+
 class UpdateLog {
  public:
   virtual ~UpdateLog() = default;

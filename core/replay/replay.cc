@@ -36,17 +36,19 @@ void NormalizeToUnitLength(std::vector<HashedFeature>* features) {
   for (HashedFeature& f : *features) f.value = static_cast<float>(f.value * inv);
 }
 
-// Reads every usable example of a file, hashing each one, and hands it to
-// `use`. Lines that fail to parse, or whose label the loss rejects, stop the
-// read or (with skip_bad_lines) are counted in *result.
+// Reads every usable example of a file (the first `limit` if not 0),
+// hashing each one, and hands it to `use`. Lines that fail to parse, or
+// whose label the loss rejects, stop the read or (with skip_bad_lines) are
+// counted in *result.
 template <typename Use>
 absl::Status ForEachExample(const Model& model, const std::string& path,
-                            const ReplayOptions& options, ReplayResult* result, Use&& use) {
+                            const ReplayOptions& options, uint64_t limit, ReplayResult* result,
+                            Use&& use) {
   auto reader = ExampleReader::Open(path, options.format, options.skip_bad_lines);
   if (!reader.ok()) return reader.status();
   LabeledExample example;
   HashedExample hashed;
-  for (;;) {
+  for (uint64_t used = 0; limit == 0 || used < limit;) {
     absl::StatusOr<bool> more = (*reader)->Next(&example);
     if (!more.ok()) return more.status();
     if (!*more) break;
@@ -65,6 +67,7 @@ absl::Status ForEachExample(const Model& model, const std::string& path,
     hashed.label = example.label;
     hashed.importance = example.importance;
     use(hashed);
+    ++used;
   }
   result->skipped_lines += (*reader)->skipped_lines();
   for (const std::string& e : (*reader)->skipped_errors()) {
@@ -119,12 +122,12 @@ absl::Status Train(Model& model, const std::string& path, const ReplayOptions& o
   Trainer trainer(model, options, result);
   const bool in_memory = options.passes > 1 || options.shuffle_seed.has_value();
   if (!in_memory) {
-    absl::Status s = ForEachExample(model, path, options, result,
+    absl::Status s = ForEachExample(model, path, options, options.max_examples, result,
                                     [&](const HashedExample& e) { trainer.Learn(e); });
     if (!s.ok()) return s;
   } else {
     std::vector<HashedExample> examples;
-    absl::Status s = ForEachExample(model, path, options, result,
+    absl::Status s = ForEachExample(model, path, options, options.max_examples, result,
                                     [&](const HashedExample& e) { examples.push_back(e); });
     if (!s.ok()) return s;
     std::mt19937_64 rng(options.shuffle_seed.value_or(0));
@@ -146,7 +149,7 @@ absl::Status Test(const Model& model, const std::string& path, const ReplayOptio
                   ReplayResult* result) {
   Stopwatch clock;
   ProgressiveMetrics metrics(model.config().loss);
-  absl::Status s = ForEachExample(model, path, options, result, [&](const HashedExample& e) {
+  absl::Status s = ForEachExample(model, path, options, 0, result, [&](const HashedExample& e) {
     metrics.Add(model.Margin(e.features), e.label, e.importance);
   });
   if (!s.ok()) return s;

@@ -29,6 +29,9 @@ struct ReplayProgress {
 struct ReplayOptions {
   InputFormat format = InputFormat::kLibsvm;
   int passes = 1;
+  // Learns only the first max_examples usable examples of the training
+  // file (0: all), e.g. to rebuild what a server had acknowledged.
+  uint64_t max_examples = 0;
   // Shuffles the training examples (each pass anew) with this seed; the
   // generator is platform-independent, so runs are reproducible anywhere.
   std::optional<uint64_t> shuffle_seed;

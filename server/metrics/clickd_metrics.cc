@@ -23,7 +23,7 @@ SampleCallback PerModel(const ModelRegistry* models, ModelValue value) {
   return [models, value = std::move(value)] {
     std::vector<Sample> samples;
     for (const std::shared_ptr<ServedModel>& served : models->List()) {
-      samples.push_back({{{"model", served->model().config().name}}, value(*served)});
+      samples.push_back({{{"model", served->name()}}, value(*served)});
     }
     return samples;
   };
@@ -36,7 +36,7 @@ SampleCallback PerModelAndWindow(const ModelRegistry* models, SummaryValue value
   return [models, value = std::move(value)] {
     std::vector<Sample> samples;
     for (const std::shared_ptr<ServedModel>& served : models->List()) {
-      const std::string& name = served->model().config().name;
+      const std::string& name = served->name();
       const std::pair<const char*, MetricsSummary> windows[] = {
           {kWindowSinceStart, served->ProgressiveSummary()},
           {kWindowRecent, served->RecentProgressiveSummary()}};

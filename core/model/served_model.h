@@ -1,0 +1,123 @@
+// ServedModel: one model as the server holds it: the model, its journal
+// when the server runs with a data directory (every learned batch is logged
+// before it is acknowledged; snapshots on demand), the progressive metrics
+// of every example it has learned while serving (over its lifetime and over
+// a recent window) and counters for monitoring.
+//
+// Thread safety: safe for concurrent access. Learning and snapshots
+// synchronize in the journal and the model; the metrics and the snapshot
+// statistics are guarded by their own locks, held only to add or read.
+#ifndef CLICKD_CORE_MODEL_SERVED_MODEL_H_
+#define CLICKD_CORE_MODEL_SERVED_MODEL_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/base/mutex.h"
+#include "core/eval/metrics.h"
+#include "core/eval/windowed_metrics.h"
+#include "core/model/model.h"
+#include "core/model/serving.h"
+#include "core/persist/model_journal.h"
+
+namespace clickd {
+
+// What the snapshots of one model have done since the process started.
+struct SnapshotStats {
+  uint64_t successes = 0;
+  uint64_t failures = 0;
+  double last_success_unix_seconds = 0;  // 0: none yet
+  uint64_t last_bytes = 0;
+  double last_seconds = 0;
+};
+
+inline std::chrono::steady_clock::time_point SteadyNow() {
+  return std::chrono::steady_clock::now();
+}
+
+class ServedModel {
+ public:
+  // A model that lives in memory only. `clock` dates the examples of the
+  // recent window (tests inject a fake).
+  explicit ServedModel(std::unique_ptr<Model> model, MonotonicClock clock = SteadyNow)
+      : ServedModel(std::move(model), nullptr, RecoveryReport{}, std::move(clock)) {}
+
+  // A durable model: `journal` logs what it learns; `recovery` says how it
+  // was restored (empty for a new model).
+  ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
+              RecoveryReport recovery, MonotonicClock clock = SteadyNow);
+
+  Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
+  const std::string& name() const { return model_->config().name; }
+
+  // Learns a validated batch: through the journal when durable (logged
+  // first, acknowledged once durable per the sync mode; Unavailable, with
+  // nothing applied, when the log cannot take it), then records the
+  // pre-update scores in the progressive metrics and returns them.
+  absl::StatusOr<std::vector<ScoredExample>> Learn(absl::Span<const TrainingExample> batch);
+
+  // Writes a snapshot (FailedPrecondition for a memory-only model) and
+  // updates snapshot_stats().
+  absl::StatusOr<SnapshotReport> Snapshot();
+
+  bool durable() const { return journal_ != nullptr; }
+  // The journal of a durable model, or null.
+  const ModelJournal* journal() const { return journal_.get(); }
+  const RecoveryReport& recovery() const { return recovery_; }
+  SnapshotStats snapshot_stats() const;
+
+  // Stops the journal (see ModelJournal::Close): the model is being deleted.
+  void CloseJournal() {
+    if (journal_ != nullptr) journal_->Close();
+  }
+
+  // Adds pre-update margins of learned examples to the lifetime metrics and
+  // to the recent window.
+  void RecordProgressive(const std::vector<ScoredExample>& scored);
+
+  MetricsSummary ProgressiveSummary() const {
+    ReaderMutexLock lock(&metrics_mu_);
+    return metrics_.Summary();
+  }
+
+  // The progressive metrics of the examples learned in the recent window
+  // (the last 9 to 10 minutes: see WindowedMetrics).
+  MetricsSummary RecentProgressiveSummary() const {
+    const auto now = clock_();
+    ReaderMutexLock lock(&metrics_mu_);
+    return recent_.Summary(now);
+  }
+
+  // Counts candidates scored for Predict.
+  void RecordPredictions(uint64_t candidates) {
+    predictions_.fetch_add(candidates, std::memory_order_relaxed);
+  }
+
+  // Candidates scored and examples learned since this model was created.
+  uint64_t predictions() const { return predictions_.load(std::memory_order_relaxed); }
+  uint64_t update_examples() const { return update_examples_.load(std::memory_order_relaxed); }
+
+ private:
+  const std::unique_ptr<Model> model_;
+  const std::unique_ptr<ModelJournal> journal_;
+  const RecoveryReport recovery_;
+  const MonotonicClock clock_;
+  std::atomic<uint64_t> predictions_{0};
+  std::atomic<uint64_t> update_examples_{0};
+  mutable Mutex metrics_mu_;
+  StreamingMetrics metrics_ ABSL_GUARDED_BY(metrics_mu_);
+  WindowedMetrics recent_ ABSL_GUARDED_BY(metrics_mu_);
+  mutable Mutex snapshot_stats_mu_;
+  SnapshotStats snapshot_stats_ ABSL_GUARDED_BY(snapshot_stats_mu_);
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_MODEL_SERVED_MODEL_H_

@@ -1,0 +1,213 @@
+#include "server/update_stream.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/eval/metrics.h"
+#include "server/call_util.h"
+#include "server/convert.h"
+#include "server/service.h"
+#include "server/status.h"
+
+namespace clickd {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// What both stream kinds share: the stream's model, fixed by its first
+// message, and what the stream has applied so far.
+class StreamUpdater {
+ public:
+  StreamUpdater(ClickdService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {}
+
+  // Validates and learns one message (all or nothing); `response` gets
+  // what a unary Update would answer.
+  absl::Status Apply(const v1::UpdateRequest& request, v1::UpdateResponse* response) {
+    if (DeadlinePassed(context_)) return DeadlinePassedError();
+    if (absl::Status s = CheckModel(request.model()); !s.ok()) return s;
+    scored_.clear();
+    absl::Status status = service_->ApplyUpdate(*served_, request, response, &scored_);
+    if (!status.ok()) return status;
+    for (const ScoredExample& s : scored_) metrics_->Add(s.margin, s.label, s.importance);
+    applied_ += scored_.size();
+    ++requests_;
+    return absl::OkStatus();
+  }
+
+  // The error that ends a stream at its current message.
+  absl::Status StreamError(const absl::Status& status) const {
+    return absl::Status(status.code(),
+                        absl::StrCat("message ", requests_, " (", applied_,
+                                     " examples applied before it): ", status.message()));
+  }
+
+  uint64_t requests() const { return requests_; }
+  uint64_t applied() const { return applied_; }
+  // The model's version, or 0 before the first message.
+  uint64_t model_version() const { return served_ == nullptr ? 0 : served_->model().Updates(); }
+  std::optional<MetricsSummary> summary() const {
+    if (!metrics_.has_value()) return std::nullopt;
+    return metrics_->Summary();
+  }
+
+ private:
+  absl::Status CheckModel(const std::string& name) {
+    if (served_ == nullptr) {
+      auto served = service_->Lookup(name, "model");
+      if (!served.ok()) return served.status();
+      served_ = *std::move(served);
+      metrics_.emplace(served_->model().config().loss);
+      return absl::OkStatus();
+    }
+    if (name != served_->name()) {
+      return absl::InvalidArgumentError(absl::StrCat("model is \"", name,
+                                                     "\"; every message of a stream must name \"",
+                                                     served_->name(), "\""));
+    }
+    if (service_->Lookup(name, "model").value_or(nullptr) != served_) {
+      // Learning into a deleted (or deleted and re-created) model would
+      // acknowledge examples that no served model holds.
+      return absl::NotFoundError(
+          absl::StrCat("model \"", name, "\" was deleted or replaced during the stream"));
+    }
+    return absl::OkStatus();
+  }
+
+  ClickdService* const service_;
+  grpc::CallbackServerContext* const context_;
+  std::shared_ptr<ServedModel> served_;
+  std::optional<ProgressiveMetrics> metrics_;  // exact, over this stream
+  std::vector<ScoredExample> scored_;          // of the last message
+  uint64_t requests_ = 0;
+  uint64_t applied_ = 0;
+};
+
+class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateRequest> {
+ public:
+  UpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context,
+                      v1::UpdateStreamResponse* response)
+      : service_(service),
+        context_(context),
+        response_(response),
+        start_(SteadyClock::now()),
+        updater_(service, context) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed the stream
+      FinishWithSummary();
+      return;
+    }
+    v1::UpdateResponse unused;
+    if (absl::Status s = updater_.Apply(request_, &unused); !s.ok()) {
+      FinishAndRecord(updater_.StreamError(s));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void FinishWithSummary() {
+    response_->set_requests(updater_.requests());
+    response_->set_applied(updater_.applied());
+    response_->set_model_version(updater_.model_version());
+    if (auto summary = updater_.summary()) *response_->mutable_metrics() = ToProto(*summary);
+    FinishAndRecord(absl::OkStatus());
+  }
+
+  // Finishes the call and records it; a stream the client cancelled counts
+  // as CANCELLED, which is what the client sees.
+  void FinishAndRecord(const absl::Status& status) {
+    const absl::StatusCode code =
+        status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
+    service_->RecordRequest("UpdateStream", code, SecondsSince(start_));
+    Finish(ToGrpcStatus(status));
+  }
+
+  ClickdService* const service_;
+  grpc::CallbackServerContext* const context_;
+  v1::UpdateStreamResponse* const response_;
+  const SteadyClock::time_point start_;
+  StreamUpdater updater_;
+  v1::UpdateRequest request_;
+};
+
+// Reads a message, applies it, writes its ack, and only then reads the next:
+// one message in flight per stream keeps the order of acks trivially the
+// order of application.
+class AckedUpdateStreamReactor final
+    : public grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck> {
+ public:
+  AckedUpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context)
+      : service_(service),
+        context_(context),
+        start_(SteadyClock::now()),
+        updater_(service, context) {
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client finished writing
+      FinishAndRecord(absl::OkStatus());
+      return;
+    }
+    v1::UpdateResponse response;
+    if (absl::Status s = updater_.Apply(request_, &response); !s.ok()) {
+      FinishAndRecord(updater_.StreamError(s));
+      return;
+    }
+    ack_.set_request_id(request_.request_id());
+    ack_.set_applied(response.applied());
+    ack_.set_acknowledged(updater_.applied());
+    ack_.set_model_version(response.model_version());
+    ack_.mutable_margins()->Swap(response.mutable_margins());
+    StartWrite(&ack_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {  // the client went away; what it was not told about is still applied
+      FinishAndRecord(absl::CancelledError("the client stopped reading acks"));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void FinishAndRecord(const absl::Status& status) {
+    const absl::StatusCode code =
+        status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
+    service_->RecordRequest("UpdateStreamAcked", code, SecondsSince(start_));
+    Finish(ToGrpcStatus(status));
+  }
+
+  ClickdService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const SteadyClock::time_point start_;
+  StreamUpdater updater_;
+  v1::UpdateRequest request_;
+  v1::UpdateAck ack_;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::UpdateRequest>* NewUpdateStreamReactor(
+    ClickdService* service, grpc::CallbackServerContext* context,
+    v1::UpdateStreamResponse* response) {
+  return new UpdateStreamReactor(service, context, response);
+}
+
+grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* NewAckedUpdateStreamReactor(
+    ClickdService* service, grpc::CallbackServerContext* context) {
+  return new AckedUpdateStreamReactor(service, context);
+}
+
+}  // namespace clickd
