@@ -41,12 +41,12 @@ COPY --from=build /out/clickd /out/clickctl /usr/local/bin/
 # Numeric, so that Kubernetes' runAsNonRoot can verify it without runAsUser.
 USER 10001:10001
 WORKDIR /var/lib/clickd
-# Snapshots and the update log (--data_dir, arriving with durability).
+# Snapshots and the update log (--data_dir; docs/durability.md).
 VOLUME /var/lib/clickd
 # gRPC (clickd.v1.Clickd, grpc.health.v1, reflection) and Prometheus /metrics.
 EXPOSE 50051 9464
 ENTRYPOINT ["/usr/local/bin/clickd"]
 # Only flags this image's clickd knows: an unknown flag stops it at start
-# (scripts/build_image.sh's smoke test runs exactly this command). Add
-# "--data_dir=/var/lib/clickd" when durability lands.
-CMD ["--address=0.0.0.0:50051", "--metrics_address=0.0.0.0", "--metrics_port=9464"]
+# (scripts/build_image.sh's smoke test runs exactly this command).
+CMD ["--address=0.0.0.0:50051", "--metrics_address=0.0.0.0", "--metrics_port=9464", \
+     "--data_dir=/var/lib/clickd"]
