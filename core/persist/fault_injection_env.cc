@@ -23,12 +23,16 @@ class FaultInjectionFile final : public WritableFile {
     return absl::OkStatus();
   }
 
+  // May run concurrently with Append (the update log syncs without its
+  // lock): what was appended before the sync started is what it makes
+  // durable.
   absl::Status Sync() override {
+    const uint64_t size = size_.load();
     if (env_->sync_fails()) {
       return absl::InternalError("fdatasync " + path_ + ": Input/output error (injected)");
     }
     if (absl::Status s = base_->Sync(); !s.ok()) return s;
-    env_->RecordSynced(path_, size_);
+    env_->RecordSynced(path_, size);
     return absl::OkStatus();
   }
 
@@ -38,7 +42,7 @@ class FaultInjectionFile final : public WritableFile {
   FaultInjectionEnv* const env_;
   const std::string path_;
   const std::unique_ptr<WritableFile> base_;
-  uint64_t size_;
+  std::atomic<uint64_t> size_;
 };
 
 void FaultInjectionEnv::SetWriteBudget(int64_t bytes) {

@@ -191,17 +191,38 @@ absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
 
 absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
   if (options_.sync != SyncMode::kEveryRequest) return absl::OkStatus();
-  MutexLock lock(&mu_);
-  // Group commit: whoever syncs covers every record appended so far, and
-  // callers that queued behind it find their record already synced.
-  if (synced_sequence_ >= sequence) return absl::OkStatus();
-  if (!sync_failure_.ok()) return Unavailable(sync_failure_, "the update log failed to sync");
-  const uint64_t target = last_sequence_;
-  if (absl::Status s = SyncActive(); !s.ok()) {
-    sync_failure_ = s;
-    return Unavailable(s, "the update log failed to sync");
+  // Group commit: one caller at a time syncs, with the lock released so
+  // that others keep appending meanwhile; callers queued behind it find
+  // their record synced, or sync everything appended since in one go.
+  mu_.Lock();
+  while (synced_sequence_ < sequence && sync_failure_.ok() && syncing_) synced_cv_.Wait(&mu_);
+  if (synced_sequence_ >= sequence || !sync_failure_.ok()) {
+    const absl::Status failure = sync_failure_;
+    const bool durable = synced_sequence_ >= sequence;
+    mu_.Unlock();
+    if (durable) return absl::OkStatus();
+    return Unavailable(failure, "the update log failed to sync");
   }
-  synced_sequence_ = target;
+  syncing_ = true;  // StartSegment waits, so `file` outlives the sync
+  const uint64_t target = last_sequence_;
+  WritableFile* file = active_.get();
+  mu_.Unlock();
+
+  const uint64_t start = env_->NowMicros();
+  const absl::Status status = file->Sync();
+  const double seconds = static_cast<double>(env_->NowMicros() - start) * 1e-6;
+
+  mu_.Lock();
+  if (options_.on_sync) options_.on_sync(seconds);
+  syncing_ = false;
+  if (status.ok()) {
+    synced_sequence_ = std::max(synced_sequence_, target);
+  } else {
+    sync_failure_ = status;
+  }
+  synced_cv_.SignalAll();
+  mu_.Unlock();
+  if (!status.ok()) return Unavailable(status, "the update log failed to sync");
   return absl::OkStatus();
 }
 
@@ -249,6 +270,9 @@ absl::Status FileUpdateLog::ReadAfter(
 
 absl::Status FileUpdateLog::TruncateThrough(uint64_t sequence) {
   MutexLock lock(&mu_);
+  // A WaitDurable syncing the active segment without the lock still uses
+  // it; wait before reading last_sequence_, which appends move meanwhile.
+  while (syncing_) synced_cv_.Wait(&mu_);
   // Roll to a fresh segment so that every older segment can go whole.
   if (segments_.back().bytes > 0) {
     if (absl::Status s = StartSegment(last_sequence_ + 1); !s.ok()) return s;

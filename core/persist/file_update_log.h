@@ -9,7 +9,8 @@
 // record, or a bad CRC with nothing valid after it) is cut at the last whole
 // record, as a crash mid-append leaves it; damage anywhere else is DataLoss.
 // Sync modes per update_log.h; group commit: concurrent WaitDurable callers
-// share one fdatasync. After a failed append the partial record is cut off;
+// share one fdatasync, which runs without the log's lock so that appends
+// continue meanwhile. After a failed append the partial record is cut off;
 // after a failed sync the log refuses further appends (the state of unsynced
 // data is unknown), and a restart recovers from what is on disk.
 //
@@ -76,6 +77,8 @@ class FileUpdateLog final : public UpdateLog {
 
   FileUpdateLog(Env* env, std::string dir, UpdateLogOptions options);
   std::string SegmentPath(uint64_t first_sequence) const;
+  // Closes the active segment (synced) and opens a new one. Not while
+  // syncing_: the caller waits for that first.
   absl::Status StartSegment(uint64_t first_sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Syncs the active segment, timing it for options_.on_sync.
   absl::Status SyncActive() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -92,6 +95,8 @@ class FileUpdateLog final : public UpdateLog {
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t synced_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status sync_failure_ ABSL_GUARDED_BY(mu_);
+  // A WaitDurable is syncing the active segment with mu_ released.
+  bool syncing_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread syncer_;  // kInterval only
 };
