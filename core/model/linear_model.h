@@ -1,8 +1,21 @@
 // LinearModel<Optimizer>: the Model for one per-coordinate optimizer, with
 // the optimizer's typed State stored per key. See model.h for the contract.
+//
+// An optimizer provides State, Params, Weight(state, round) and one of two
+// update shapes:
+// - per coordinate (FTRL, AdaGrad, OGD, SGD): Apply(state, g_i, round) with
+//   g_i = dloss/dmargin * x_i * importance, under the model's loss;
+// - per example (PA, CW; see PerExampleOptimizer): PrepareStep computes an
+//   example-level Step from the margin, the label, the importance, the
+//   touched states and the feature values, then Apply(state, x_i, step)
+//   updates each coordinate. The choice is made at compile time, so the
+//   per-coordinate optimizers run exactly the code they ran before.
+// Both shapes run the whole step under the writer locks of every touched
+// shard, so a step stays atomic for readers.
 #ifndef CLICKD_CORE_MODEL_LINEAR_MODEL_H_
 #define CLICKD_CORE_MODEL_LINEAR_MODEL_H_
 
+#include <concepts>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -16,6 +29,20 @@
 #include "core/store/sharded_store.h"
 
 namespace clickd {
+
+// An optimizer whose step needs quantities of the whole example (PA's hinge
+// loss and ||x||^2, CW's margin variance), not only each coordinate's
+// gradient. PrepareStep runs after the margin pass, before any state changes.
+template <typename O>
+concept PerExampleOptimizer = requires(const O& o, typename O::State& s,
+                                       absl::Span<typename O::State* const> states,
+                                       absl::Span<const HashedFeature> features,
+                                       const typename O::Step& step) {
+  {
+    o.PrepareStep(/*margin=*/0.0, /*label=*/0.0, /*importance=*/0.0, states, features)
+    } -> std::same_as<typename O::Step>;
+  o.Apply(s, /*x=*/0.0, step);
+};
 
 template <typename Optimizer>
 class LinearModel final : public Model {
@@ -57,8 +84,16 @@ class LinearModel final : public Model {
       // Every key is inserted, even with a zero gradient: the example's
       // attributes have been seen (global OGD's diameter counts them).
       const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
-      for (size_t i = 0; i < features.size(); ++i) {
-        optimizer_.Apply(*states[i], dloss * features[i].value, round);
+      if constexpr (PerExampleOptimizer<Optimizer>) {
+        const typename Optimizer::Step step =
+            optimizer_.PrepareStep(margin, label, importance, states, features);
+        for (size_t i = 0; i < features.size(); ++i) {
+          optimizer_.Apply(*states[i], features[i].value, step);
+        }
+      } else {
+        for (size_t i = 0; i < features.size(); ++i) {
+          optimizer_.Apply(*states[i], dloss * features[i].value, round);
+        }
       }
     });
     return margin;

@@ -21,8 +21,8 @@ absl::Status ValidateModelName(std::string_view name, std::string_view field) {
   // The name is the model's directory under --data_dir: no ".", "..", or
   // hidden directories.
   if (name.front() == '.') {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(field), " \"", std::string(name),
-                                                   "\" must not start with '.'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), " \"", std::string(name), "\" must not start with '.'"));
   }
   return absl::OkStatus();
 }
@@ -34,6 +34,14 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         absl::StrCat("num_shards is ", config.num_shards, "; must be in 1..", kMaxShards));
   }
   if (absl::Status s = ValidateOptimizerConfig(config.optimizer); !s.ok()) return s;
+  // PA and CW are binary classifiers whose prediction is the margin: a
+  // logistic probability or a squared-loss regression has no meaning for them.
+  if (IsBinaryClassifier(config.optimizer.type) && config.loss != LossType::kHinge) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loss is ", std::string(LossTypeName(config.loss)), "; optimizer ",
+        std::string(OptimizerTypeName(config.optimizer.type)),
+        " is a binary classifier and takes loss hinge (labels -1/+1, prediction the margin)"));
+  }
   return ValidateHashingConfig(config.hashing);
 }
 
@@ -60,6 +68,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
       return std::make_unique<LinearModel<GlobalOgd>>(config, o.global_ogd);
     case OptimizerType::kSgd:
       return std::make_unique<LinearModel<Sgd>>(config, o.sgd);
+    case OptimizerType::kPa:
+      return std::make_unique<LinearModel<Pa>>(config, o.pa);
+    case OptimizerType::kCw:
+      return std::make_unique<LinearModel<Cw>>(config, o.cw);
   }
   return absl::InvalidArgumentError("optimizer.type is unknown");
 }

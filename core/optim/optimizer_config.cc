@@ -1,6 +1,8 @@
 #include "core/optim/optimizer_config.h"
 
 #include <cmath>
+#include <iterator>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +17,8 @@ constexpr std::pair<OptimizerType, std::string_view> kNames[] = {
     {OptimizerType::kPcOgd, "pc_ogd"},
     {OptimizerType::kGlobalOgd, "global_ogd"},
     {OptimizerType::kSgd, "sgd"},
+    {OptimizerType::kPa, "pa"},
+    {OptimizerType::kCw, "cw"},
 };
 
 absl::Status RequirePositive(std::string_view field, double value) {
@@ -29,16 +33,25 @@ absl::Status RequireNonNegative(std::string_view field, double value) {
       absl::StrCat(std::string(field), " is ", value, "; must be finite and >= 0"));
 }
 
+absl::Status RequireOpenInterval(std::string_view field, double value, double lo, double hi) {
+  if (value > lo && value < hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(field), " is ", value, "; must be in (", lo, ", ", hi, ")"));
+}
+
 }  // namespace
 
 absl::StatusOr<OptimizerType> ParseOptimizerType(std::string_view name) {
   for (const auto& [type, type_name] : kNames) {
     if (name == type_name) return type;
   }
+  std::string expected;  // "a, b or c"
+  for (size_t i = 0; i < std::size(kNames); ++i) {
+    const char* separator = i == 0 ? "" : (i + 1 == std::size(kNames) ? " or " : ", ");
+    absl::StrAppend(&expected, separator, std::string(kNames[i].second));
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("optimizer \"", std::string(name),
-                   "\" is unknown; expected ftrl, adagrad, adagrad_da, pc_ogd, "
-                   "global_ogd or sgd"));
+      absl::StrCat("optimizer \"", std::string(name), "\" is unknown; expected ", expected));
 }
 
 std::string_view OptimizerTypeName(OptimizerType type) {
@@ -46,6 +59,10 @@ std::string_view OptimizerTypeName(OptimizerType type) {
     if (t == type) return name;
   }
   return "unknown";
+}
+
+bool IsBinaryClassifier(OptimizerType type) {
+  return type == OptimizerType::kPa || type == OptimizerType::kCw;
 }
 
 absl::Status ValidateOptimizerConfig(const OptimizerConfig& c) {
@@ -73,6 +90,14 @@ absl::Status ValidateOptimizerConfig(const OptimizerConfig& c) {
       break;
     case OptimizerType::kSgd:
       s.Update(RequirePositive("sgd.eta", c.sgd.eta));
+      break;
+    case OptimizerType::kPa:
+      s.Update(RequirePositive("pa.c", c.pa.c));
+      break;
+    case OptimizerType::kCw:
+      // phi = Phi^{-1}(eta) must be finite and > 0 for CW's closed form.
+      s.Update(RequireOpenInterval("cw.eta", c.cw.eta, 0.5, 1.0));
+      s.Update(RequirePositive("cw.a", c.cw.a));
       break;
   }
   return s;

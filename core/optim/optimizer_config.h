@@ -1,6 +1,7 @@
-// OptimizerConfig: which per-coordinate optimizer a model uses and its
-// hyperparameters, named as in each optimizer's source. Defaults are pinned
-// in optimizer_config_test.cc.
+// OptimizerConfig: which optimizer a model uses and its hyperparameters,
+// named as in each optimizer's source. Defaults are pinned in
+// optimizer_config_test.cc. pa and cw are binary classifiers (loss hinge
+// only, checked by ValidateModelConfig); the others minimise the model's loss.
 #ifndef CLICKD_CORE_OPTIM_OPTIMIZER_CONFIG_H_
 #define CLICKD_CORE_OPTIM_OPTIMIZER_CONFIG_H_
 
@@ -10,12 +11,15 @@
 #include "absl/status/statusor.h"
 #include "core/optim/adagrad.h"
 #include "core/optim/box_ogd.h"
+#include "core/optim/cw.h"
 #include "core/optim/ftrl.h"
+#include "core/optim/pa.h"
 #include "core/optim/sgd.h"
 
 namespace clickd {
 
-enum class OptimizerType { kFtrl, kAdagrad, kAdagradDa, kPcOgd, kGlobalOgd, kSgd };
+// Snapshots store the numeric value: append new types at the end.
+enum class OptimizerType { kFtrl, kAdagrad, kAdagradDa, kPcOgd, kGlobalOgd, kSgd, kPa, kCw };
 
 // Names as used by the API and `clickctl replay --optimizer=`.
 absl::StatusOr<OptimizerType> ParseOptimizerType(std::string_view name);
@@ -28,10 +32,16 @@ struct OptimizerConfig {
   PcOgdParams pc_ogd;
   GlobalOgdParams global_ogd;
   SgdParams sgd;
+  PaParams pa;
+  CwParams cw;
 };
 
+// True for the binary classifiers (pa, cw), which take loss hinge only.
+bool IsBinaryClassifier(OptimizerType type);
+
 // Checks the selected optimizer's hyperparameters: finite, and positive or
-// non-negative as each formula needs. Errors name the field and the limit.
+// non-negative (cw.eta: in (0.5, 1)) as each formula needs. Errors name the
+// field and the limit.
 absl::Status ValidateOptimizerConfig(const OptimizerConfig& config);
 
 }  // namespace clickd

@@ -1,5 +1,8 @@
 #include "core/optim/optimizer_config.h"
 
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
 #include "core/model/model_config.h"
 #include "gtest/gtest.h"
 
@@ -25,6 +28,10 @@ TEST(OptimizerDefaults, Pinned) {
   EXPECT_EQ(c.global_ogd.radius, 100.0);
   EXPECT_DOUBLE_EQ(c.global_ogd.scale, 0.002);
   EXPECT_EQ(c.sgd.eta, 0.1);
+  EXPECT_EQ(c.pa.c, 1.0);
+  // Seed 001 section 5.1: CW with phi = 1 (eta = Phi(1)) and a = 1.
+  EXPECT_DOUBLE_EQ(c.cw.eta, 0.5 * std::erfc(-1.0 / std::sqrt(2.0)));
+  EXPECT_EQ(c.cw.a, 1.0);
   const ModelConfig m;
   EXPECT_EQ(m.name, "default");
   EXPECT_EQ(m.loss, LossType::kLogistic);
@@ -35,12 +42,16 @@ TEST(OptimizerDefaults, Pinned) {
 }
 
 TEST(OptimizerType, NamesRoundTrip) {
-  for (const char* name : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd"}) {
+  for (const char* name :
+       {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd", "pa", "cw"}) {
     auto type = ParseOptimizerType(name);
     ASSERT_TRUE(type.ok()) << name;
     EXPECT_EQ(OptimizerTypeName(*type), name);
   }
   EXPECT_EQ(ParseOptimizerType("adam").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseOptimizerType("adam").status().message(),
+            "optimizer \"adam\" is unknown; expected ftrl, adagrad, adagrad_da, pc_ogd, "
+            "global_ogd, sgd, pa or cw");
 }
 
 TEST(OptimizerConfig, ValidationNamesFieldAndLimit) {
@@ -53,6 +64,52 @@ TEST(OptimizerConfig, ValidationNamesFieldAndLimit) {
   c = OptimizerConfig{};
   c.ftrl.lambda1 = -0.5;
   EXPECT_NE(ValidateOptimizerConfig(c).message().find("ftrl.lambda1"), std::string::npos);
+}
+
+TEST(OptimizerConfig, ClassifierParametersNameFieldAndLimit) {
+  OptimizerConfig c;
+  c.type = OptimizerType::kPa;
+  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+  c.pa.c = 0;
+  EXPECT_EQ(ValidateOptimizerConfig(c).message(), "pa.c is 0; must be finite and > 0");
+  c = OptimizerConfig{};
+  c.type = OptimizerType::kCw;
+  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+  // phi = Phi^{-1}(eta) must be positive and finite.
+  for (double eta : {0.5, 1.0, 0.2, std::nan("")}) {
+    c.cw.eta = eta;
+    EXPECT_EQ(ValidateOptimizerConfig(c).code(), absl::StatusCode::kInvalidArgument) << eta;
+  }
+  c.cw.eta = 0.5;
+  EXPECT_EQ(ValidateOptimizerConfig(c).message(), "cw.eta is 0.5; must be in (0.5, 1)");
+  c.cw.eta = 0.9;
+  c.cw.a = -1;
+  EXPECT_EQ(ValidateOptimizerConfig(c).message(), "cw.a is -1; must be finite and > 0");
+  // Only the selected optimizer's parameters are checked.
+  c.type = OptimizerType::kPa;
+  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+}
+
+// PA and CW predict with the margin and take labels -1/+1: only hinge loss.
+TEST(OptimizerConfig, ClassifiersTakeHingeLossOnly) {
+  for (OptimizerType type : {OptimizerType::kPa, OptimizerType::kCw}) {
+    ModelConfig m;
+    m.optimizer.type = type;
+    m.loss = LossType::kHinge;
+    EXPECT_TRUE(ValidateModelConfig(m).ok()) << std::string(OptimizerTypeName(type));
+    for (LossType loss : {LossType::kLogistic, LossType::kSquared}) {
+      m.loss = loss;
+      const absl::Status s = ValidateModelConfig(m);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(s.message(),
+                absl::StrCat("loss is ", std::string(LossTypeName(loss)), "; optimizer ",
+                             std::string(OptimizerTypeName(type)),
+                             " is a binary classifier and takes loss hinge (labels -1/+1, "
+                             "prediction the margin)"));
+    }
+  }
+  EXPECT_TRUE(IsBinaryClassifier(OptimizerType::kPa));
+  EXPECT_FALSE(IsBinaryClassifier(OptimizerType::kPcOgd));
 }
 
 }  // namespace

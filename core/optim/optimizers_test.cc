@@ -1,7 +1,8 @@
-// Every per-coordinate optimizer, run through the real Model, against an
-// independent double-precision reference written here from the papers'
-// formulas, on random sparse streams. The model stores float state, so
-// margins agree within kRelTol relative (plus kAbsTol absolute).
+// Every optimizer, run through the real Model, against an independent
+// double-precision reference written here from the papers' formulas, on
+// random sparse streams. The model stores float state, so margins agree
+// within kRelTol relative (plus kAbsTol absolute). The per-example
+// classifiers (PA, CW) get a reference that sees the whole example.
 #include <cmath>
 #include <functional>
 #include <map>
@@ -211,6 +212,102 @@ TEST(OptimizerReference, SgdInverseSqrtT) {
                   x[k] -= 0.05 / std::sqrt(static_cast<double>(r.t)) * g;
                 }};
   ExpectMatchesReference(config, ref, RandomStream(3000, 7, false));
+}
+
+// A reference for a per-example classifier: weight(key), and step(example,
+// margin), the margin being the reference's own pre-update margin.
+struct ExampleReference {
+  std::function<double(uint64_t key)> weight;
+  std::function<void(const Step& example, double margin)> step;
+};
+
+void ExpectMatchesExampleReference(ModelConfig config, ExampleReference ref,
+                                   const std::vector<Step>& steps) {
+  config.hashing.bias = false;
+  auto model = CreateModel(config);
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    double ref_margin = 0;
+    for (const auto& f : s.features) ref_margin += ref.weight(f.key) * f.value;
+    const double got = (*model)->Learn(s.features, s.label, s.importance);
+    ASSERT_NEAR(got, ref_margin, kAbsTol + kRelTol * std::abs(ref_margin)) << "example " << i;
+    ref.step(s, ref_margin);
+  }
+  EXPECT_EQ((*model)->Stats().updates, steps.size());
+}
+
+// Crammer et al. 2006, PA-I: tau = min(C, l / ||x||^2), w += tau y x; the
+// importance weight h multiplies C.
+TEST(OptimizerReference, PassiveAggressiveI) {
+  ModelConfig config;
+  config.loss = LossType::kHinge;
+  config.optimizer.type = OptimizerType::kPa;
+  config.optimizer.pa = {.c = 0.1};
+  const double c = 0.1;
+  std::map<uint64_t, double> w;
+  int capped = 0, exact = 0;
+  ExampleReference ref{[&](uint64_t k) { return w[k]; },
+                       [&](const Step& s, double margin) {
+                         const double y = s.label > 0 ? 1 : -1;
+                         const double loss = std::max(0.0, 1 - y * margin);
+                         double norm_sq = 0;
+                         for (const auto& f : s.features) norm_sq += double{f.value} * f.value;
+                         if (loss == 0) return;
+                         const double tau = std::min(c * s.importance, loss / norm_sq);
+                         ++(tau < loss / norm_sq ? capped : exact);
+                         for (const auto& f : s.features) w[f.key] += tau * y * f.value;
+                       }};
+  ExpectMatchesExampleReference(config, ref, RandomStream(3000, 8, true));
+  // Both branches of the min were taken.
+  EXPECT_GT(capped, 100);
+  EXPECT_GT(exact, 100);
+}
+
+// Phi^{-1}(eta) by Newton's method on erfc, independent of NormalQuantile.
+double ReferenceQuantile(double eta) {
+  double x = 0;
+  for (int i = 0; i < 100; ++i) {
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double pdf = std::exp(-x * x / 2) / std::sqrt(2 * M_PI);
+    x -= (cdf - eta) / pdf;
+  }
+  return x;
+}
+
+// Dredze, Crammer & Pereira 2008, "Variance" update with diagonal Sigma:
+// gamma = (-(1 + 2 phi M) + sqrt((1 + 2 phi M)^2 - 8 phi (M - phi V))) / (4 phi V),
+// alpha = max(0, gamma) (times the importance weight),
+// mu_i += alpha y sigma_i x_i, 1/sigma_i += 2 alpha phi x_i^2.
+TEST(OptimizerReference, ConfidenceWeightedDiagonalVariance) {
+  ModelConfig config;
+  config.loss = LossType::kHinge;
+  config.optimizer.type = OptimizerType::kCw;
+  config.optimizer.cw = {.eta = 0.9, .a = 0.5};
+  const double phi = ReferenceQuantile(0.9), a = 0.5;
+  std::map<uint64_t, double> mu, sigma;
+  auto sigma_of = [&](uint64_t k) { return sigma.count(k) ? sigma[k] : a; };
+  int updates = 0, passive = 0;
+  ExampleReference ref{[&](uint64_t k) { return mu[k]; },
+                       [&](const Step& s, double margin) {
+                         const double y = s.label > 0 ? 1 : -1;
+                         const double m = y * margin;
+                         double v = 0;
+                         for (const auto& f : s.features) v += sigma_of(f.key) * f.value * f.value;
+                         const double b = 1 + 2 * phi * m;
+                         const double gamma =
+                             (-b + std::sqrt(b * b - 8 * phi * (m - phi * v))) / (4 * phi * v);
+                         const double alpha = std::max(0.0, gamma) * s.importance;
+                         ++(alpha > 0 ? updates : passive);
+                         for (const auto& f : s.features) {
+                           const double sig = sigma_of(f.key);
+                           mu[f.key] += alpha * y * sig * f.value;
+                           sigma[f.key] = 1 / (1 / sig + 2 * alpha * phi * f.value * f.value);
+                         }
+                       }};
+  ExpectMatchesExampleReference(config, ref, RandomStream(3000, 9, true));
+  EXPECT_GT(updates, 100);
+  EXPECT_GT(passive, 100);
 }
 
 }  // namespace
