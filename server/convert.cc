@@ -107,6 +107,9 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   Override(p.global_ogd().has_radius(), p.global_ogd().radius(), &o.global_ogd.radius);
   Override(p.global_ogd().has_scale(), p.global_ogd().scale(), &o.global_ogd.scale);
   Override(p.sgd().has_eta(), p.sgd().eta(), &o.sgd.eta);
+  Override(p.pa().has_c(), p.pa().c(), &o.pa.c);
+  Override(p.cw().has_eta(), p.cw().eta(), &o.cw.eta);
+  Override(p.cw().has_a(), p.cw().a(), &o.cw.a);
   c.hashing.seed = p.hashing().seed();
   // Out-of-range values are reported as sent, not as a clamped int.
   if (p.hashing().bits() > 62) {
@@ -158,6 +161,13 @@ v1::ModelConfig ToProto(const ModelConfig& c) {
       break;
     case OptimizerType::kSgd:
       p.mutable_sgd()->set_eta(o.sgd.eta);
+      break;
+    case OptimizerType::kPa:
+      p.mutable_pa()->set_c(o.pa.c);
+      break;
+    case OptimizerType::kCw:
+      p.mutable_cw()->set_eta(o.cw.eta);
+      p.mutable_cw()->set_a(o.cw.a);
       break;
   }
   p.mutable_hashing()->set_seed(c.hashing.seed);

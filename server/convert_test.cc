@@ -67,6 +67,46 @@ TEST(Convert, ModelConfigDefaultsAndRoundTrip) {
   EXPECT_EQ(ToProto(*again).SerializeAsString(), back.SerializeAsString());
 }
 
+TEST(Convert, ClassifierParamsRoundTrip) {
+  v1::ModelConfig p;
+  p.set_name("pa");
+  p.set_optimizer("pa");
+  p.set_loss("hinge");
+  p.mutable_pa()->set_c(0.3);
+  auto c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->optimizer.type, OptimizerType::kPa);
+  EXPECT_EQ(c->optimizer.pa.c, 0.3);
+  v1::ModelConfig back = ToProto(*c);
+  EXPECT_EQ(back.optimizer(), "pa");
+  EXPECT_EQ(back.pa().c(), 0.3);
+  EXPECT_FALSE(back.has_cw());
+  EXPECT_FALSE(back.has_ftrl());
+
+  p.clear_pa();
+  p.set_optimizer("cw");
+  p.mutable_cw()->set_eta(0.7);
+  c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->optimizer.cw.eta, 0.7);
+  EXPECT_EQ(c->optimizer.cw.a, CwParams{}.a);
+  back = ToProto(*c);
+  EXPECT_EQ(back.cw().eta(), 0.7);
+  EXPECT_TRUE(back.cw().has_a());
+  EXPECT_FALSE(back.has_pa());
+  auto again = ToModelConfig(back);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ToProto(*again).SerializeAsString(), back.SerializeAsString());
+
+  p.mutable_cw()->set_eta(1);
+  EXPECT_EQ(ToModelConfig(p).status().message(), "config.cw.eta is 1; must be in (0.5, 1)");
+  p.clear_cw();
+  p.set_loss("");  // logistic
+  EXPECT_EQ(ToModelConfig(p).status().message(),
+            "config.loss is logistic; optimizer cw is a binary classifier and takes loss hinge "
+            "(labels -1/+1, prediction the margin)");
+}
+
 TEST(Convert, InvalidConfigsNameTheField) {
   v1::ModelConfig p;
   p.set_name("m");

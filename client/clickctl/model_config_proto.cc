@@ -39,6 +39,13 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     case OptimizerType::kSgd:
       p.mutable_sgd()->set_eta(o.sgd.eta);
       break;
+    case OptimizerType::kPa:
+      p.mutable_pa()->set_c(o.pa.c);
+      break;
+    case OptimizerType::kCw:
+      p.mutable_cw()->set_eta(o.cw.eta);
+      p.mutable_cw()->set_a(o.cw.a);
+      break;
   }
   v1::HashingConfig* h = p.mutable_hashing();
   h->set_seed(c.hashing.seed);

@@ -11,7 +11,8 @@ namespace clickd {
 namespace {
 
 TEST(ModelConfigToProto, AgreesWithTheServerForEveryOptimizer) {
-  for (const char* optimizer : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd"}) {
+  for (const char* optimizer :
+       {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd", "pa", "cw"}) {
     ModelFlagValues v;
     v.optimizer = optimizer;
     v.loss = "hinge";
@@ -44,6 +45,30 @@ TEST(ModelConfigToProto, RoundTripsThroughTheServersParser) {
   EXPECT_EQ(back->optimizer.ftrl.lambda1, 1);
   EXPECT_TRUE(back->optimizer.ftrl.lambda1_times_t);
   EXPECT_EQ(back->num_shards, config->num_shards);
+}
+
+TEST(ModelConfigToProto, ClassifierParamsRoundTripThroughTheServersParser) {
+  ModelFlagValues v;
+  v.optimizer = "cw";
+  v.loss = "hinge";
+  v.cw_eta = 0.75;
+  v.cw_a = 0.5;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto back = ToModelConfig(ModelConfigToProto(*config));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->optimizer.type, OptimizerType::kCw);
+  EXPECT_EQ(back->optimizer.cw.eta, 0.75);
+  EXPECT_EQ(back->optimizer.cw.a, 0.5);
+  v = ModelFlagValues{};
+  v.optimizer = "pa";
+  v.loss = "hinge";
+  v.pa_c = 0.02;
+  config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  back = ToModelConfig(ModelConfigToProto(*config));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->optimizer.pa.c, 0.02);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 #include "absl/strings/str_split.h"
 
 ABSL_FLAG(std::string, optimizer, "ftrl",
-          "ftrl | adagrad | adagrad_da | pc_ogd | global_ogd | sgd");
+          "ftrl | adagrad | adagrad_da | pc_ogd | global_ogd | sgd | pa | cw "
+          "(pa and cw need --loss=hinge)");
 ABSL_FLAG(std::string, loss, "logistic", "logistic | squared | hinge");
 ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "ftrl: learning-rate alpha");
 ABSL_FLAG(std::optional<double>, beta, std::nullopt, "ftrl: beta");
@@ -19,6 +20,10 @@ ABSL_FLAG(std::optional<double>, delta, std::nullopt,
 ABSL_FLAG(std::optional<double>, lambda, std::nullopt, "adagrad, adagrad_da: L1 strength");
 ABSL_FLAG(std::optional<double>, radius, std::nullopt, "pc_ogd, global_ogd: box radius R");
 ABSL_FLAG(std::optional<double>, scale, std::nullopt, "pc_ogd, global_ogd: learning-rate scale");
+ABSL_FLAG(std::optional<double>, pa_c, std::nullopt, "pa: aggressiveness C of PA-I");
+ABSL_FLAG(std::optional<double>, cw_eta, std::nullopt,
+          "cw: confidence eta in (0.5, 1); phi = Phi^-1(eta)");
+ABSL_FLAG(std::optional<double>, cw_a, std::nullopt, "cw: initial variance a");
 ABSL_FLAG(int, bits, 0, "fold keys into 2^bits slots (0: full 64-bit keys)");
 ABSL_FLAG(uint64_t, hash_seed, 0, "feature hash seed");
 ABSL_FLAG(bool, bias, true, "add a bias feature");
@@ -56,6 +61,9 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.lambda = absl::GetFlag(FLAGS_lambda);
   v.radius = absl::GetFlag(FLAGS_radius);
   v.scale = absl::GetFlag(FLAGS_scale);
+  v.pa_c = absl::GetFlag(FLAGS_pa_c);
+  v.cw_eta = absl::GetFlag(FLAGS_cw_eta);
+  v.cw_a = absl::GetFlag(FLAGS_cw_a);
   v.bits = absl::GetFlag(FLAGS_bits);
   v.hash_seed = absl::GetFlag(FLAGS_hash_seed);
   v.bias = absl::GetFlag(FLAGS_bias);
@@ -104,6 +112,9 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   s.Update(Apply("lambda", v.lambda, adagrad, v.optimizer, &o.adagrad.lambda));
   s.Update(Apply("radius", v.radius, box, v.optimizer, radius));
   s.Update(Apply("scale", v.scale, box, v.optimizer, scale));
+  s.Update(Apply("pa_c", v.pa_c, t == OptimizerType::kPa, v.optimizer, &o.pa.c));
+  s.Update(Apply("cw_eta", v.cw_eta, t == OptimizerType::kCw, v.optimizer, &o.cw.eta));
+  s.Update(Apply("cw_a", v.cw_a, t == OptimizerType::kCw, v.optimizer, &o.cw.a));
   if (v.lambda1_times_t && !ftrl) {
     s.Update(absl::InvalidArgumentError("--lambda1_times_t applies to --optimizer=ftrl only"));
   }

@@ -23,6 +23,8 @@ struct ModelFlagValues {
   bool lambda1_times_t = false;                         // ftrl
   std::optional<double> eta, delta, lambda;             // adagrad, adagrad_da (eta: sgd too)
   std::optional<double> radius, scale;                  // pc_ogd, global_ogd
+  std::optional<double> pa_c;                           // pa
+  std::optional<double> cw_eta, cw_a;                   // cw
   int bits = 0;
   uint64_t hash_seed = 0;
   bool bias = true;

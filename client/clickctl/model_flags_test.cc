@@ -35,6 +35,36 @@ TEST(ModelFlags, HyperparametersGoToTheSelectedOptimizer) {
   EXPECT_EQ(BuildModelConfig(v)->optimizer.sgd.eta, 0.5);
 }
 
+TEST(ModelFlags, ClassifierFlags) {
+  ModelFlagValues v;
+  v.optimizer = "pa";
+  v.loss = "hinge";
+  v.pa_c = 0.5;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->optimizer.type, OptimizerType::kPa);
+  EXPECT_EQ(config->optimizer.pa.c, 0.5);
+  v.optimizer = "cw";
+  v.pa_c.reset();
+  v.cw_eta = 0.95;
+  v.cw_a = 2;
+  config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->optimizer.cw.eta, 0.95);
+  EXPECT_EQ(config->optimizer.cw.a, 2);
+  v.pa_c = 1;  // a pa flag with --optimizer=cw
+  EXPECT_NE(BuildModelConfig(v).status().message().find("--pa_c does not apply to --optimizer=cw"),
+            std::string::npos);
+  v.pa_c.reset();
+  v.cw_eta = 0.4;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("cw.eta is 0.4; must be in (0.5, 1)"),
+            std::string::npos);
+  // The default loss, logistic, is refused for a classifier.
+  v = ModelFlagValues{};
+  v.optimizer = "pa";
+  EXPECT_NE(BuildModelConfig(v).status().message().find("takes loss hinge"), std::string::npos);
+}
+
 TEST(ModelFlags, FlagForAnotherOptimizerIsAnError) {
   ModelFlagValues v;
   v.optimizer = "ftrl";
