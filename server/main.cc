@@ -135,6 +135,11 @@ absl::Status RecoverModels(ModelRegistry* registry) {
       std::cout << "clickd: model \"" << m.name << "\": skipped a damaged snapshot: " << reason
                 << std::endl;
     }
+    if (m.report.log_restarted) {
+      std::cout << "clickd: model \"" << m.name << "\": no update log behind snapshot "
+                << m.report.snapshot_sequence << " (restored from a backup?); it starts there"
+                << std::endl;
+    }
     if (m.report.torn_tail_bytes > 0) {
       std::cout << "clickd: model \"" << m.name << "\": cut a torn update-log tail of "
                 << m.report.torn_tail_bytes << " bytes" << std::endl;
@@ -217,6 +222,11 @@ int Serve() {
   durability->sync_observer = [&durability_metrics](const std::string& model) {
     return durability_metrics.SyncObserver(model);
   };
+  durability->on_snapshot = [&durability_metrics](const ServedModel& model,
+                                                  const absl::StatusOr<SnapshotReport>& result) {
+    if (result.ok()) durability_metrics.ObserveSnapshot(model.name(), result->seconds);
+    LogSnapshot(model, result);
+  };
   ModelRegistry registry(*std::move(durability));
   if (absl::Status s = RecoverModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
@@ -227,13 +237,7 @@ int Serve() {
     return 2;
   }
   Snapshotter snapshotter(&registry,
-                          absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval)),
-                          [&durability_metrics](const ServedModel& model,
-                                                const absl::StatusOr<SnapshotReport>& result) {
-                            if (result.ok())
-                              durability_metrics.ObserveSnapshot(model.name(), result->seconds);
-                            LogSnapshot(model, result);
-                          });
+                          absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval)));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
@@ -262,7 +266,7 @@ int Serve() {
   }
 
   const Limits limits = LimitsFromFlags();
-  ClickdService service(&registry, limits, update_health, &rpc_metrics);
+  ClickdService service(&registry, limits, update_health, &rpc_metrics, &snapshotter);
 
   grpc::ServerBuilder builder;
   int port = 0;

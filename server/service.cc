@@ -16,11 +16,12 @@ using SteadyClock = std::chrono::steady_clock;
 
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
                              std::function<void()> on_models_changed,
-                             metrics::RpcMetrics* rpc_metrics)
+                             metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter)
     : registry_(registry),
       limits_(limits),
       on_models_changed_(std::move(on_models_changed)),
-      rpc_metrics_(rpc_metrics) {}
+      rpc_metrics_(rpc_metrics),
+      snapshotter_(snapshotter) {}
 
 void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code,
                                   double seconds) const {
@@ -168,17 +169,32 @@ grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* ClickdService::Update
 grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerContext* context,
                                                        const v1::SnapshotModelRequest* request,
                                                        v1::SnapshotModelResponse* response) {
-  return Unary(context, "SnapshotModel", [&]() -> absl::Status {
-    auto served = Lookup(request->model(), "model");
-    if (!served.ok()) return served.status();
-    auto report = (*served)->Snapshot();
+  auto fill = [response](const absl::StatusOr<SnapshotReport>& report) {
     if (!report.ok()) return report.status();
     response->set_sequence(report->sequence);
     response->set_bytes(report->bytes);
     response->set_coordinates(report->coordinates);
     response->set_seconds(report->seconds);
     return absl::OkStatus();
-  });
+  };
+  auto served = Lookup(request->model(), "model");
+  if (snapshotter_ == nullptr || !served.ok() || !(*served)->durable() || DeadlinePassed(context)) {
+    return Unary(context, "SnapshotModel", [&]() -> absl::Status {
+      if (!served.ok()) return served.status();
+      return fill((*served)->Snapshot());
+    });
+  }
+  // A snapshot of a large model takes seconds: run it on the snapshotter's
+  // low-priority thread and finish the call from there.
+  const SteadyClock::time_point start = SteadyClock::now();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  snapshotter_->SnapshotAsync(*std::move(served),
+                              [this, reactor, fill, start](absl::StatusOr<SnapshotReport> report) {
+                                const absl::Status status = fill(report);
+                                RecordRequest("SnapshotModel", status.code(), SecondsSince(start));
+                                reactor->Finish(ToGrpcStatus(status));
+                              });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext* context,

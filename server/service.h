@@ -25,6 +25,7 @@
 #include "core/model/registry.h"
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
+#include "server/snapshotter.h"
 
 namespace clickd {
 
@@ -32,9 +33,10 @@ class ClickdService final : public v1::Clickd::CallbackService {
  public:
   // `on_models_changed` runs after every successful create or delete (the
   // server uses it to keep the health status current). `rpc_metrics`, if
-  // not null, must outlive the service.
+  // not null, must outlive the service. `snapshotter`, if not null, runs
+  // SnapshotModel off the gRPC threads (without it, on the calling thread).
   ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed,
-                metrics::RpcMetrics* rpc_metrics = nullptr);
+                metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr);
 
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const v1::PredictRequest* request,
@@ -90,6 +92,7 @@ class ClickdService final : public v1::Clickd::CallbackService {
   const Limits limits_;
   const std::function<void()> on_models_changed_;
   metrics::RpcMetrics* const rpc_metrics_;
+  Snapshotter* const snapshotter_;
 };
 
 }  // namespace clickd

@@ -1,16 +1,19 @@
-// Snapshotter: writes snapshots of the durable models in the background,
-// every `interval`, of each model whose update log has grown since its last
-// snapshot; and on demand for all of them (at graceful shutdown).
+// Snapshotter: writes the durable models' snapshots on one background
+// thread of low CPU priority (nice +10), so that a snapshot of a large
+// model takes CPU from Predict only when Predict leaves some: periodic ones
+// every `interval` (of each model whose update log has grown since its last
+// snapshot) and on-demand ones (SnapshotModel) queued to the same thread.
+// Graceful shutdown snapshots on the calling thread instead.
 //
 // Thread safety: safe for concurrent use. Snapshots of one model serialize
-// in its journal, so a periodic snapshot and a SnapshotModel call never
-// interleave.
+// in its journal.
 #ifndef CLICKD_SERVER_SNAPSHOTTER_H_
 #define CLICKD_SERVER_SNAPSHOTTER_H_
 
 #include <chrono>
+#include <deque>
 #include <functional>
-#include <string>
+#include <memory>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -22,29 +25,34 @@ namespace clickd {
 
 class Snapshotter {
  public:
-  // Called after every snapshot attempt (for the log and the metrics).
-  using Observer =
-      std::function<void(const ServedModel& model, const absl::StatusOr<SnapshotReport>& result)>;
+  using Done = std::function<void(absl::StatusOr<SnapshotReport>)>;
 
-  // Starts the background thread unless `interval` is zero.
-  Snapshotter(ModelRegistry* registry, std::chrono::milliseconds interval, Observer observer);
-  ~Snapshotter();  // stops the thread (a snapshot in progress finishes)
+  // Starts the worker thread; periodic snapshots unless `interval` is zero.
+  Snapshotter(ModelRegistry* registry, std::chrono::milliseconds interval);
+  // Stops the worker after the job in progress; queued jobs get Cancelled.
+  ~Snapshotter();
 
-  // Snapshots every durable model with log records after its newest
-  // snapshot. Returns how many snapshots failed.
+  // Queues a snapshot of `model`; `done` runs on the worker thread.
+  void SnapshotAsync(std::shared_ptr<ServedModel> model, Done done);
+
+  // Snapshots, on the calling thread, every durable model with log records
+  // after its newest snapshot. Returns how many snapshots failed.
   int SnapshotChanged();
 
  private:
+  struct Job {
+    std::shared_ptr<ServedModel> model;
+    Done done;
+  };
+
   void Loop();
-  // Sleeps one interval (less if stopped); false once stopping.
-  bool WaitForNextRound();
 
   ModelRegistry* const registry_;
   const std::chrono::milliseconds interval_;
-  const Observer observer_;
   Mutex mu_;
-  CondVar stop_cv_;
+  CondVar wake_cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -18,7 +18,8 @@
 # which is on the repository's disk). Output: bench/out/durability/run.txt
 # (this log), predict.jsonl, clickd*.log. The server is stopped by PID.
 # Environment: BUILD_DIR (build/release), DATA_DIR, REPEATS (3),
-# DURATION_S (10), QPS (2000), COORDINATES (10000000), PIN (1).
+# DURATION_S (10), QPS (2000), COORDINATES (10000000), PIN (1),
+# INPROCESS (1; 0 skips part 1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -57,11 +58,13 @@ echo "machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g
 echo "build: $build, $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt")"
 load
 
-echo
-echo "## 1. In process"
-"$bench" --dir="$data/inprocess" --coordinates=1000000,"$coordinates" --sync_seconds=3 --threads=1,4
-rm -rf "$data/inprocess"
-load
+if [[ ${INPROCESS:-1} == 1 ]]; then
+  echo
+  echo "## 1. In process"
+  "$bench" --dir="$data/inprocess" --coordinates=1000000,"$coordinates" --sync_seconds=3 --threads=1,4
+  rm -rf "$data/inprocess"
+  load
+fi
 
 echo
 echo "## 2. The real server, a model of ~$coordinates coordinates"
@@ -98,8 +101,10 @@ trap stop_server EXIT
 
 start_server "$out/clickd.log" --update_log_sync=none
 "${client_pin[@]}" "$clickctl" replay --server="$server" --format=vw --batch_size=2000 "$log" | tail -1
-"$clickctl" models get --server="$server" --json | python3 -c \
-  'import json,sys; m=json.loads(sys.stdin.read()); print(f"model: {m[\"coordinates\"]} coordinates, {m[\"bytes\"]/1e6:.0f} MB in memory")'
+"$clickctl" models get --server="$server" --json | python3 -c '
+import json, sys
+m = json.loads(sys.stdin.read())
+print("model: %d coordinates, %.0f MB in memory" % (m["coordinates"], m["bytes"] / 1e6))'
 "$clickctl" models snapshot --server="$server"
 load
 
@@ -111,8 +116,8 @@ predict() {  # predict CASE REP
 import json, sys
 r = json.loads(sys.stdin.read()); case, rep, path = sys.argv[1:]
 open(path, "a").write(json.dumps({"case": case, "rep": int(rep), "result": r}) + "\n")
-print(f"  {case:<16} {r[\"rate\"]:7.0f}/s  p50 {r[\"p50_us\"]:8.1f}  p99 {r[\"p99_us\"]:8.1f}  "
-      f"p99.9 {r[\"p999_us\"]:8.1f}  max {r[\"max_us\"]:9.1f} us  errors {r[\"errors\"]}")
+print("  %-16s %7.0f/s  p50 %8.1f  p99 %8.1f  p99.9 %8.1f  max %9.1f us  errors %d" % (
+    case, r["rate"], r["p50_us"], r["p99_us"], r["p999_us"], r["max_us"], r["errors"]))
 ' "$1" "$2" "$out/predict.jsonl"
 }
 echo "Predict, 1 candidate x 40 features, open loop at $qps calls/s, $duration s per run:"

@@ -51,8 +51,8 @@ absl::StatusOr<std::vector<RecoveredModel>> ModelRegistry::Recover() {
                                               "\", not \"", name, "\""));
     }
     recovered.push_back({name, opened->report});
-    auto served = std::make_shared<ServedModel>(std::move(opened->model),
-                                                std::move(opened->journal), opened->report);
+    auto served = std::make_shared<ServedModel>(
+        std::move(opened->model), std::move(opened->journal), opened->report, options_.on_snapshot);
     if (absl::Status s = Insert(std::move(served)); !s.ok()) return s;
   }
   return recovered;
@@ -74,8 +74,8 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Create(const ModelCo
       return absl::UnavailableError(absl::StrCat("cannot create model \"", config.name,
                                                  "\" on disk: ", journal.status().message()));
     }
-    served =
-        std::make_shared<ServedModel>(*std::move(model), *std::move(journal), RecoveryReport{});
+    served = std::make_shared<ServedModel>(*std::move(model), *std::move(journal), RecoveryReport{},
+                                           options_.on_snapshot);
   } else {
     served = std::make_shared<ServedModel>(*std::move(model));
   }

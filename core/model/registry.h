@@ -42,6 +42,8 @@ struct DurabilityOptions {
   // If set, called once per durable model (at create or restore) for the
   // observer of that model's update-log sync latencies.
   std::function<std::function<void(double seconds)>(const std::string& model)> sync_observer;
+  // If set, called after every snapshot attempt of every durable model.
+  SnapshotObserver on_snapshot;
 };
 
 // One model Recover restored, for the startup log and the metrics.

@@ -7,13 +7,18 @@
 namespace clickd {
 
 ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
-                         RecoveryReport recovery, MonotonicClock clock)
+                         RecoveryReport recovery, SnapshotObserver on_snapshot,
+                         MonotonicClock clock)
     : model_(std::move(model)),
       journal_(std::move(journal)),
       recovery_(std::move(recovery)),
+      on_snapshot_(std::move(on_snapshot)),
       clock_(std::move(clock)),
       metrics_(model_->config().loss),
-      recent_(model_->config().loss) {}
+      recent_(model_->config().loss) {
+  snapshot_stats_.last_success_unix_seconds = recovery_.snapshot_unix_seconds;
+  snapshot_stats_.last_bytes = recovery_.snapshot_bytes;
+}
 
 absl::StatusOr<std::vector<ScoredExample>> ServedModel::Learn(
     absl::Span<const TrainingExample> batch) {
@@ -31,15 +36,18 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
   absl::StatusOr<SnapshotReport> report = journal_->Snapshot(*model_);
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  MutexLock lock(&snapshot_stats_mu_);
-  if (!report.ok()) {
-    ++snapshot_stats_.failures;
-    return report;
+  {
+    MutexLock lock(&snapshot_stats_mu_);
+    if (report.ok()) {
+      ++snapshot_stats_.successes;
+      snapshot_stats_.last_success_unix_seconds = now;
+      snapshot_stats_.last_bytes = report->bytes;
+      snapshot_stats_.last_seconds = report->seconds;
+    } else {
+      ++snapshot_stats_.failures;
+    }
   }
-  ++snapshot_stats_.successes;
-  snapshot_stats_.last_success_unix_seconds = now;
-  snapshot_stats_.last_bytes = report->bytes;
-  snapshot_stats_.last_seconds = report->seconds;
+  if (on_snapshot_) on_snapshot_(*this, report);
   return report;
 }
 

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -29,10 +30,12 @@
 namespace clickd {
 
 // What the snapshots of one model have done since the process started.
+// Since the process started, except that the last success starts as the
+// snapshot the model was restored from.
 struct SnapshotStats {
   uint64_t successes = 0;
   uint64_t failures = 0;
-  double last_success_unix_seconds = 0;  // 0: none yet
+  double last_success_unix_seconds = 0;  // 0: none on disk yet
   uint64_t last_bytes = 0;
   double last_seconds = 0;
 };
@@ -41,17 +44,25 @@ inline std::chrono::steady_clock::time_point SteadyNow() {
   return std::chrono::steady_clock::now();
 }
 
+class ServedModel;
+
+// Called after every snapshot attempt of a model, whatever asked for it
+// (for the log and the metrics).
+using SnapshotObserver =
+    std::function<void(const ServedModel& model, const absl::StatusOr<SnapshotReport>& result)>;
+
 class ServedModel {
  public:
   // A model that lives in memory only. `clock` dates the examples of the
   // recent window (tests inject a fake).
   explicit ServedModel(std::unique_ptr<Model> model, MonotonicClock clock = SteadyNow)
-      : ServedModel(std::move(model), nullptr, RecoveryReport{}, std::move(clock)) {}
+      : ServedModel(std::move(model), nullptr, RecoveryReport{}, nullptr, std::move(clock)) {}
 
   // A durable model: `journal` logs what it learns; `recovery` says how it
-  // was restored (empty for a new model).
+  // was restored (empty for a new model); `on_snapshot` may be null.
   ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
-              RecoveryReport recovery, MonotonicClock clock = SteadyNow);
+              RecoveryReport recovery, SnapshotObserver on_snapshot = nullptr,
+              MonotonicClock clock = SteadyNow);
 
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
@@ -63,8 +74,8 @@ class ServedModel {
   // pre-update scores in the progressive metrics and returns them.
   absl::StatusOr<std::vector<ScoredExample>> Learn(absl::Span<const TrainingExample> batch);
 
-  // Writes a snapshot (FailedPrecondition for a memory-only model) and
-  // updates snapshot_stats().
+  // Writes a snapshot (FailedPrecondition for a memory-only model), updates
+  // snapshot_stats() and tells the observer.
   absl::StatusOr<SnapshotReport> Snapshot();
 
   bool durable() const { return journal_ != nullptr; }
@@ -108,6 +119,7 @@ class ServedModel {
   const std::unique_ptr<Model> model_;
   const std::unique_ptr<ModelJournal> journal_;
   const RecoveryReport recovery_;
+  const SnapshotObserver on_snapshot_;
   const MonotonicClock clock_;
   std::atomic<uint64_t> predictions_{0};
   std::atomic<uint64_t> update_examples_{0};

@@ -50,6 +50,8 @@ class Env {
   virtual absl::StatusOr<std::unique_ptr<SequentialFile>> NewSequentialFile(
       const std::string& path) = 0;
   virtual absl::StatusOr<uint64_t> FileSize(const std::string& path) = 0;
+  // When the file was last written, in seconds since the Unix epoch.
+  virtual absl::StatusOr<double> FileModifiedSeconds(const std::string& path) = 0;
   virtual bool FileExists(const std::string& path) = 0;
   virtual absl::Status RenameFile(const std::string& from, const std::string& to) = 0;
   virtual absl::Status RemoveFile(const std::string& path) = 0;

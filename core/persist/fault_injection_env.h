@@ -42,6 +42,9 @@ class FaultInjectionEnv final : public Env {
   absl::StatusOr<uint64_t> FileSize(const std::string& path) override {
     return base_->FileSize(path);
   }
+  absl::StatusOr<double> FileModifiedSeconds(const std::string& path) override {
+    return base_->FileModifiedSeconds(path);
+  }
   bool FileExists(const std::string& path) override { return base_->FileExists(path); }
   absl::Status RenameFile(const std::string& from, const std::string& to) override;
   absl::Status RemoveFile(const std::string& path) override;

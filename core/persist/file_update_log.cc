@@ -286,6 +286,30 @@ absl::Status FileUpdateLog::TruncateThrough(uint64_t sequence) {
   return env_->SyncDir(dir_);
 }
 
+absl::Status FileUpdateLog::ResetAfter(uint64_t sequence) {
+  MutexLock lock(&mu_);
+  while (syncing_) synced_cv_.Wait(&mu_);
+  if (last_sequence_ >= segments_.front().first_sequence) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir_, " holds records; only an empty log can start over"));
+  }
+  if (absl::Status s = StartSegment(sequence + 1); !s.ok()) return s;
+  while (segments_.size() > 1) {
+    if (absl::Status s = env_->RemoveFile(SegmentPath(segments_.front().first_sequence)); !s.ok()) {
+      return s;
+    }
+    segments_.erase(segments_.begin());
+  }
+  last_sequence_ = sequence;
+  synced_sequence_ = sequence;
+  return env_->SyncDir(dir_);
+}
+
+uint64_t FileUpdateLog::first_sequence() const {
+  MutexLock lock(&mu_);
+  return segments_.front().first_sequence;
+}
+
 uint64_t FileUpdateLog::last_sequence() const {
   MutexLock lock(&mu_);
   return last_sequence_;

@@ -59,6 +59,14 @@ class FileUpdateLog final : public UpdateLog {
   absl::Status ReadAfter(
       uint64_t after, const std::function<absl::Status(uint64_t, std::string_view)>& fn) override;
   absl::Status TruncateThrough(uint64_t sequence) override;
+
+  // Makes an empty log continue after `sequence`: for a model restored from
+  // a snapshot whose log is gone (a backup of MODEL + snapshot).
+  // FailedPrecondition if the log holds records.
+  absl::Status ResetAfter(uint64_t sequence);
+
+  // The sequence of the oldest record kept (last_sequence() + 1 if none).
+  uint64_t first_sequence() const;
   uint64_t last_sequence() const override;
   uint64_t size_bytes() const override;
 

@@ -76,6 +76,27 @@ absl::Status Closed(const std::string& dir) {
   return absl::FailedPreconditionError(absl::StrCat("the model stored in ", dir, " was deleted"));
 }
 
+// The log must hold every record after the snapshot: its oldest record may
+// not come after snapshot + 1. An empty log behind the snapshot (a model
+// restored from a backup of MODEL + snapshot) starts over after it.
+absl::Status CheckLogContinuesSnapshot(const std::string& dir, FileUpdateLog& log,
+                                       RecoveryReport* report) {
+  const uint64_t snapshot = report->snapshot_sequence;
+  const bool empty = log.last_sequence() < log.first_sequence();
+  if (empty && log.last_sequence() < snapshot) {
+    report->log_restarted = true;
+    return log.ResetAfter(snapshot);
+  }
+  if (!empty && log.first_sequence() > snapshot + 1) {
+    return absl::DataLossError(absl::StrCat(
+        dir, ": the update log starts at record ", log.first_sequence(), " but ",
+        snapshot == 0 ? std::string("no snapshot reads back")
+                      : absl::StrCat("the newest readable snapshot ends at record ", snapshot),
+        ": records ", snapshot + 1, "..", log.first_sequence() - 1, " are missing"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 ModelJournal::ModelJournal(std::string dir, JournalOptions options,
@@ -127,6 +148,8 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
     if (status.ok()) status = out.model->ImportState(contents->state);
     if (status.ok()) {
       out.report.snapshot_sequence = sequence;
+      out.report.snapshot_unix_seconds = env->FileModifiedSeconds(path).value_or(0);
+      out.report.snapshot_bytes = env->FileSize(path).value_or(0);
       break;
     }
     out.report.rejected_snapshots.push_back(std::string(status.message()));
@@ -136,6 +159,7 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   auto log = FileUpdateLog::Open(env, dir + "/log", options.log, &recovery);
   if (!log.ok()) return log.status();
   out.report.torn_tail_bytes = recovery.torn_tail_bytes;
+  if (absl::Status s = CheckLogContinuesSnapshot(dir, **log, &out.report); !s.ok()) return s;
   absl::Status replay = (*log)->ReadAfter(out.report.snapshot_sequence,
                                           [&](uint64_t, std::string_view record) -> absl::Status {
                                             auto decoded = DecodeBatch(record);

@@ -44,6 +44,11 @@ struct RecoveryReport {
   std::vector<std::string> rejected_snapshots;  // "path: reason", newest first
   uint64_t replayed_records = 0;
   uint64_t torn_tail_bytes = 0;
+  // The log was empty behind the snapshot and starts over after it.
+  bool log_restarted = false;
+  // When the loaded snapshot was written (Unix seconds; 0 without one).
+  double snapshot_unix_seconds = 0;
+  uint64_t snapshot_bytes = 0;
   double seconds = 0;
 };
 

@@ -129,6 +129,68 @@ TEST(ModelJournal, DamagedNewestSnapshotFallsBackToThePreviousOne) {
   EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 30));
 }
 
+// A backup of MODEL + the newest snapshot, without the log, restores to the
+// snapshot, and learning continues from there across another restart.
+TEST(ModelJournal, SnapshotWithoutItsLogRestoresAndLearningContinues) {
+  const Batches data = MakeBatches(30, 4);
+  const std::string dir = NewDir(), restored = NewDir();
+  JournalOptions options;
+  std::string snapshot_path;
+  {
+    auto journal = *ModelJournal::Create(dir, Config(), options);
+    auto model = *CreateModel(Config());
+    for (int i = 0; i < 20; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+    snapshot_path = journal->Snapshot(*model)->path;
+  }
+  Env* env = Env::Default();
+  ASSERT_TRUE(env->CreateDirs(restored).ok());
+  for (const std::string& name :
+       {std::string("MODEL"), snapshot_path.substr(snapshot_path.rfind('/') + 1)}) {
+    const std::string bytes = *ReadWholeFile(env, dir + "/" + name);
+    ASSERT_TRUE(WriteFileAtomically(env, restored + "/" + name, [&](WritableFile* f) {
+                  return f->Append(bytes);
+                }).ok());
+  }
+  {
+    auto opened = ModelJournal::Open(restored, options);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    EXPECT_TRUE(opened->report.log_restarted);
+    EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 20));
+    for (int i = 20; i < 30; ++i) {
+      ASSERT_TRUE(opened->journal->Learn(*opened->model, data.batches[i]).ok());
+    }
+  }
+  auto reopened = ModelJournal::Open(restored, options);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_FALSE(reopened->report.log_restarted);
+  EXPECT_EQ(reopened->report.replayed_records, 10u);
+  EXPECT_EQ(reopened->model->SerializeState(), ReferenceState(data, 30));
+}
+
+// With keep_snapshots = 1 and the only snapshot gone, the log no longer
+// starts at record 1: restoring it alone would silently lose what the
+// snapshot held, so Open refuses.
+TEST(ModelJournal, LogThatDoesNotReachBackToTheSnapshotIsDataLoss) {
+  const Batches data = MakeBatches(12, 5);
+  const std::string dir = NewDir();
+  JournalOptions options;
+  options.keep_snapshots = 1;
+  std::string newest;
+  {
+    auto journal = *ModelJournal::Create(dir, Config(), options);
+    auto model = *CreateModel(Config());
+    for (int i = 0; i < 12; ++i) {
+      ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+      if (i == 4 || i == 9) newest = journal->Snapshot(*model)->path;
+    }
+  }
+  ASSERT_TRUE(Env::Default()->RemoveFile(newest).ok());
+  auto opened = ModelJournal::Open(dir, options);
+  EXPECT_EQ(opened.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(opened.status().message().find("records 1..10 are missing"), std::string::npos)
+      << opened.status();
+}
+
 // Everything acknowledged under every_request sync survives losing all
 // unsynced data; a failed append applies nothing.
 TEST(ModelJournal, AcknowledgedBatchesSurviveAPowerLoss) {

@@ -119,6 +119,12 @@ class PosixEnv final : public Env {
     return absl::OkStatus();
   }
 
+  absl::StatusOr<double> FileModifiedSeconds(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return IoError("stat", path, errno);
+    return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+  }
+
   absl::Status TruncateFile(const std::string& path, uint64_t size) override {
     if (::truncate(path.c_str(), static_cast<off_t>(size)) != 0) {
       return IoError("truncate", path, errno);

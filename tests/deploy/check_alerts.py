@@ -47,6 +47,8 @@ MUTATIONS = [
     ("ClickdSnapshotTooOld", "> 3600", "> 7200"),
     ("ClickdDown", "== 0", "== 1"),
     ("ClickdUpdateLogBacklog", "> 1e6", "> 1e7"),
+    ("ClickdSnapshotTooOld", "lag_records{job=\"clickd\"} > 0", "lag_records{job=\"clickd\"} >= 0"),
+    ("ClickdSnapshotRejected", "> 0", "> 1"),
 ]
 
 PROMETHEUSRULE_HEADER = """\

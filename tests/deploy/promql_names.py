@@ -28,6 +28,7 @@ GAUGES = {
     "clickd_snapshot_bytes",
     "clickd_snapshot_last_success_timestamp_seconds",
     "clickd_restore_duration_seconds",
+    "clickd_restore_rejected_snapshots",
 }
 HISTOGRAMS = {
     "clickd_request_duration_seconds",
