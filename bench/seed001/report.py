@@ -36,7 +36,12 @@ PAPER_TABLE2 = {"AUTO INSURANCE": (0.215, 0.028), "BUSINESS CARDS": (0.261, 0.03
                 "FOREX": (0.158, 0.025), "HEALTH INSURANCE": (0.232, 0.032),
                 "LIFE INSURANCE": (0.231, 0.032), "SHOE": (0.263, 0.050),
                 "TELEFONICA": (0.171, 0.026)}
-PAPER_SCALE_R = {"pc_ogd": "0.6", "global_ogd": "0.2"}
+# The headline setting of each optimizer: the paper's scale x R for the OGD
+# columns, its phi = 1 (eta = Phi(1)) for CW; the paper gives no C for PA,
+# so PA runs clickd's default C = 1. The grids around them are reported in
+# full but select nothing.
+PAPER_SETTING = {"pc_ogd": "0.6", "global_ogd": "0.2", "pa": "1", "cw": "0.8413447460685429"}
+OGD = ("global_ogd", "pc_ogd")
 METRICS = {"hinge": PAPER_HINGE, "mistakes": PAPER_MISTAKES}
 
 
@@ -49,21 +54,38 @@ def fmt(values):
     return f"{m:.3f} ± {s:.3f}"
 
 
+def fmt_signed(values):
+    m, s = mean_std(values)
+    return f"{'+' if m >= 0 else '−'}{abs(m):.3f} ± {s:.3f}"
+
+
 # ---------------------------------------------------------------- Table 1
 
 def load_table1(out_dir):
-    """Returns {(dataset, optimizer, scale_R): {seed: result}}."""
+    """Returns {(dataset, optimizer, setting): {seed: result}}."""
     runs = collections.defaultdict(dict)
     with open(os.path.join(out_dir, "table1_runs.jsonl")) as f:
         for line in f:
             r = json.loads(line)
-            runs[(r["dataset"], r["optimizer"], r["scale_R"])][r["seed"]] = r["result"]
+            runs[(r["dataset"], r["optimizer"], r["setting"])][r["seed"]] = r["result"]
     return runs
 
 
-def values(runs, dataset, optimizer, scale_r, metric):
-    cell = runs[(dataset, optimizer, scale_r)]
+def values(runs, dataset, optimizer, setting, metric):
+    cell = runs[(dataset, optimizer, setting)]
     return [cell[s][metric] for s in sorted(cell)]
+
+
+def headline(runs, dataset, optimizer, metric):
+    return values(runs, dataset, optimizer, PAPER_SETTING[optimizer], metric)
+
+
+def setting_label(optimizer, setting):
+    if optimizer in OGD:
+        return f"{setting}/R"
+    if optimizer == "cw" and setting == PAPER_SETTING["cw"]:
+        return "0.841 (phi=1)"
+    return setting
 
 
 def print_table1(runs):
@@ -71,45 +93,73 @@ def print_table1(runs):
         name = "average hinge loss" if metric == "hinge" else "fraction of mistakes"
         print(f"\nTable 1, {name} (ours: mean ± std over 10 shuffles; paper: one shuffle)\n")
         print("| data | Global (ours) | Global (paper) | Per-Coord (ours) | Per-Coord (paper) "
-              "| Per-Coord − Global (ours, paired) | FTRL* (ours) | AdaGrad* (ours) "
-              "| CW (paper) | PA (paper) |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| CW (ours) | CW (paper) | PA (ours) | PA (paper) "
+              "| Per-Coord − Global (ours, paired) | FTRL\\* (ours) | AdaGrad\\* (ours) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for d in DATASETS:
-            g = values(runs, d, "global_ogd", "0.2", metric)
-            p = values(runs, d, "pc_ogd", "0.6", metric)
+            g = headline(runs, d, "global_ogd", metric)
+            p = headline(runs, d, "pc_ogd", metric)
             diff = [b - a for a, b in zip(g, p)]
             wins = sum(x < 0 for x in diff)
-            print(f"| {LABELS[d]} | {fmt(g)} | {paper[d][0]:.3f} | {fmt(p)} | {paper[d][1]:.3f} "
-                  f"| {fmt(diff)} (PC lower in {wins}/{len(diff)}) "
+            label = LABELS[d].replace("sample)", "sample, not comparable)")
+            print(f"| {label} | {fmt(g)} | {paper[d][0]:.3f} | {fmt(p)} | {paper[d][1]:.3f} "
+                  f"| {fmt(headline(runs, d, 'cw', metric))} | {paper[d][2]:.3f} "
+                  f"| {fmt(headline(runs, d, 'pa', metric))} | {paper[d][3]:.3f} "
+                  f"| {fmt_signed(diff)} (PC lower in {wins}/{len(diff)}) "
                   f"| {fmt(values(runs, d, 'ftrl', '-', metric))} "
-                  f"| {fmt(values(runs, d, 'adagrad', '-', metric))} "
-                  f"| {paper[d][2]:.3f} | {paper[d][3]:.3f} |")
+                  f"| {fmt(values(runs, d, 'adagrad', '-', metric))} |")
 
 
-def scales_of(runs):
-    return sorted({k[2] for k in runs if k[2] != "-"}, key=float)
+def settings_of(runs, optimizers):
+    return sorted({k[2] for k in runs if k[1] in optimizers and k[2] != "-"}, key=float)
+
+
+def print_grid(runs, optimizers, title):
+    settings = settings_of(runs, optimizers)
+    for metric in METRICS:
+        print(f"\n{title}, {metric} (mean ± std over 10 shuffles; headline setting in bold)\n")
+        print("| data | optimizer | " + " | ".join(setting_label(optimizers[0], s)
+                                                 for s in settings) + " |")
+        print("|---|---|" + "---|" * len(settings))
+        for d in DATASETS:
+            for o in optimizers:
+                cells = []
+                for s in settings:
+                    text = fmt(values(runs, d, o, s, metric))
+                    cells.append(f"**{text}**" if s == PAPER_SETTING[o] else text)
+                print(f"| {LABELS[d]} | {o} | " + " | ".join(cells) + " |")
 
 
 def print_sensitivity(runs):
-    scales = scales_of(runs)
-    for metric in METRICS:
-        print(f"\nTable 1 scale sensitivity, {metric} (mean ± std over 10 shuffles; "
-              "scale = value / R, R = 100; paper's choice in bold)\n")
-        print("| data | optimizer | " + " | ".join(f"{s}/R" for s in scales) + " |")
-        print("|---|---|" + "---|" * len(scales))
-        for d in DATASETS:
-            for o in ("global_ogd", "pc_ogd"):
-                cells = []
-                for s in scales:
-                    text = fmt(values(runs, d, o, s, metric))
-                    cells.append(f"**{text}**" if s == PAPER_SCALE_R[o] else text)
-                print(f"| {LABELS[d]} | {o} | " + " | ".join(cells) + " |")
+    print_grid(runs, OGD, "Table 1 scale sensitivity (scale = value / R, R = 100)")
+    print_grid(runs, ("pa",), "Table 1 PA: C grid")
+    print_grid(runs, ("cw",), "Table 1 CW: eta grid (a = 1)")
+    best_of_grid(runs)
+
+
+def best_of_grid(runs):
+    """The grid point with the lowest mean, per data set and optimizer: for
+    the discussion only, never a headline."""
+    print("\nLowest mean over each grid (hinge / mistakes; not used for the headline)\n")
+    print("| data | " + " | ".join(("global_ogd", "pc_ogd", "pa", "cw")) + " |")
+    print("|---|---|---|---|---|")
+    for d in DATASETS:
+        cells = []
+        for o in ("global_ogd", "pc_ogd", "pa", "cw"):
+            parts = []
+            for metric in METRICS:
+                best = min(settings_of(runs, (o,)),
+                           key=lambda s: statistics.mean(values(runs, d, o, s, metric)))
+                m = statistics.mean(values(runs, d, o, best, metric))
+                parts.append(f"{m:.3f} @ {setting_label(o, best)}")
+            cells.append(" / ".join(parts))
+        print(f"| {LABELS[d]} | " + " | ".join(cells) + " |")
 
 
 def write_table1_csv(runs, out_dir):
     with open(os.path.join(out_dir, "table1_summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["dataset", "optimizer", "scale_R", "seeds", "hinge_mean", "hinge_std",
+        w.writerow(["dataset", "optimizer", "setting", "seeds", "hinge_mean", "hinge_std",
                     "mistakes_mean", "mistakes_std"])
         for (d, o, s), cell in sorted(runs.items()):
             h = mean_std([r["hinge"] for r in cell.values()])
@@ -119,18 +169,21 @@ def write_table1_csv(runs, out_dir):
 
 
 def plot_table1(runs, img_dir):
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-    width = 0.2
+    fig, axes = plt.subplots(1, 2, figsize=(15, 4.6))
+    width = 0.1
+    columns = [("Global", "global_ogd", 0, "#f4a582", "#ca0020"),
+               ("Per-Coord", "pc_ogd", 1, "#92c5de", "#0571b0"),
+               ("CW", "cw", 2, "#c2a5cf", "#7b3294"),
+               ("PA", "pa", 3, "#a6dba0", "#008837")]
     for ax, (metric, paper) in zip(axes, METRICS.items()):
         xs = range(len(DATASETS))
-        bars = [("Global, paper", [paper[d][0] for d in DATASETS], None, "#f4a582", "//"),
-                ("Global, ours", [mean_std(values(runs, d, "global_ogd", "0.2", metric))
-                                  for d in DATASETS], True, "#ca0020", None),
-                ("Per-Coord, paper", [paper[d][1] for d in DATASETS], None, "#92c5de", "//"),
-                ("Per-Coord, ours", [mean_std(values(runs, d, "pc_ogd", "0.6", metric))
-                                     for d in DATASETS], True, "#0571b0", None)]
+        bars = []
+        for name, o, col, light, dark in columns:
+            bars.append((f"{name}, paper", [paper[d][col] for d in DATASETS], None, light, "//"))
+            bars.append((f"{name}, ours", [mean_std(headline(runs, d, o, metric))
+                                           for d in DATASETS], True, dark, None))
         for i, (label, ys, has_err, color, hatch) in enumerate(bars):
-            pos = [x + (i - 1.5) * width for x in xs]
+            pos = [x + (i - (len(bars) - 1) / 2) * width for x in xs]
             if has_err:
                 ax.bar(pos, [y[0] for y in ys], width, yerr=[y[1] for y in ys], capsize=2,
                        label=label, color=color)
@@ -141,23 +194,24 @@ def plot_table1(runs, img_dir):
                             for d in DATASETS], fontsize=8)
         ax.set_title("average hinge loss" if metric == "hinge" else "fraction of mistakes")
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.suptitle("Seed 001 Table 1: ours (mean ± std, 10 shuffles) vs paper (one shuffle). "
-                 "*paper: full rcv1.binary (677k rows)", fontsize=9)
+    axes[0].legend(fontsize=7, ncol=2)
+    fig.suptitle("Seed 001 Table 1: ours (mean ± std, 10 shuffles) vs paper (one shuffle); "
+                 "Global 0.2/R, Per-Coord 0.6/R, CW phi = 1, a = 1, PA C = 1 (clickd's default). "
+                 "*paper: full rcv1.binary (677k rows)", fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(img_dir, "seed001_table1.png"), dpi=120)
     plt.close(fig)
 
 
 def plot_sensitivity(runs, img_dir):
-    scales = scales_of(runs)
+    scales = settings_of(runs, OGD)
     fig, axes = plt.subplots(1, len(DATASETS), figsize=(15, 3.4))
     for ax, d in zip(axes, DATASETS):
         for o, color in (("global_ogd", "#ca0020"), ("pc_ogd", "#0571b0")):
             ms = [mean_std(values(runs, d, o, s, "hinge")) for s in scales]
             ax.errorbar([float(s) for s in scales], [m for m, _ in ms], yerr=[s for _, s in ms],
                         marker="o", color=color, label=o, capsize=2)
-            ax.axvline(float(PAPER_SCALE_R[o]), color=color, ls=":", lw=1)
+            ax.axvline(float(PAPER_SETTING[o]), color=color, ls=":", lw=1)
         ax.set_xscale("log")
         ax.set_title(LABELS[d], fontsize=9)
         ax.set_xlabel("scale × R")
@@ -167,6 +221,33 @@ def plot_sensitivity(runs, img_dir):
     fig.suptitle("Table 1 scale sensitivity (dotted: the paper's 0.2/R and 0.6/R)", fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(img_dir, "seed001_table1_scale.png"), dpi=120)
+    plt.close(fig)
+
+
+def plot_pa_cw_grids(runs, img_dir):
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7))
+    colors = plt.get_cmap("tab10")
+    for col, (o, xlabel, log) in enumerate((("pa", "PA-I's C", True),
+                                            ("cw", "CW's eta (a = 1)", False))):
+        settings = settings_of(runs, (o,))
+        for row, metric in enumerate(METRICS):
+            ax = axes[row][col]
+            for i, d in enumerate(DATASETS):
+                ms = [mean_std(values(runs, d, o, s, metric)) for s in settings]
+                ax.errorbar([float(s) for s in settings], [m for m, _ in ms],
+                            yerr=[s for _, s in ms], marker="o", ms=3, capsize=2,
+                            color=colors(i), label=LABELS[d])
+            ax.axvline(float(PAPER_SETTING[o]), color="gray", ls=":", lw=1)
+            if log:
+                ax.set_xscale("log")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("average hinge loss" if metric == "hinge" else "fraction of mistakes")
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("Table 1 PA and CW grids, mean ± std over 10 shuffles (dotted: headline "
+                 "setting, PA C = 1, CW eta = Phi(1))", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(os.path.join(img_dir, "seed001_table1_pa_cw.png"), dpi=120)
     plt.close(fig)
 
 
@@ -328,6 +409,7 @@ def main():
     write_table1_csv(runs1, out_dir)
     plot_table1(runs1, img_dir)
     plot_sensitivity(runs1, img_dir)
+    plot_pa_cw_grids(runs1, img_dir)
     runs2 = load_table2(out_dir)
     if runs2:
         print_table2(runs2)
