@@ -77,7 +77,23 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
 
 }  // namespace
 
+namespace {
+
+// Version 1 of the config encoding starts with the name's length (<= 128);
+// later versions start with this marker and their version number.
+constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
+constexpr uint32_t kConfigVersion = 2;
+
+// The parameters of optimizers added after version 1, in a fixed order:
+// every optimizer's, whichever the model uses, so that every config has one
+// encoding.
+std::vector<double*> ParamsSinceV1(OptimizerConfig& o) { return {&o.pa.c, &o.cw.eta, &o.cw.a}; }
+
+}  // namespace
+
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
+  coding::PutFixed32(out, kConfigVersionMarker);
+  coding::PutFixed32(out, kConfigVersion);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
   const OptimizerConfig& o = c.optimizer;
@@ -87,6 +103,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
                    o.global_ogd.radius, o.global_ogd.scale, o.sgd.eta}) {
     coding::PutDouble(out, v);
   }
+  OptimizerConfig copy = o;
+  for (double* v : ParamsSinceV1(copy)) coding::PutDouble(out, *v);
   coding::PutFixed32(out, o.ftrl.lambda1_times_t ? 1 : 0);
   coding::PutFixed64(out, c.hashing.seed);
   coding::PutFixed32(out, static_cast<uint32_t>(c.hashing.bits));
@@ -104,6 +122,18 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   ModelConfig c;
   OptimizerConfig& o = c.optimizer;
   uint32_t loss = 0, type = 0, times_t = 0, bits = 0, bias = 0, n = 0, shards = 0;
+  uint32_t version = 1;
+  {
+    Decoder peek(bytes);
+    uint32_t first = 0;
+    if (peek.GetFixed32(&first) && first == kConfigVersionMarker) {
+      in.GetFixed32(&first);
+      in.GetFixed32(&version);
+      if (version < 2 || version > kConfigVersion) {
+        return Corrupt(absl::StrCat("model config encoding version ", version, " is unknown"));
+      }
+    }
+  }
   in.GetString(&c.name);
   in.GetFixed32(&loss);
   in.GetFixed32(&type);
@@ -111,6 +141,9 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
                     &o.adagrad.delta, &o.adagrad.lambda, &o.pc_ogd.radius, &o.pc_ogd.scale,
                     &o.global_ogd.radius, &o.global_ogd.scale, &o.sgd.eta}) {
     in.GetDouble(v);
+  }
+  if (version >= 2) {
+    for (double* v : ParamsSinceV1(o)) in.GetDouble(v);
   }
   in.GetFixed32(&times_t);
   in.GetFixed64(&c.hashing.seed);
@@ -128,9 +161,14 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   in.GetFixed32(&shards);
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   // Booleans must be 0 or 1, so that every file has one decoding and one
-  // encoding (the fuzzer checks decode-then-encode is the identity).
-  if (times_t > 1 || bias > 1 || loss > static_cast<uint32_t>(LossType::kHinge) ||
-      type > static_cast<uint32_t>(OptimizerType::kSgd) || bits > 62 || shards > kMaxShards) {
+  // encoding (the fuzzer checks decode-then-encode is the identity, for the
+  // current version).
+  // A type this build does not know has no name.
+  const bool known_type = version == 1
+                              ? type <= static_cast<uint32_t>(OptimizerType::kSgd)
+                              : OptimizerTypeName(static_cast<OptimizerType>(type)) != "unknown";
+  if (times_t > 1 || bias > 1 || loss > static_cast<uint32_t>(LossType::kHinge) || !known_type ||
+      bits > 62 || shards > kMaxShards) {
     return Corrupt("the model config has out-of-range fields");
   }
   c.loss = static_cast<LossType>(loss);

@@ -56,6 +56,59 @@ TEST(Snapshot, RoundTripRestoresAnIdenticalModel) {
   EXPECT_FALSE(Env::Default()->FileExists(path + ".tmp"));
 }
 
+// Every optimizer's parameters survive the config encoding (the MODEL file
+// and snapshot headers), not only the ones version 1 knew.
+TEST(ModelConfigEncoding, RoundTripsEveryOptimizersParams) {
+  ModelConfig config;
+  config.name = "pa";
+  config.loss = LossType::kHinge;
+  config.optimizer.type = OptimizerType::kPa;
+  config.optimizer.pa.c = 0.25;
+  config.optimizer.cw.eta = 0.9;
+  config.optimizer.cw.a = 3.5;
+  config.optimizer.ftrl.alpha = 0.05;
+  std::string bytes;
+  EncodeModelConfig(config, &bytes);
+  auto decoded = DecodeModelConfig(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->optimizer.type, OptimizerType::kPa);
+  EXPECT_EQ(decoded->optimizer.pa.c, 0.25);
+  EXPECT_EQ(decoded->optimizer.cw.eta, 0.9);
+  EXPECT_EQ(decoded->optimizer.cw.a, 3.5);
+  EXPECT_EQ(decoded->optimizer.ftrl.alpha, 0.05);
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, bytes);
+}
+
+// Version 1 (no marker, no parameters of later optimizers) still decodes:
+// MODEL files written before version 2.
+TEST(ModelConfigEncoding, ReadsVersionOne) {
+  ModelConfig config;
+  config.name = "ctr";
+  config.optimizer.ftrl.alpha = 0.07;
+  config.hashing.interactions = {{"u", "ad"}};
+  std::string v2;
+  EncodeModelConfig(config, &v2);
+  // v1 = v2 without the marker and version (8 bytes) and without the three
+  // doubles after the twelve of version 1.
+  const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
+  const std::string v1 = v2.substr(8, twelve_end - 8) + v2.substr(twelve_end + 3 * 8);
+  auto decoded = DecodeModelConfig(v1);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->optimizer.ftrl.alpha, 0.07);
+  EXPECT_EQ(decoded->hashing.interactions, config.hashing.interactions);
+  EXPECT_EQ(decoded->optimizer.pa.c, PaParams{}.c);
+  // A version-1 config cannot name an optimizer that came later.
+  std::string pa_v1 = v1;
+  pa_v1[4 + config.name.size() + 4] = static_cast<char>(OptimizerType::kPa);
+  EXPECT_EQ(DecodeModelConfig(pa_v1).status().code(), absl::StatusCode::kDataLoss);
+  // An unknown encoding version is refused.
+  std::string v9 = v2;
+  v9[4] = 9;
+  EXPECT_EQ(DecodeModelConfig(v9).status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(Snapshot, EmptyModelAndManyBlocks) {
   auto empty = *CreateModel(ModelConfig{});
   auto decoded = DecodeSnapshot(EncodeSnapshot(ContentsOf(*empty, 0)));
