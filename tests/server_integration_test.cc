@@ -883,7 +883,7 @@ TEST(ClickdErrors, InvalidModelConfigs) {
   const std::vector<Case> cases = {
       {"unknown optimizer", [](v1::ModelConfig* c) { c->set_optimizer("adam"); },
        "config.optimizer \"adam\" is unknown; expected ftrl, adagrad, adagrad_da, pc_ogd, "
-       "global_ogd, sgd, pa, cw",
+       "global_ogd, sgd, pa",
        true},
       {"unknown loss", [](v1::ModelConfig* c) { c->set_loss("poisson"); },
        "config.loss \"poisson\" is unknown; expected logistic, squared or hinge"},
