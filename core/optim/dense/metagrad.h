@@ -14,8 +14,8 @@
 // per slave by Sherman-Morrison (O(d^2) per slave and round, as in the
 // paper); the projection, needed only when w~ leaves the ball, is exact: one
 // eigendecomposition of sum g g^T per round serves every slave, then a
-// Newton search for the multiplier (see metagrad.cc). Cost: O(K d^2) time
-// and memory per round, plus O(d^3) in rounds where some slave projects.
+// Newton search for the multiplier (see metagrad.cc). Cost: O(K d^2) memory,
+// O(K d^2) time per round, plus O(d^3) in rounds where some slave projects.
 //
 // Gradients larger than G are used as given: the regret bound assumes
 // ||g_t|| <= G, the algorithm does not need it.
