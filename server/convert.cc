@@ -1,8 +1,10 @@
 #include "server/convert.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/optim/dense/dense_optimizer_config.h"
 #include "core/optim/loss.h"
 #include "core/optim/optimizer_config.h"
 
@@ -79,21 +81,77 @@ absl::StatusOr<Example> ToExample(const v1::Example& proto, const std::string& f
       if (!s.ok()) return s;
     }
   }
+  // Dense values: bounded here (their total, names' length); checked
+  // against the model's dense namespaces by CheckDenseValues.
+  size_t dense_values = 0;
+  for (const v1::DenseValues& d : proto.dense()) dense_values += d.values_size();
+  if (dense_values > static_cast<size_t>(kMaxDenseDim)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, " has ", dense_values, " dense values; the limit is ", kMaxDenseDim));
+  }
+  out.dense.resize(proto.dense_size());
+  for (int d = 0; d < proto.dense_size(); ++d) {
+    const v1::DenseValues& dense = proto.dense(d);
+    if (dense.namespace_().size() > limits.max_name_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".dense[", d, "].namespace has ", dense.namespace_().size(),
+                       " bytes; the limit is ", limits.max_name_bytes));
+    }
+    out.dense[d].name = dense.namespace_();
+    out.dense[d].values.assign(dense.values().begin(), dense.values().end());
+  }
   return out;
 }
+
+namespace {
+
+// The dense block's part of a config (dense_namespaces, dense_optimizer,
+// dense); validated with the rest by ValidateModelConfig.
+absl::Status ToDenseConfig(const v1::ModelConfig& p, ModelConfig* c) {
+  for (const v1::DenseNamespace& ns : p.dense_namespaces()) {
+    c->dense_namespaces.push_back(
+        {ns.name(), static_cast<int>(std::min<uint32_t>(ns.dim(), 1u << 30))});
+  }
+  DenseOptimizerConfig& d = c->dense_optimizer;
+  if (c->optimizer.type == OptimizerType::kDense) {
+    // The optimizer named the dense learner already.
+    if (!p.dense_optimizer().empty() && p.dense_optimizer() != p.optimizer()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.dense_optimizer is \"", p.dense_optimizer(), "\" but optimizer \"", p.optimizer(),
+          "\" is the dense learner of the whole model; leave it empty"));
+    }
+  } else {
+    auto type =
+        ParseDenseOptimizerType(p.dense_optimizer().empty() ? "ada_fd" : p.dense_optimizer());
+    if (!type.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.", type.status().message()));
+    }
+    d.type = *type;
+  }
+  const v1::DenseOptimizerParams& dp = p.dense();
+  Override(dp.has_eta(), dp.eta(), &d.eta);
+  Override(dp.has_delta(), dp.delta(), &d.delta);
+  if (dp.has_tau()) d.tau = static_cast<int>(std::min<uint32_t>(dp.tau(), 1u << 30));
+  Override(dp.has_weight_power(), dp.weight_power(), &d.weight_power);
+  Override(dp.has_diameter(), dp.diameter(), &d.diameter);
+  Override(dp.has_gradient_bound(), dp.gradient_bound(), &d.gradient_bound);
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   ModelConfig c;
   c.name = p.name();
-  auto optimizer = ParseOptimizerType(p.optimizer().empty() ? "ftrl" : p.optimizer());
-  if (!optimizer.ok())
-    return absl::InvalidArgumentError(absl::StrCat("config.", optimizer.status().message()));
+  if (absl::Status s = SetOptimizerName(p.optimizer().empty() ? "ftrl" : p.optimizer(), &c);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+  }
   auto loss = ParseLossType(p.loss().empty() ? "logistic" : p.loss());
   if (!loss.ok())
     return absl::InvalidArgumentError(absl::StrCat("config.", loss.status().message()));
   c.loss = *loss;
   OptimizerConfig& o = c.optimizer;
-  o.type = *optimizer;
   Override(p.ftrl().has_alpha(), p.ftrl().alpha(), &o.ftrl.alpha);
   Override(p.ftrl().has_beta(), p.ftrl().beta(), &o.ftrl.beta);
   Override(p.ftrl().has_lambda1(), p.ftrl().lambda1(), &o.ftrl.lambda1);
@@ -110,6 +168,10 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   Override(p.pa().has_c(), p.pa().c(), &o.pa.c);
   Override(p.cw().has_eta(), p.cw().eta(), &o.cw.eta);
   Override(p.cw().has_a(), p.cw().a(), &o.cw.a);
+  Override(p.metagrad_diag().has_diameter(), p.metagrad_diag().diameter(),
+           &o.metagrad_diag.diameter);
+  Override(p.metagrad_diag().has_gradient_bound(), p.metagrad_diag().gradient_bound(),
+           &o.metagrad_diag.gradient_bound);
   c.hashing.seed = p.hashing().seed();
   // Out-of-range values are reported as sent, not as a clamped int.
   if (p.hashing().bits() > 62) {
@@ -124,6 +186,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   c.num_shards = p.num_shards() == 0
                      ? ModelConfig{}.num_shards
                      : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
+  if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -133,7 +196,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
 v1::ModelConfig ToProto(const ModelConfig& c) {
   v1::ModelConfig p;
   p.set_name(c.name);
-  p.set_optimizer(std::string(OptimizerTypeName(c.optimizer.type)));
+  p.set_optimizer(OptimizerName(c));
   p.set_loss(std::string(LossTypeName(c.loss)));
   const OptimizerConfig& o = c.optimizer;
   // Only the selected optimizer's parameters: the others do not apply.
@@ -169,6 +232,12 @@ v1::ModelConfig ToProto(const ModelConfig& c) {
       p.mutable_cw()->set_eta(o.cw.eta);
       p.mutable_cw()->set_a(o.cw.a);
       break;
+    case OptimizerType::kMetaGradDiag:
+      p.mutable_metagrad_diag()->set_diameter(o.metagrad_diag.diameter);
+      p.mutable_metagrad_diag()->set_gradient_bound(o.metagrad_diag.gradient_bound);
+      break;
+    case OptimizerType::kDense:  // the dense learner's parameters, below
+      break;
   }
   p.mutable_hashing()->set_seed(c.hashing.seed);
   p.mutable_hashing()->set_bits(c.hashing.bits);
@@ -178,6 +247,22 @@ v1::ModelConfig ToProto(const ModelConfig& c) {
     for (const auto& n : names) i->add_namespaces(n);
   }
   p.set_num_shards(c.num_shards);
+  if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {
+    for (const DenseNamespace& ns : c.dense_namespaces) {
+      auto* out = p.add_dense_namespaces();
+      out->set_name(ns.name);
+      out->set_dim(ns.dim);
+    }
+    const DenseOptimizerConfig& d = c.dense_optimizer;
+    p.set_dense_optimizer(std::string(DenseOptimizerTypeName(d.type)));
+    v1::DenseOptimizerParams* dp = p.mutable_dense();
+    dp->set_eta(d.eta);
+    dp->set_delta(d.delta);
+    dp->set_tau(d.tau);
+    dp->set_weight_power(d.weight_power);
+    dp->set_diameter(d.diameter);
+    dp->set_gradient_bound(d.gradient_bound);
+  }
   return p;
 }
 

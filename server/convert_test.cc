@@ -107,6 +107,45 @@ TEST(Convert, ClassifierParamsRoundTrip) {
             "(labels -1/+1, prediction the margin)");
 }
 
+TEST(Convert, MetaGradDiagParamsRoundTrip) {
+  v1::ModelConfig p;
+  p.set_name("mg");
+  p.set_optimizer("metagrad_diag");
+  p.mutable_metagrad_diag()->set_diameter(4);
+  auto c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->optimizer.type, OptimizerType::kMetaGradDiag);
+  EXPECT_EQ(c->optimizer.metagrad_diag.diameter, 4);
+  EXPECT_EQ(c->optimizer.metagrad_diag.gradient_bound, MetaGradDiagParams{}.gradient_bound);
+  v1::ModelConfig back = ToProto(*c);
+  EXPECT_EQ(back.optimizer(), "metagrad_diag");
+  EXPECT_EQ(back.metagrad_diag().diameter(), 4);
+  EXPECT_TRUE(back.metagrad_diag().has_gradient_bound());  // the default, filled in
+  EXPECT_EQ(back.metagrad_diag().gradient_bound(), 1);
+  EXPECT_FALSE(back.has_ftrl());
+  EXPECT_FALSE(back.has_cw());
+  auto again = ToModelConfig(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(ToProto(*again).SerializeAsString(), back.SerializeAsString());
+
+  // No params at all: both defaults, echoed.
+  p.clear_metagrad_diag();
+  c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  back = ToProto(*c);
+  EXPECT_EQ(back.metagrad_diag().diameter(), MetaGradDiagParams{}.diameter);
+  EXPECT_EQ(back.metagrad_diag().gradient_bound(), MetaGradDiagParams{}.gradient_bound);
+
+  p.mutable_metagrad_diag()->set_gradient_bound(-1);
+  EXPECT_EQ(ToModelConfig(p).status().message(),
+            "config.metagrad_diag.gradient_bound is -1; must be finite and > 0");
+  // Another optimizer's params are not checked, and not echoed.
+  p.set_optimizer("ftrl");
+  c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(ToProto(*c).has_metagrad_diag());
+}
+
 TEST(Convert, InvalidConfigsNameTheField) {
   v1::ModelConfig p;
   p.set_name("m");

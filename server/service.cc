@@ -68,6 +68,11 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
     candidates[i] = *std::move(c);
   }
   const Model& model = (*served)->model();
+  for (size_t i = 0; i < n; ++i) {
+    absl::Status s = CheckDenseValues(model, &*context, "context", candidates[i],
+                                      absl::StrCat("candidates[", i, "]"));
+    if (!s.ok()) return s;
+  }
   response->set_model_version(model.Updates());
   response->set_request_id(request.request_id());
   for (const CandidateScore& s : ScoreCandidates(model, *context, candidates)) {
@@ -126,6 +131,15 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
   absl::Status valid =
       ValidateTrainingBatch(model.config().loss, batch, [&](size_t i) { return fields[i]; });
   if (!valid.ok()) return valid;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const std::string context_field =
+        batch[i].context == nullptr
+            ? std::string()
+            : absl::StrCat("impressions[", batch[i].context - contexts.data(), "].context");
+    valid = CheckDenseValues(model, batch[i].context, context_field, *batch[i].example,
+                             fields[i] + ".example");
+    if (!valid.ok()) return valid;
+  }
 
   absl::StatusOr<std::vector<ScoredExample>> learned = served.Learn(batch);
   if (!learned.ok()) return learned.status();

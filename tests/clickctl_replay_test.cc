@@ -147,7 +147,9 @@ TEST(ClickctlReplay, BadFlagsAreUsageErrors) {
 }
 
 TEST(ClickctlReplay, EveryOptimizerRunsOnBlitzerWithBootstrap) {
-  for (const char* opt : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd"}) {
+  // --loss=hinge, so the binary classifiers pa and cw run here too.
+  for (const char* opt : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd", "pa",
+                          "cw", "metagrad_diag"}) {
     const RunResult r =
         RunClickctl(absl::StrCat("replay --offline --format=libsvm --loss=hinge --bias=false "
                                  "--normalize --shuffle_seed=1 --bootstrap=50 --json "

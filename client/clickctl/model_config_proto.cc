@@ -7,7 +7,7 @@ namespace clickd {
 v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
   v1::ModelConfig p;
   p.set_name(c.name);
-  p.set_optimizer(std::string(OptimizerTypeName(c.optimizer.type)));
+  p.set_optimizer(OptimizerName(c));
   p.set_loss(std::string(LossTypeName(c.loss)));
   const OptimizerConfig& o = c.optimizer;
   switch (o.type) {
@@ -46,6 +46,12 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
       p.mutable_cw()->set_eta(o.cw.eta);
       p.mutable_cw()->set_a(o.cw.a);
       break;
+    case OptimizerType::kMetaGradDiag:
+      p.mutable_metagrad_diag()->set_diameter(o.metagrad_diag.diameter);
+      p.mutable_metagrad_diag()->set_gradient_bound(o.metagrad_diag.gradient_bound);
+      break;
+    case OptimizerType::kDense:  // the dense learner's parameters, below
+      break;
   }
   v1::HashingConfig* h = p.mutable_hashing();
   h->set_seed(c.hashing.seed);
@@ -56,6 +62,22 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     for (const std::string& n : names) i->add_namespaces(n);
   }
   p.set_num_shards(static_cast<uint32_t>(c.num_shards));
+  if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {
+    for (const DenseNamespace& ns : c.dense_namespaces) {
+      auto* out = p.add_dense_namespaces();
+      out->set_name(ns.name);
+      out->set_dim(ns.dim);
+    }
+    const DenseOptimizerConfig& d = c.dense_optimizer;
+    p.set_dense_optimizer(std::string(DenseOptimizerTypeName(d.type)));
+    v1::DenseOptimizerParams* dp = p.mutable_dense();
+    dp->set_eta(d.eta);
+    dp->set_delta(d.delta);
+    dp->set_tau(d.tau);
+    dp->set_weight_power(d.weight_power);
+    dp->set_diameter(d.diameter);
+    dp->set_gradient_bound(d.gradient_bound);
+  }
   return p;
 }
 

@@ -11,8 +11,8 @@ namespace clickd {
 namespace {
 
 TEST(ModelConfigToProto, AgreesWithTheServerForEveryOptimizer) {
-  for (const char* optimizer :
-       {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd", "pa", "cw"}) {
+  for (const char* optimizer : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd",
+                                "pa", "cw", "metagrad_diag"}) {
     ModelFlagValues v;
     v.optimizer = optimizer;
     v.loss = "hinge";
@@ -69,6 +69,20 @@ TEST(ModelConfigToProto, ClassifierParamsRoundTripThroughTheServersParser) {
   back = ToModelConfig(ModelConfigToProto(*config));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->optimizer.pa.c, 0.02);
+}
+
+TEST(ModelConfigToProto, MetaGradParamsRoundTripThroughTheServersParser) {
+  ModelFlagValues v;
+  v.optimizer = "metagrad_diag";
+  v.metagrad_diameter = 6;
+  v.metagrad_gradient_bound = 0.25;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto back = ToModelConfig(ModelConfigToProto(*config));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->optimizer.type, OptimizerType::kMetaGradDiag);
+  EXPECT_EQ(back->optimizer.metagrad_diag.diameter, 6);
+  EXPECT_EQ(back->optimizer.metagrad_diag.gradient_bound, 0.25);
 }
 
 }  // namespace

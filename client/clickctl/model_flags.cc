@@ -5,8 +5,10 @@
 #include "absl/strings/str_split.h"
 
 ABSL_FLAG(std::string, optimizer, "ftrl",
-          "ftrl | adagrad | adagrad_da | pc_ogd | global_ogd | sgd | pa | cw "
-          "(pa and cw need --loss=hinge)");
+          "ftrl | adagrad | adagrad_da | pc_ogd | global_ogd | sgd | pa | cw | metagrad_diag "
+          "(pa and cw need --loss=hinge), or a dense learner over the features folded into "
+          "2^bits slots (needs --bits in 1..16): ada_diag | ada_diag_da | ada_full | ada_full_da "
+          "| ada_fd | ada_fd_da | ons | fd_son | metagrad");
 ABSL_FLAG(std::string, loss, "logistic", "logistic | squared | hinge");
 ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "ftrl: learning-rate alpha");
 ABSL_FLAG(std::optional<double>, beta, std::nullopt, "ftrl: beta");
@@ -14,9 +16,13 @@ ABSL_FLAG(std::optional<double>, lambda1, std::nullopt, "ftrl: L1 strength");
 ABSL_FLAG(std::optional<double>, lambda2, std::nullopt, "ftrl: L2 strength");
 ABSL_FLAG(bool, lambda1_times_t, false,
           "ftrl: L1 term t*lambda1*|w|_1 (seed 004) instead of lambda1*|w|_1 (McMahan 2013)");
-ABSL_FLAG(std::optional<double>, eta, std::nullopt, "adagrad, adagrad_da, sgd: step size eta");
+ABSL_FLAG(std::optional<double>, eta, std::nullopt,
+          "adagrad, adagrad_da, sgd, dense learners but metagrad: step size eta");
 ABSL_FLAG(std::optional<double>, delta, std::nullopt,
-          "adagrad, adagrad_da: delta in H = delta + sqrt(G)");
+          "adagrad, adagrad_da, dense learners but metagrad: delta in H = delta I + ...");
+ABSL_FLAG(std::optional<int>, tau, std::nullopt, "ada_fd, ada_fd_da, fd_son: sketch size tau");
+ABSL_FLAG(std::optional<double>, weight_power, std::nullopt,
+          "ons, fd_son: weight t^-p of each gradient's outer product");
 ABSL_FLAG(std::optional<double>, lambda, std::nullopt, "adagrad, adagrad_da: L1 strength");
 ABSL_FLAG(std::optional<double>, radius, std::nullopt, "pc_ogd, global_ogd: box radius R");
 ABSL_FLAG(std::optional<double>, scale, std::nullopt, "pc_ogd, global_ogd: learning-rate scale");
@@ -24,6 +30,10 @@ ABSL_FLAG(std::optional<double>, pa_c, std::nullopt, "pa: aggressiveness C of PA
 ABSL_FLAG(std::optional<double>, cw_eta, std::nullopt,
           "cw: confidence eta in (0.5, 1); phi = Phi^-1(eta)");
 ABSL_FLAG(std::optional<double>, cw_a, std::nullopt, "cw: initial variance a");
+ABSL_FLAG(std::optional<double>, metagrad_diameter, std::nullopt,
+          "metagrad_diag, metagrad: diameter D of the domain");
+ABSL_FLAG(std::optional<double>, metagrad_gradient_bound, std::nullopt,
+          "metagrad_diag, metagrad: gradient bound G; largest rate 1/(5 D G)");
 ABSL_FLAG(int, bits, 0, "fold keys into 2^bits slots (0: full 64-bit keys)");
 ABSL_FLAG(uint64_t, hash_seed, 0, "feature hash seed");
 ABSL_FLAG(bool, bias, true, "add a bias feature");
@@ -58,12 +68,16 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.lambda1_times_t = absl::GetFlag(FLAGS_lambda1_times_t);
   v.eta = absl::GetFlag(FLAGS_eta);
   v.delta = absl::GetFlag(FLAGS_delta);
+  v.tau = absl::GetFlag(FLAGS_tau);
+  v.weight_power = absl::GetFlag(FLAGS_weight_power);
   v.lambda = absl::GetFlag(FLAGS_lambda);
   v.radius = absl::GetFlag(FLAGS_radius);
   v.scale = absl::GetFlag(FLAGS_scale);
   v.pa_c = absl::GetFlag(FLAGS_pa_c);
   v.cw_eta = absl::GetFlag(FLAGS_cw_eta);
   v.cw_a = absl::GetFlag(FLAGS_cw_a);
+  v.metagrad_diameter = absl::GetFlag(FLAGS_metagrad_diameter);
+  v.metagrad_gradient_bound = absl::GetFlag(FLAGS_metagrad_gradient_bound);
   v.bits = absl::GetFlag(FLAGS_bits);
   v.hash_seed = absl::GetFlag(FLAGS_hash_seed);
   v.bias = absl::GetFlag(FLAGS_bias);
@@ -88,14 +102,20 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const st
 
 absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   ModelConfig config;
-  auto optimizer = ParseOptimizerType(v.optimizer);
-  if (!optimizer.ok()) return optimizer.status();
+  if (absl::Status s = SetOptimizerName(v.optimizer, &config); !s.ok()) return s;
   auto loss = ParseLossType(v.loss);
   if (!loss.ok()) return loss.status();
   config.loss = *loss;
   OptimizerConfig& o = config.optimizer;
-  o.type = *optimizer;
   const OptimizerType t = o.type;
+  DenseOptimizerConfig& d = config.dense_optimizer;
+  const bool dense = t == OptimizerType::kDense;
+  const bool dense_metagrad = dense && d.type == DenseOptimizerType::kMetaGrad;
+  const bool sketched =
+      dense && (d.type == DenseOptimizerType::kAdaFd || d.type == DenseOptimizerType::kAdaFdDa ||
+                d.type == DenseOptimizerType::kFdSon);
+  const bool newton =
+      dense && (d.type == DenseOptimizerType::kOns || d.type == DenseOptimizerType::kFdSon);
   const bool ftrl = t == OptimizerType::kFtrl;
   const bool adagrad = t == OptimizerType::kAdagrad || t == OptimizerType::kAdagradDa;
   const bool box = t == OptimizerType::kPcOgd || t == OptimizerType::kGlobalOgd;
@@ -107,14 +127,34 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   s.Update(Apply("beta", v.beta, ftrl, v.optimizer, &o.ftrl.beta));
   s.Update(Apply("lambda1", v.lambda1, ftrl, v.optimizer, &o.ftrl.lambda1));
   s.Update(Apply("lambda2", v.lambda2, ftrl, v.optimizer, &o.ftrl.lambda2));
-  s.Update(Apply("eta", v.eta, adagrad || t == OptimizerType::kSgd, v.optimizer, eta));
-  s.Update(Apply("delta", v.delta, adagrad, v.optimizer, &o.adagrad.delta));
+  if (dense) {
+    s.Update(Apply("eta", v.eta, !dense_metagrad, v.optimizer, &d.eta));
+    s.Update(Apply("delta", v.delta, !dense_metagrad, v.optimizer, &d.delta));
+  } else {
+    s.Update(Apply("eta", v.eta, adagrad || t == OptimizerType::kSgd, v.optimizer, eta));
+    s.Update(Apply("delta", v.delta, adagrad, v.optimizer, &o.adagrad.delta));
+  }
+  if (v.tau.has_value()) {
+    if (sketched) {
+      d.tau = *v.tau;
+    } else {
+      s.Update(absl::InvalidArgumentError(
+          absl::StrCat("--tau does not apply to --optimizer=", v.optimizer)));
+    }
+  }
+  s.Update(Apply("weight_power", v.weight_power, newton, v.optimizer, &d.weight_power));
   s.Update(Apply("lambda", v.lambda, adagrad, v.optimizer, &o.adagrad.lambda));
   s.Update(Apply("radius", v.radius, box, v.optimizer, radius));
   s.Update(Apply("scale", v.scale, box, v.optimizer, scale));
   s.Update(Apply("pa_c", v.pa_c, t == OptimizerType::kPa, v.optimizer, &o.pa.c));
   s.Update(Apply("cw_eta", v.cw_eta, t == OptimizerType::kCw, v.optimizer, &o.cw.eta));
   s.Update(Apply("cw_a", v.cw_a, t == OptimizerType::kCw, v.optimizer, &o.cw.a));
+  const bool metagrad = t == OptimizerType::kMetaGradDiag;
+  s.Update(Apply("metagrad_diameter", v.metagrad_diameter, metagrad || dense_metagrad, v.optimizer,
+                 dense_metagrad ? &d.diameter : &o.metagrad_diag.diameter));
+  s.Update(Apply("metagrad_gradient_bound", v.metagrad_gradient_bound, metagrad || dense_metagrad,
+                 v.optimizer,
+                 dense_metagrad ? &d.gradient_bound : &o.metagrad_diag.gradient_bound));
   if (v.lambda1_times_t && !ftrl) {
     s.Update(absl::InvalidArgumentError("--lambda1_times_t applies to --optimizer=ftrl only"));
   }

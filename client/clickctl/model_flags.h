@@ -22,9 +22,13 @@ struct ModelFlagValues {
   std::optional<double> alpha, beta, lambda1, lambda2;  // ftrl
   bool lambda1_times_t = false;                         // ftrl
   std::optional<double> eta, delta, lambda;             // adagrad, adagrad_da (eta: sgd too)
+  std::optional<int> tau;                               // ada_fd, ada_fd_da, fd_son
+  std::optional<double> weight_power;                   // ons, fd_son
   std::optional<double> radius, scale;                  // pc_ogd, global_ogd
   std::optional<double> pa_c;                           // pa
   std::optional<double> cw_eta, cw_a;                   // cw
+  std::optional<double> metagrad_diameter;              // metagrad_diag
+  std::optional<double> metagrad_gradient_bound;        // metagrad_diag
   int bits = 0;
   uint64_t hash_seed = 0;
   bool bias = true;

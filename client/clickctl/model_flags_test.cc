@@ -65,6 +65,43 @@ TEST(ModelFlags, ClassifierFlags) {
   EXPECT_NE(BuildModelConfig(v).status().message().find("takes loss hinge"), std::string::npos);
 }
 
+TEST(ModelFlags, MetaGradFlags) {
+  ModelFlagValues v;
+  v.optimizer = "metagrad_diag";
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->optimizer.type, OptimizerType::kMetaGradDiag);
+  EXPECT_EQ(config->optimizer.metagrad_diag.diameter, MetaGradDiagParams{}.diameter);
+  EXPECT_EQ(config->optimizer.metagrad_diag.gradient_bound, MetaGradDiagParams{}.gradient_bound);
+  v.metagrad_diameter = 3;
+  v.metagrad_gradient_bound = 0.5;
+  config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->optimizer.metagrad_diag.diameter, 3);
+  EXPECT_EQ(config->optimizer.metagrad_diag.gradient_bound, 0.5);
+  v.metagrad_diameter = 0;
+  EXPECT_NE(BuildModelConfig(v).status().message().find(
+                "metagrad_diag.diameter is 0; must be finite and > 0"),
+            std::string::npos);
+  // The metagrad flags with another optimizer, and another's with metagrad_diag.
+  v.metagrad_diameter.reset();
+  v.optimizer = "ftrl";
+  EXPECT_NE(BuildModelConfig(v).status().message().find(
+                "--metagrad_gradient_bound does not apply to --optimizer=ftrl"),
+            std::string::npos);
+  v.metagrad_gradient_bound.reset();
+  v.metagrad_diameter = 3;
+  EXPECT_NE(BuildModelConfig(v).status().message().find(
+                "--metagrad_diameter does not apply to --optimizer=ftrl"),
+            std::string::npos);
+  v = ModelFlagValues{};
+  v.optimizer = "metagrad_diag";
+  v.alpha = 0.1;
+  EXPECT_NE(BuildModelConfig(v).status().message().find(
+                "--alpha does not apply to --optimizer=metagrad_diag"),
+            std::string::npos);
+}
+
 TEST(ModelFlags, FlagForAnotherOptimizerIsAnError) {
   ModelFlagValues v;
   v.optimizer = "ftrl";

@@ -91,7 +91,8 @@ TEST(ToJsonLine, UsesProtoFieldNamesAndShowsDefaultsOnOneLine) {
   config.mutable_hashing()->set_bits(0);
   EXPECT_EQ(ToJsonLine(config),
             R"({"name":"m","optimizer":"","loss":"","ftrl":{"lambda1_times_t":true},)"
-            R"("hashing":{"seed":"0","bits":0,"interactions":[]},"num_shards":4})");
+            R"("hashing":{"seed":"0","bits":0,"interactions":[]},"num_shards":4,)"
+            R"("dense_namespaces":[],"dense_optimizer":""})");
 }
 
 }  // namespace

@@ -33,8 +33,16 @@ struct Namespace {
   std::vector<Feature> features;
 };
 
+// The values of one dense namespace a model declares (its dense block,
+// core/model/dense_block.h): exactly that namespace's dimension of them.
+struct DenseValues {
+  std::string name;
+  std::vector<float> values;
+};
+
 struct Example {
   std::vector<Namespace> namespaces;
+  std::vector<DenseValues> dense;
 };
 
 // A training example: features, a label in the loss's domain, and an

@@ -63,8 +63,10 @@ class LinearModel final : public Model {
     return margin;
   }
 
-  double Learn(absl::Span<const HashedFeature> features, double label, double importance) override {
+  double LearnWithDense(absl::Span<const HashedFeature> features, const Eigen::VectorXd* dense,
+                        double label, double importance) override {
     double margin = 0;
+    DenseBlock* block = dense != nullptr ? dense_block() : nullptr;
     // Holding every touched shard across both phases makes the step atomic
     // for readers, and one lookup per key serves the weight and the update.
     store_.WithKeysLocked(features, [&](auto& upsert) {
@@ -78,6 +80,7 @@ class LinearModel final : public Model {
         states.push_back(state);
         margin += optimizer_.Weight(*state, before) * f.value;
       }
+      if (block != nullptr) margin += block->Margin(*dense);
       const double dloss = LossGradient(config().loss, margin, label) * importance;
       double grad_norm_sq = 0;
       for (const HashedFeature& f : features) grad_norm_sq += dloss * f.value * (dloss * f.value);
@@ -95,6 +98,10 @@ class LinearModel final : public Model {
           optimizer_.Apply(*states[i], dloss * features[i].value, round);
         }
       }
+      // Under the shard locks, so that a concurrent learner of the same
+      // keys sees the dense part of this step too (lock order: shards, then
+      // the dense block's).
+      if (block != nullptr) block->Update(*dense, dloss);
     });
     return margin;
   }
@@ -119,6 +126,7 @@ class LinearModel final : public Model {
       AppendBytes(&out.coordinates, key);
       AppendBytes(&out.coordinates, state);
     });
+    if (dense_block() != nullptr) out.dense_state = dense_block()->SerializeState();
     return out;
   }
 
@@ -128,6 +136,14 @@ class LinearModel final : public Model {
       return absl::DataLossError(absl::StrCat("state of ", in.state_size,
                                               "-byte coordinates does not fit this model's ",
                                               sizeof(CoordinateState), "-byte ones"));
+    }
+    if ((dense_block() != nullptr) != !in.dense_state.empty()) {
+      return absl::DataLossError(dense_block() != nullptr
+                                     ? "the state has no dense block; this model has one"
+                                     : "the state has a dense block; this model has none");
+    }
+    if (dense_block() != nullptr) {
+      if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
     }
     store_.Clear();
     for (size_t at = 0; at < in.coordinates.size(); at += kRecord) {
@@ -147,6 +163,7 @@ class LinearModel final : public Model {
     std::string out;
     AppendBytes(&out, state.round);
     out += state.coordinates;
+    out += state.dense_state;
     return out;
   }
 

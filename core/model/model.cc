@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/model/dense_model.h"
 #include "core/model/linear_model.h"
 
 namespace clickd {
@@ -27,6 +28,30 @@ absl::Status ValidateModelName(std::string_view name, std::string_view field) {
   return absl::OkStatus();
 }
 
+absl::Status SetOptimizerName(std::string_view name, ModelConfig* config) {
+  auto type = ParseOptimizerType(name);
+  if (type.ok()) {
+    config->optimizer.type = *type;
+    return absl::OkStatus();
+  }
+  auto dense = ParseDenseOptimizerType(name);
+  if (!dense.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        type.status().message(), "; or a dense learner for the whole model: ",
+        dense.status().message().substr(dense.status().message().find("expected one of ") + 16)));
+  }
+  config->optimizer.type = OptimizerType::kDense;
+  config->dense_optimizer.type = *dense;
+  return absl::OkStatus();
+}
+
+std::string OptimizerName(const ModelConfig& config) {
+  if (config.optimizer.type == OptimizerType::kDense) {
+    return std::string(DenseOptimizerTypeName(config.dense_optimizer.type));
+  }
+  return std::string(OptimizerTypeName(config.optimizer.type));
+}
+
 absl::Status ValidateModelConfig(const ModelConfig& config) {
   if (absl::Status s = ValidateModelName(config.name, "name"); !s.ok()) return s;
   if (config.num_shards < 1 || config.num_shards > kMaxShards) {
@@ -42,6 +67,38 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         std::string(OptimizerTypeName(config.optimizer.type)),
         " is a binary classifier and takes loss hinge (labels -1/+1, prediction the margin)"));
   }
+  if (config.optimizer.type == OptimizerType::kDense) {
+    if (config.hashing.bits < 1 || config.hashing.bits > kMaxDenseModelBits) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "hashing.bits is ", config.hashing.bits, "; optimizer ", OptimizerName(config),
+          " learns one dense vector over 2^bits folded features and needs bits in 1..",
+          kMaxDenseModelBits));
+    }
+    if (absl::Status s = ValidateDenseNamespaces(config.dense_namespaces); !s.ok()) return s;
+    int dim = 1 << config.hashing.bits;
+    for (const DenseNamespace& ns : config.dense_namespaces) dim += ns.dim;
+    if (absl::Status s =
+            ValidateDenseOptimizerConfig(config.dense_optimizer, dim, "dense_optimizer");
+        !s.ok()) {
+      return s;
+    }
+    return ValidateHashingConfig(config.hashing);
+  }
+  if (!config.dense_namespaces.empty()) {
+    if (absl::Status s = ValidateDenseNamespaces(config.dense_namespaces); !s.ok()) return s;
+    if (IsBinaryClassifier(config.optimizer.type)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dense_namespaces: optimizer ", std::string(OptimizerTypeName(config.optimizer.type)),
+          " is a per-example classifier of sparse features; it takes no dense block"));
+    }
+    int dim = 0;
+    for (const DenseNamespace& ns : config.dense_namespaces) dim += ns.dim;
+    if (absl::Status s =
+            ValidateDenseOptimizerConfig(config.dense_optimizer, dim, "dense_optimizer");
+        !s.ok()) {
+      return s;
+    }
+  }
   return ValidateHashingConfig(config.hashing);
 }
 
@@ -52,8 +109,10 @@ double Model::Predict(const Example& example) const {
   return Link(config_.loss, Margin(features));
 }
 
-absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
-  if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;
+namespace {
+
+// The model for the config's per-coordinate optimizer, without its dense block.
+absl::StatusOr<std::unique_ptr<Model>> CreateLinearModel(const ModelConfig& config) {
   const OptimizerConfig& o = config.optimizer;
   switch (o.type) {
     case OptimizerType::kFtrl:
@@ -72,8 +131,32 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
       return std::make_unique<LinearModel<Pa>>(config, o.pa);
     case OptimizerType::kCw:
       return std::make_unique<LinearModel<Cw>>(config, o.cw);
+    case OptimizerType::kMetaGradDiag:
+      return std::make_unique<LinearModel<MetaGradDiag>>(config, o.metagrad_diag);
+    case OptimizerType::kDense:
+      break;  // CreateModel builds a DenseModel
   }
   return absl::InvalidArgumentError("optimizer.type is unknown");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
+  if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;
+  if (config.optimizer.type == OptimizerType::kDense) {
+    auto block = DenseBlock::Create(config.dense_namespaces, config.dense_optimizer,
+                                    1 << config.hashing.bits);
+    if (!block.ok()) return block.status();
+    std::unique_ptr<Model> model = std::make_unique<DenseModel>(config);
+    model->dense_ = *std::move(block);
+    return model;
+  }
+  auto model = CreateLinearModel(config);
+  if (!model.ok() || config.dense_namespaces.empty()) return model;
+  auto block = DenseBlock::Create(config.dense_namespaces, config.dense_optimizer);
+  if (!block.ok()) return block.status();
+  (*model)->dense_ = *std::move(block);
+  return model;
 }
 
 }  // namespace clickd

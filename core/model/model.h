@@ -15,9 +15,11 @@
 #include <memory>
 #include <string>
 
+#include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/features/hasher.h"
+#include "core/model/dense_block.h"
 #include "core/model/model_config.h"
 #include "core/optim/round.h"
 
@@ -37,14 +39,26 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const FeatureHasher& hasher() const { return hasher_; }
 
-  // Returns w . x for hashed features (keys unique, as FeatureHasher makes them).
+  // Returns w . x for hashed features (keys unique, as FeatureHasher makes
+  // them): the sparse part of the margin; the dense block's part is
+  // dense_block()->Margin(x).
   virtual double Margin(absl::Span<const HashedFeature> features) const = 0;
 
   // Takes one online step on a labeled example whose label the caller has
-  // checked with CheckLabel. Returns the margin predicted *before* the step,
-  // which is what progressive validation scores.
-  virtual double Learn(absl::Span<const HashedFeature> features, double label,
-                       double importance) = 0;
+  // checked with CheckLabel. With `dense` (the example's assembled dense
+  // vector; the model must have a dense block), the margin includes the
+  // dense part and the same loss gradient steps the dense block too.
+  // Returns the margin predicted *before* the step, which is what
+  // progressive validation scores.
+  virtual double LearnWithDense(absl::Span<const HashedFeature> features,
+                                const Eigen::VectorXd* dense, double label, double importance) = 0;
+  double Learn(absl::Span<const HashedFeature> features, double label, double importance) {
+    return LearnWithDense(features, nullptr, label, importance);
+  }
+
+  // The dense block (config.dense_namespaces), or null.
+  const DenseBlock* dense_block() const { return dense_.get(); }
+  DenseBlock* dense_block() { return dense_.get(); }
 
   virtual ModelStats Stats() const = 0;
 
@@ -59,6 +73,8 @@ class Model {
     RoundContext round;
     uint32_t state_size = 0;
     std::string coordinates;
+    // The dense block's learner state (empty without a dense block).
+    std::string dense_state;
   };
   virtual State ExportState() const = 0;
 
@@ -79,8 +95,11 @@ class Model {
   explicit Model(ModelConfig config) : config_(std::move(config)), hasher_(config_.hashing) {}
 
  private:
+  friend absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config);
+
   const ModelConfig config_;
   const FeatureHasher hasher_;
+  std::unique_ptr<DenseBlock> dense_;  // set once by CreateModel
 };
 
 // Validates the config and builds the model for its optimizer.

@@ -1,5 +1,10 @@
 #include "core/model/serving.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
 namespace clickd {
 
 std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& context,
@@ -12,12 +17,33 @@ std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& c
   const double context_margin = model.Margin(hashed_context.features);
   std::vector<CandidateScore> scores;
   scores.reserve(candidates.size());
+  const DenseBlock* block = model.dense_block();
+  thread_local Eigen::VectorXd dense;
   for (const Example& candidate : candidates) {
     hasher.HashCandidate(hashed_context, candidate, &part);
-    const double margin = context_margin + model.Margin(part);
+    double margin = context_margin + model.Margin(part);
+    if (block != nullptr && block->Assemble(&context, candidate, &dense)) {
+      margin += block->Margin(dense);
+    }
     scores.push_back({Link(loss, margin), margin});
   }
   return scores;
+}
+
+absl::Status CheckDenseValues(const Model& model, const Example* context,
+                              std::string_view context_field, const Example& example,
+                              std::string_view field) {
+  if (const DenseBlock* block = model.dense_block(); block != nullptr) {
+    return block->Check(context, context_field, example, field);
+  }
+  for (const auto& [e, name] : {std::pair{context, context_field}, std::pair{&example, field}}) {
+    if (e != nullptr && !e->dense.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(name), ".dense has ", e->dense.size(), " entries; model \"",
+                       model.config().name, "\" declares no dense namespaces"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExample> batch) {
@@ -25,6 +51,8 @@ std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExa
   thread_local HashedContext hashed_context;
   thread_local std::vector<HashedFeature> features;
   const Example* hashed_for = nullptr;  // context whose hash is in hashed_context
+  DenseBlock* block = model.dense_block();
+  thread_local Eigen::VectorXd dense;
   std::vector<ScoredExample> scored;
   scored.reserve(batch.size());
   for (const TrainingExample& e : batch) {
@@ -42,7 +70,9 @@ std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExa
                       hashed_context.features.end());
       MergeDuplicates(&features);
     }
-    const double margin = model.Learn(features, e.label, e.importance);
+    const bool has_dense = block != nullptr && block->Assemble(e.context, *e.example, &dense);
+    const double margin =
+        model.LearnWithDense(features, has_dense ? &dense : nullptr, e.label, e.importance);
     scored.push_back({static_cast<float>(margin), e.label, e.importance});
   }
   return scored;

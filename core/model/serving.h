@@ -7,6 +7,7 @@
 #ifndef CLICKD_CORE_MODEL_SERVING_H_
 #define CLICKD_CORE_MODEL_SERVING_H_
 
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -25,7 +26,8 @@ struct CandidateScore {
 // Scores each candidate together with the shared context. The context is
 // hashed and its partial margin computed once, so the cost grows with
 // |context| + sum |candidate| (plus the crosses the model asks for), not
-// with |context| x #candidates.
+// with |context| x #candidates. Dense values (checked by CheckDenseValues)
+// add the dense block's margin.
 std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& context,
                                             absl::Span<const Example> candidates);
 
@@ -45,8 +47,17 @@ template <typename FieldOf>
 absl::Status ValidateTrainingBatch(LossType loss, absl::Span<const TrainingExample> batch,
                                    FieldOf&& field_of);
 
+// Checks an example's dense values (and its context's) against the model's
+// dense block (core/model/dense_block.h); a model without one takes none.
+// Errors name <field>.dense[i] and the limit. Call before scoring or
+// learning, so that a rejected request applies nothing.
+absl::Status CheckDenseValues(const Model& model, const Example* context,
+                              std::string_view context_field, const Example& example,
+                              std::string_view field);
+
 // Learns the examples in order and returns each one's pre-update score (for
-// progressive validation). The caller has validated the batch.
+// progressive validation). The caller has validated the batch, dense values
+// included.
 std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExample> batch);
 
 }  // namespace clickd

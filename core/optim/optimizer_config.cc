@@ -19,6 +19,7 @@ constexpr std::pair<OptimizerType, std::string_view> kNames[] = {
     {OptimizerType::kSgd, "sgd"},
     {OptimizerType::kPa, "pa"},
     {OptimizerType::kCw, "cw"},
+    {OptimizerType::kMetaGradDiag, "metagrad_diag"},
 };
 
 absl::Status RequirePositive(std::string_view field, double value) {
@@ -58,7 +59,7 @@ std::string_view OptimizerTypeName(OptimizerType type) {
   for (const auto& [t, name] : kNames) {
     if (t == type) return name;
   }
-  return "unknown";
+  return type == OptimizerType::kDense ? "dense" : "unknown";
 }
 
 bool IsBinaryClassifier(OptimizerType type) {
@@ -98,6 +99,11 @@ absl::Status ValidateOptimizerConfig(const OptimizerConfig& c) {
       // phi = Phi^{-1}(eta) must be finite and > 0 for CW's closed form.
       s.Update(RequireOpenInterval("cw.eta", c.cw.eta, 0.5, 1.0));
       s.Update(RequirePositive("cw.a", c.cw.a));
+      break;
+    case OptimizerType::kMetaGradDiag:
+      s.Update(ValidateMetaGradDiagParams(c.metagrad_diag));
+      break;
+    case OptimizerType::kDense:  // ValidateModelConfig checks the dense learner
       break;
   }
   return s;

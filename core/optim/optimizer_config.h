@@ -13,15 +13,32 @@
 #include "core/optim/box_ogd.h"
 #include "core/optim/cw.h"
 #include "core/optim/ftrl.h"
+#include "core/optim/metagrad_diag.h"
 #include "core/optim/pa.h"
 #include "core/optim/sgd.h"
 
 namespace clickd {
 
 // Snapshots store the numeric value: append new types at the end.
-enum class OptimizerType { kFtrl, kAdagrad, kAdagradDa, kPcOgd, kGlobalOgd, kSgd, kPa, kCw };
+enum class OptimizerType {
+  kFtrl,
+  kAdagrad,
+  kAdagradDa,
+  kPcOgd,
+  kGlobalOgd,
+  kSgd,
+  kPa,
+  kCw,
+  kMetaGradDiag,
+  // A dense learner over the whole (folded) feature space: the model's
+  // dense_optimizer names it (core/model/dense_model.h). Not named here:
+  // the API and clickctl take the dense learner's name as the optimizer
+  // (SetOptimizerName in core/model/model_config.h).
+  kDense,
+};
 
-// Names as used by the API and `clickctl replay --optimizer=`.
+// Names as used by the API and `clickctl replay --optimizer=` (kDense:
+// "dense", which ParseOptimizerType does not take).
 absl::StatusOr<OptimizerType> ParseOptimizerType(std::string_view name);
 std::string_view OptimizerTypeName(OptimizerType type);
 
@@ -34,6 +51,7 @@ struct OptimizerConfig {
   SgdParams sgd;
   PaParams pa;
   CwParams cw;
+  MetaGradDiagParams metagrad_diag;
 };
 
 // True for the binary classifiers (pa, cw), which take loss hinge only.

@@ -1,6 +1,7 @@
 #include "core/optim/optimizer_config.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/model/model_config.h"
@@ -32,6 +33,8 @@ TEST(OptimizerDefaults, Pinned) {
   // Seed 001 section 5.1: CW with phi = 1 (eta = Phi(1)) and a = 1.
   EXPECT_DOUBLE_EQ(c.cw.eta, 0.5 * std::erfc(-1.0 / std::sqrt(2.0)));
   EXPECT_EQ(c.cw.a, 1.0);
+  EXPECT_EQ(c.metagrad_diag.diameter, 20.0);
+  EXPECT_EQ(c.metagrad_diag.gradient_bound, 1.0);
   const ModelConfig m;
   EXPECT_EQ(m.name, "default");
   EXPECT_EQ(m.loss, LossType::kLogistic);
@@ -42,8 +45,8 @@ TEST(OptimizerDefaults, Pinned) {
 }
 
 TEST(OptimizerType, NamesRoundTrip) {
-  for (const char* name :
-       {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd", "pa", "cw"}) {
+  for (const char* name : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd", "pa",
+                           "cw", "metagrad_diag"}) {
     auto type = ParseOptimizerType(name);
     ASSERT_TRUE(type.ok()) << name;
     EXPECT_EQ(OptimizerTypeName(*type), name);
@@ -51,7 +54,10 @@ TEST(OptimizerType, NamesRoundTrip) {
   EXPECT_EQ(ParseOptimizerType("adam").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseOptimizerType("adam").status().message(),
             "optimizer \"adam\" is unknown; expected ftrl, adagrad, adagrad_da, pc_ogd, "
-            "global_ogd, sgd, pa or cw");
+            "global_ogd, sgd, pa, cw or metagrad_diag");
+  // Snapshots store the number: new types go at the end.
+  EXPECT_EQ(static_cast<int>(OptimizerType::kCw), 7);
+  EXPECT_EQ(static_cast<int>(OptimizerType::kMetaGradDiag), 8);
 }
 
 TEST(OptimizerConfig, ValidationNamesFieldAndLimit) {
@@ -64,6 +70,29 @@ TEST(OptimizerConfig, ValidationNamesFieldAndLimit) {
   c = OptimizerConfig{};
   c.ftrl.lambda1 = -0.5;
   EXPECT_NE(ValidateOptimizerConfig(c).message().find("ftrl.lambda1"), std::string::npos);
+}
+
+TEST(OptimizerConfig, MetaGradDiagParametersNameFieldAndLimit) {
+  OptimizerConfig c;
+  c.type = OptimizerType::kMetaGradDiag;
+  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+  c.metagrad_diag.diameter = 0;
+  EXPECT_EQ(ValidateOptimizerConfig(c).message(),
+            "metagrad_diag.diameter is 0; must be finite and > 0");
+  c.metagrad_diag.diameter = 4;
+  c.metagrad_diag.gradient_bound = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(ValidateOptimizerConfig(c).message(),
+            "metagrad_diag.gradient_bound is inf; must be finite and > 0");
+  // Only the selected optimizer's parameters are checked.
+  c.type = OptimizerType::kFtrl;
+  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+  // Not a classifier: it minimises any of the losses.
+  ModelConfig m;
+  m.optimizer.type = OptimizerType::kMetaGradDiag;
+  for (LossType loss : {LossType::kLogistic, LossType::kSquared, LossType::kHinge}) {
+    m.loss = loss;
+    EXPECT_TRUE(ValidateModelConfig(m).ok()) << std::string(LossTypeName(loss));
+  }
 }
 
 TEST(OptimizerConfig, ClassifierParametersNameFieldAndLimit) {

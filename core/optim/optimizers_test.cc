@@ -3,8 +3,10 @@
 // random sparse streams. The model stores float state, so margins agree
 // within kRelTol relative (plus kAbsTol absolute). The per-example
 // classifiers (PA, CW) get a reference that sees the whole example.
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <vector>
@@ -212,6 +214,54 @@ TEST(OptimizerReference, SgdInverseSqrtT) {
                   x[k] -= 0.05 / std::sqrt(static_cast<double>(r.t)) * g;
                 }};
   ExpectMatchesReference(config, ref, RandomStream(3000, 7, false));
+}
+
+// MetaGrad (seed 003's slides, "MetaGrad Master" and "MetaGrad Slave") with
+// d = 1 on each coordinate, 21 rates eta_i = 2^-i / (5 D G), prior
+// 1/((i+1)(i+2)) (normalisation cancels): with S = sum g^2 and
+// r = (w^eta - w) g, each slave's surrogate loss grows by eta r + eta^2 r^2,
+// w^eta = clip(w^eta - eta (1 + 2 eta r) g / (1/D^2 + 2 eta^2 S), -D/2, D/2),
+// and w is the average of the w^eta weighted by pi(eta) e^{-L^eta} eta.
+TEST(OptimizerReference, MetaGradPerCoordinate) {
+  ModelConfig config;
+  config.optimizer.type = OptimizerType::kMetaGradDiag;
+  // D/2 = 1 is inside the hidden model's range, so slaves do get clipped.
+  config.optimizer.metagrad_diag = {.diameter = 2.0, .gradient_bound = 4.0};
+  const double d = 2.0, gb = 4.0;
+  constexpr int kRates = 21;
+  struct Coordinate {
+    double w = 0, sum_g2 = 0, slave_w[kRates] = {}, loss[kRates] = {};
+  };
+  std::map<uint64_t, Coordinate> coords;
+  int clipped = 0;
+  Reference ref{[&](uint64_t k, const Reference::Round&) { return coords[k].w; },
+                [&](uint64_t k, double g, const Reference::Round&) {
+                  Coordinate& c = coords[k];
+                  c.sum_g2 += g * g;
+                  double log_weight[kRates];
+                  double max_log_weight = -std::numeric_limits<double>::infinity();
+                  for (int i = 0; i < kRates; ++i) {
+                    const double eta = std::pow(2.0, -i) / (5 * d * gb);
+                    const double r = (c.slave_w[i] - c.w) * g;
+                    c.loss[i] += eta * r + eta * eta * r * r;
+                    const double step =
+                        eta * (1 + 2 * eta * r) * g / (1 / (d * d) + 2 * eta * eta * c.sum_g2);
+                    const double raw = c.slave_w[i] - step;
+                    c.slave_w[i] = std::clamp(raw, -d / 2, d / 2);
+                    clipped += c.slave_w[i] != raw;
+                    log_weight[i] = -std::log((i + 1.0) * (i + 2.0)) - c.loss[i] + std::log(eta);
+                    max_log_weight = std::max(max_log_weight, log_weight[i]);
+                  }
+                  double num = 0, den = 0;
+                  for (int i = 0; i < kRates; ++i) {
+                    const double weight = std::exp(log_weight[i] - max_log_weight);
+                    num += weight * c.slave_w[i];
+                    den += weight;
+                  }
+                  c.w = num / den;
+                }};
+  ExpectMatchesReference(config, ref, RandomStream(3000, 10, false));
+  EXPECT_GT(clipped, 100);
 }
 
 // A reference for a per-example classifier: weight(key), and step(example,

@@ -10,9 +10,13 @@ using coding::Decoder;
 // Sanity bounds: a corrupt count must not allocate gigabytes before the
 // input runs out.
 constexpr uint32_t kMaxCount = 1u << 24;
+// Set in an example's namespace count when dense values follow its
+// namespaces (records written before dense blocks never set it).
+constexpr uint32_t kHasDense = 1u << 31;
 
 void EncodeExample(const Example& e, std::string* out) {
-  coding::PutFixed32(out, static_cast<uint32_t>(e.namespaces.size()));
+  coding::PutFixed32(
+      out, static_cast<uint32_t>(e.namespaces.size()) | (e.dense.empty() ? 0 : kHasDense));
   for (const Namespace& ns : e.namespaces) {
     coding::PutString(out, ns.name);
     coding::PutFixed32(out, static_cast<uint32_t>(ns.features.size()));
@@ -26,11 +30,40 @@ void EncodeExample(const Example& e, std::string* out) {
       coding::PutFloat(out, f.value);
     }
   }
+  if (e.dense.empty()) return;
+  // dense := count u32, (name string, value_count u32, f32*)*
+  coding::PutFixed32(out, static_cast<uint32_t>(e.dense.size()));
+  for (const DenseValues& d : e.dense) {
+    coding::PutString(out, d.name);
+    coding::PutFixed32(out, static_cast<uint32_t>(d.values.size()));
+    for (float v : d.values) coding::PutFloat(out, v);
+  }
+}
+
+bool DecodeDense(Decoder* in, Example* e) {
+  uint32_t count = 0;
+  if (!in->GetFixed32(&count) || count == 0 || count > in->remaining().size()) return false;
+  e->dense.resize(count);
+  for (DenseValues& d : e->dense) {
+    uint32_t values = 0;
+    if (!in->GetString(&d.name) || !in->GetFixed32(&values) ||
+        values > in->remaining().size() / 4) {
+      return false;
+    }
+    d.values.resize(values);
+    for (float& v : d.values) {
+      if (!in->GetFloat(&v)) return false;
+    }
+  }
+  return true;
 }
 
 bool DecodeExample(Decoder* in, Example* e) {
   uint32_t namespaces = 0;
-  if (!in->GetFixed32(&namespaces) || namespaces > in->remaining().size()) return false;
+  if (!in->GetFixed32(&namespaces)) return false;
+  const bool has_dense = (namespaces & kHasDense) != 0;
+  namespaces &= ~kHasDense;
+  if (namespaces > in->remaining().size()) return false;
   e->namespaces.resize(namespaces);
   for (Namespace& ns : e->namespaces) {
     uint32_t features = 0;
@@ -47,7 +80,7 @@ bool DecodeExample(Decoder* in, Example* e) {
       if (!in->GetFloat(&f.value)) return false;
     }
   }
-  return true;
+  return !has_dense || DecodeDense(in, e);
 }
 
 }  // namespace

@@ -68,6 +68,13 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
     AppendChecked(&piece, block);
     if (absl::Status s = emit(piece); !s.ok()) return s;
   }
+  // Version 2: the dense block's state, one checked block (empty without one).
+  std::string dense;
+  coding::PutFixed64(&dense, c.state.dense_state.size());
+  dense += c.state.dense_state;
+  piece.clear();
+  AppendChecked(&piece, dense);
+  if (absl::Status s = emit(piece); !s.ok()) return s;
   piece.assign(kFooterMagic);
   std::string totals;
   coding::PutFixed64(&totals, count);
@@ -82,7 +89,7 @@ namespace {
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 2;
+constexpr uint32_t kConfigVersion = 3;
 
 // The parameters of optimizers added after version 1, in a fixed order:
 // every optimizer's, whichever the model uses, so that every config has one
@@ -115,6 +122,18 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     for (const auto& n : names) coding::PutString(out, n);
   }
   coding::PutFixed32(out, static_cast<uint32_t>(c.num_shards));
+  // Version 3: the dense block.
+  coding::PutFixed32(out, static_cast<uint32_t>(c.dense_namespaces.size()));
+  for (const DenseNamespace& ns : c.dense_namespaces) {
+    coding::PutString(out, ns.name);
+    coding::PutFixed32(out, static_cast<uint32_t>(ns.dim));
+  }
+  const DenseOptimizerConfig& d = c.dense_optimizer;
+  coding::PutFixed32(out, static_cast<uint32_t>(d.type));
+  for (double v : {d.eta, d.delta, d.weight_power, d.diameter, d.gradient_bound}) {
+    coding::PutDouble(out, v);
+  }
+  coding::PutFixed32(out, static_cast<uint32_t>(d.tau));
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -159,6 +178,33 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     c.hashing.interactions.push_back(std::move(names));
   }
   in.GetFixed32(&shards);
+  uint32_t dense_type = 0, tau = 0;
+  if (version >= 3) {
+    uint32_t count = 0;
+    in.GetFixed32(&count);
+    if (count > in.remaining().size()) return Corrupt("the dense namespace count is corrupt");
+    for (uint32_t i = 0; i < count && in.ok(); ++i) {
+      DenseNamespace ns;
+      uint32_t dim = 0;
+      in.GetString(&ns.name);
+      in.GetFixed32(&dim);
+      if (dim > static_cast<uint32_t>(kMaxDenseDim)) return Corrupt("a dense dimension is corrupt");
+      ns.dim = static_cast<int>(dim);
+      c.dense_namespaces.push_back(std::move(ns));
+    }
+    DenseOptimizerConfig& d = c.dense_optimizer;
+    in.GetFixed32(&dense_type);
+    for (double* v : {&d.eta, &d.delta, &d.weight_power, &d.diameter, &d.gradient_bound}) {
+      in.GetDouble(v);
+    }
+    in.GetFixed32(&tau);
+    if (DenseOptimizerTypeName(static_cast<DenseOptimizerType>(dense_type)) == "unknown" ||
+        tau > static_cast<uint32_t>(kMaxDenseDim)) {
+      return Corrupt("the dense optimizer config has out-of-range fields");
+    }
+    d.type = static_cast<DenseOptimizerType>(dense_type);
+    d.tau = static_cast<int>(tau);
+  }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   // Booleans must be 0 or 1, so that every file has one decoding and one
   // encoding (the fuzzer checks decode-then-encode is the identity, for the
@@ -251,6 +297,16 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
     }
     out.state.coordinates.append(block.substr(4));
     read += n;
+  }
+  if (version >= 2) {
+    uint64_t dense_size = 0;
+    std::string_view dense;
+    Decoder peek(in.remaining());
+    if (!peek.GetFixed64(&dense_size) || dense_size > in.remaining().size() ||
+        !GetChecked(&in, 8 + dense_size, &dense)) {
+      return Corrupt("dense block checksum mismatch or truncated");
+    }
+    out.state.dense_state.assign(dense.substr(8));
   }
   std::string_view footer_magic, totals;
   uint64_t footer_count = 0;

@@ -20,7 +20,7 @@
 
 namespace clickd {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 1;
+inline constexpr uint32_t kSnapshotFormatVersion = 2;
 
 struct SnapshotContents {
   ModelConfig config;

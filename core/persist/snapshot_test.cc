@@ -90,10 +90,14 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   config.hashing.interactions = {{"u", "ad"}};
   std::string v2;
   EncodeModelConfig(config, &v2);
-  // v1 = v2 without the marker and version (8 bytes) and without the three
-  // doubles after the twelve of version 1.
+  // v1 = the current encoding without the marker and version (8 bytes),
+  // without the three doubles after the twelve of version 1, and without
+  // version 3's dense block config at the end (count, type, 5 doubles, tau).
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  const std::string v1 = v2.substr(8, twelve_end - 8) + v2.substr(twelve_end + 3 * 8);
+  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4;
+  const std::string v1 =
+      v2.substr(8, twelve_end - 8) +
+      v2.substr(twelve_end + 3 * 8, v2.size() - kDenseTail - (twelve_end + 3 * 8));
   auto decoded = DecodeModelConfig(v1);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->optimizer.ftrl.alpha, 0.07);
@@ -150,11 +154,11 @@ TEST(Snapshot, EveryFlippedByteAndTruncationIsDetected) {
 TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {
   auto model = TrainedModel(ModelConfig{}, 10);
   std::string bytes = EncodeSnapshot(ContentsOf(*model, 1));
-  bytes[8] = 2;  // the version field follows the 8-byte magic
+  bytes[8] = kSnapshotFormatVersion + 1;  // the version field follows the 8-byte magic
   const auto s = DecodeSnapshot(bytes).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(),
-            "snapshot format version 2 is newer than this build's 1; upgrade clickd "
+            "snapshot format version 3 is newer than this build's 2; upgrade clickd "
             "to read it");
 }
 

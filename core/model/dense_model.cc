@@ -1,0 +1,72 @@
+#include "core/model/dense_model.h"
+
+#include <cstring>
+
+#include "core/optim/loss.h"
+
+namespace clickd {
+
+double DenseModel::Margin(absl::Span<const HashedFeature> features) const {
+  return dense_block()->SparseMargin(features);
+}
+
+double DenseModel::LearnWithDense(absl::Span<const HashedFeature> features,
+                                  const Eigen::VectorXd* dense, double label, double importance) {
+  DenseBlock* block = dense_block();
+  thread_local Eigen::VectorXd x;
+  if (dense != nullptr) {
+    x = *dense;
+  } else {
+    x.setZero(block->dim());
+  }
+  block->PlaceSparse(features, &x);
+  MutexLock lock(&learn_mu_);
+  const double margin = block->Margin(x);
+  const double dloss = LossGradient(config().loss, margin, label) * importance;
+  block->Update(x, dloss);
+  round_.t += 1;
+  round_.sum_grad_norm_sq += dloss * dloss * x.squaredNorm();
+  return margin;
+}
+
+ModelStats DenseModel::Stats() const {
+  ModelStats stats;
+  stats.updates = Updates();
+  stats.coordinates = static_cast<uint64_t>(dense_block()->dim());
+  stats.bytes = dense_block()->StateBytes();
+  stats.state_bytes_per_coordinate = stats.bytes / std::max<uint64_t>(1, stats.coordinates);
+  return stats;
+}
+
+uint64_t DenseModel::Updates() const {
+  MutexLock lock(&learn_mu_);
+  return round_.t;
+}
+
+Model::State DenseModel::ExportState() const {
+  MutexLock lock(&learn_mu_);
+  State out;
+  out.round = round_;
+  out.state_size = 1;  // no coordinates: the whole state is the dense block's
+  out.dense_state = dense_block()->SerializeState();
+  return out;
+}
+
+absl::Status DenseModel::ImportState(const State& in) {
+  if (in.state_size != 1 || !in.coordinates.empty()) {
+    return absl::DataLossError("the state holds per-coordinate records; this dense model has none");
+  }
+  MutexLock lock(&learn_mu_);
+  if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
+  round_ = in.round;
+  return absl::OkStatus();
+}
+
+std::string DenseModel::SerializeState() const {
+  const State state = ExportState();
+  std::string out(sizeof(state.round), '\0');
+  std::memcpy(out.data(), &state.round, sizeof(state.round));
+  return out + state.dense_state;
+}
+
+}  // namespace clickd
