@@ -8,7 +8,7 @@
 # also smoke-tests the result). docs/operations.md describes how to run it.
 FROM debian:bookworm-slim AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config libabsl-dev libxxhash-dev libgtest-dev \
+      build-essential cmake ninja-build pkg-config libabsl-dev libxxhash-dev libeigen3-dev libgtest-dev \
       libgmock-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libcpp-httplib-dev \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
