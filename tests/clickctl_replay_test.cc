@@ -163,4 +163,27 @@ TEST(ClickctlReplay, EveryOptimizerRunsOnBlitzerWithBootstrap) {
   }
 }
 
+// The dense learners as a model's optimizer, over the features folded into
+// 2^bits slots: 2^10 for the O(d) and O(tau d) ones, 2^5 for those that
+// keep d x d matrices (the test also runs in sanitizer builds).
+TEST(ClickctlReplay, DenseLearnersRunOnBlitzer) {
+  const std::pair<const char*, int> learners[] = {
+      {"ada_diag", 10}, {"ada_diag_da", 10}, {"ada_fd", 10}, {"ada_fd_da", 10}, {"fd_son", 10},
+      {"ada_full", 5},  {"ada_full_da", 5},  {"ons", 5},     {"metagrad", 5}};
+  for (const auto& [opt, bits] : learners) {
+    const RunResult r = RunClickctl(
+        absl::StrCat("replay --offline --format=libsvm --loss=hinge --bias=false --normalize "
+                     "--shuffle_seed=1 --json --optimizer=",
+                     opt, " --bits=", bits, " ", kData, "/blitzer/kitchen_train.svmlight"));
+    ASSERT_EQ(r.exit_code, 0) << opt << r.err;
+    const std::string json = LastLine(r.out);
+    EXPECT_EQ(Field(json, "examples"), 2000) << opt;
+    EXPECT_EQ(Field(json, "coordinates"), 1 << bits) << opt;
+    // Better than chance even with the collisions of 2^5 slots.
+    EXPECT_LT(Field(json, "mistakes"), 0.5) << opt;
+  }
+  EXPECT_EQ(RunClickctl("replay --offline --optimizer=ada_fd x").exit_code, 2);  // no --bits
+  EXPECT_EQ(RunClickctl("replay --offline --optimizer=ftrl --tau=3 x").exit_code, 2);
+}
+
 }  // namespace
