@@ -133,12 +133,12 @@ def plot_regret(runs, curves, algos, title, path):
 
 
 def plot_time(times, path):
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(7.6, 3.6))
     names = [t[0] for t in times]
     ax.barh(names, [t[1] for t in times], color=[COLORS[n.split(" ")[0]] for n in names])
     ax.set_xscale("log")
     ax.set_xlabel("CPU seconds for T = 10,000 rounds (log scale)")
-    ax.set_title("Running time, composite mirror descent, d = 500, tau = 10")
+    ax.set_title("Running time (CMD), T = 10,000, d = 500, tau = 10")
     for i, t in enumerate(times):
         ax.text(t[1], i, " %.3g s" % t[1], va="center")
     ax.set_xlim(right=max(t[1] for t in times) * 8)
@@ -201,7 +201,7 @@ def main():
     for algo, _, _, rounds, _, line in check:
         if algo == "ada_full" and "ms/round cpu" in line:
             ms = float(line.split(",")[-1].split("ms/round")[0].strip())
-            times.append(("ADA-FULL (optimizer, %d rounds x %d)" % (rounds, 10000 // rounds),
+            times.append(("ADA-FULL (optimizer, %d rounds, scaled)" % rounds,
                           ms * 1e-3 * 10000))
     if times:
         plot_time(times, os.path.join(img, "seed002_time_cmd.png"))
