@@ -1,6 +1,7 @@
 // Runs the real clickctl binary on the shared data sets and on files made
 // here, and checks its output and exit codes.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +28,10 @@ std::string ReadFile(const std::string& path) {
 }
 
 RunResult RunClickctl(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "/clickctl_stderr.txt";
+  // One file per process and call: ctest runs these tests in parallel.
+  static int calls = 0;
+  const std::string err_path =
+      absl::StrCat(::testing::TempDir(), "/clickctl_stderr_", getpid(), "_", calls++, ".txt");
   const std::string cmd = absl::StrCat(CLICKCTL_PATH, " ", args, " 2>", err_path);
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
