@@ -89,12 +89,25 @@ namespace {
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 3;
+constexpr uint32_t kConfigVersion = 4;
+
+// A parameter of an optimizer added after version 1, and the encoding
+// version that added it.
+struct LaterParam {
+  uint32_t since;
+  double* value;
+};
 
 // The parameters of optimizers added after version 1, in a fixed order:
 // every optimizer's, whichever the model uses, so that every config has one
-// encoding.
-std::vector<double*> ParamsSinceV1(OptimizerConfig& o) { return {&o.pa.c, &o.cw.eta, &o.cw.a}; }
+// encoding. New ones go at the end, with a new version.
+std::vector<LaterParam> ParamsSinceV1(OptimizerConfig& o) {
+  return {{2, &o.pa.c},
+          {2, &o.cw.eta},
+          {2, &o.cw.a},
+          {4, &o.metagrad_diag.diameter},
+          {4, &o.metagrad_diag.gradient_bound}};
+}
 
 }  // namespace
 
@@ -111,7 +124,7 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     coding::PutDouble(out, v);
   }
   OptimizerConfig copy = o;
-  for (double* v : ParamsSinceV1(copy)) coding::PutDouble(out, *v);
+  for (const LaterParam& p : ParamsSinceV1(copy)) coding::PutDouble(out, *p.value);
   coding::PutFixed32(out, o.ftrl.lambda1_times_t ? 1 : 0);
   coding::PutFixed64(out, c.hashing.seed);
   coding::PutFixed32(out, static_cast<uint32_t>(c.hashing.bits));
@@ -161,8 +174,8 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
                     &o.global_ogd.radius, &o.global_ogd.scale, &o.sgd.eta}) {
     in.GetDouble(v);
   }
-  if (version >= 2) {
-    for (double* v : ParamsSinceV1(o)) in.GetDouble(v);
+  for (const LaterParam& p : ParamsSinceV1(o)) {
+    if (version >= p.since) in.GetDouble(p.value);
   }
   in.GetFixed32(&times_t);
   in.GetFixed64(&c.hashing.seed);

@@ -66,6 +66,7 @@ TEST(ModelConfigEncoding, RoundTripsEveryOptimizersParams) {
   config.optimizer.pa.c = 0.25;
   config.optimizer.cw.eta = 0.9;
   config.optimizer.cw.a = 3.5;
+  config.optimizer.metagrad_diag = {.diameter = 1.5, .gradient_bound = 0.75};
   config.optimizer.ftrl.alpha = 0.05;
   std::string bytes;
   EncodeModelConfig(config, &bytes);
@@ -75,10 +76,49 @@ TEST(ModelConfigEncoding, RoundTripsEveryOptimizersParams) {
   EXPECT_EQ(decoded->optimizer.pa.c, 0.25);
   EXPECT_EQ(decoded->optimizer.cw.eta, 0.9);
   EXPECT_EQ(decoded->optimizer.cw.a, 3.5);
+  EXPECT_EQ(decoded->optimizer.metagrad_diag.diameter, 1.5);
+  EXPECT_EQ(decoded->optimizer.metagrad_diag.gradient_bound, 0.75);
   EXPECT_EQ(decoded->optimizer.ftrl.alpha, 0.05);
   std::string again;
   EncodeModelConfig(*decoded, &again);
   EXPECT_EQ(again, bytes);
+  // The selected optimizer's parameters too.
+  config.name = "mg";
+  config.loss = LossType::kLogistic;
+  config.optimizer.type = OptimizerType::kMetaGradDiag;
+  bytes.clear();
+  EncodeModelConfig(config, &bytes);
+  decoded = DecodeModelConfig(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->optimizer.type, OptimizerType::kMetaGradDiag);
+  EXPECT_EQ(decoded->optimizer.metagrad_diag.diameter, 1.5);
+  EXPECT_EQ(decoded->optimizer.metagrad_diag.gradient_bound, 0.75);
+}
+
+// Version 3 (no metagrad_diag parameters) still decodes, with the defaults.
+TEST(ModelConfigEncoding, ReadsVersionThree) {
+  ModelConfig config;
+  config.name = "ctr";
+  config.optimizer.cw.a = 2.5;
+  config.optimizer.metagrad_diag = {.diameter = 1.5, .gradient_bound = 0.75};
+  std::string v4;
+  EncodeModelConfig(config, &v4);
+  // v3 = v4 with version 3 and without the two doubles after pa and cw's.
+  const size_t pa_cw_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8 + 3 * 8;
+  std::string v3 = v4.substr(0, pa_cw_end) + v4.substr(pa_cw_end + 2 * 8);
+  ASSERT_EQ(v3[4], 4);
+  v3[4] = 3;
+  auto decoded = DecodeModelConfig(v3);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->optimizer.cw.a, 2.5);
+  EXPECT_EQ(decoded->optimizer.metagrad_diag.diameter, MetaGradDiagParams{}.diameter);
+  EXPECT_EQ(decoded->optimizer.metagrad_diag.gradient_bound, MetaGradDiagParams{}.gradient_bound);
+  EXPECT_EQ(decoded->hashing.bias, config.hashing.bias);
+  EXPECT_EQ(decoded->num_shards, config.num_shards);
+  // Re-encoded, it is the current version.
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again[4], 4);
 }
 
 // Version 1 (no marker, no parameters of later optimizers) still decodes:
@@ -91,13 +131,14 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   std::string v2;
   EncodeModelConfig(config, &v2);
   // v1 = the current encoding without the marker and version (8 bytes),
-  // without the three doubles after the twelve of version 1, and without
-  // version 3's dense block config at the end (count, type, 5 doubles, tau).
+  // without the five doubles after the twelve of version 1 (versions 2 and
+  // 4), and without version 3's dense block config at the end (count, type,
+  // 5 doubles, tau).
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
   constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4;
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
-      v2.substr(twelve_end + 3 * 8, v2.size() - kDenseTail - (twelve_end + 3 * 8));
+      v2.substr(twelve_end + 5 * 8, v2.size() - kDenseTail - (twelve_end + 5 * 8));
   auto decoded = DecodeModelConfig(v1);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->optimizer.ftrl.alpha, 0.07);
