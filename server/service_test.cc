@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 #include "core/persist/fault_injection_env.h"
@@ -115,6 +116,7 @@ TEST(ClickdService, FullDiskRefusesUpdatesAndKeepsServingPredict) {
   FaultInjectionEnv env(Env::Default());
   DurabilityOptions durability;
   durability.data_dir = ::testing::TempDir() + "/service_full_disk_" + std::to_string(getpid());
+  std::filesystem::remove_all(durability.data_dir);  // PIDs repeat across runs
   durability.journal.env = &env;
   ModelRegistry registry(durability);
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
@@ -151,6 +153,7 @@ TEST(ClickdService, FailedSyncIsUnavailableAndStaysSo) {
   FaultInjectionEnv env(Env::Default());
   DurabilityOptions durability;
   durability.data_dir = ::testing::TempDir() + "/service_sync_fail_" + std::to_string(getpid());
+  std::filesystem::remove_all(durability.data_dir);  // PIDs repeat across runs
   durability.journal.env = &env;
   ModelRegistry registry(durability);
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());

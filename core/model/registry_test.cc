@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "core/persist/fault_injection_env.h"
@@ -79,8 +80,10 @@ TEST(ServedModel, RecordsLifetimeProgressiveMetrics) {
 
 std::string NewDataDir() {
   static int n = 0;
-  return ::testing::TempDir() + "/registry_test_" + std::to_string(getpid()) + "_" +
-         std::to_string(n++);
+  const std::string dir = ::testing::TempDir() + "/registry_test_" + std::to_string(getpid()) +
+                          "_" + std::to_string(n++);
+  std::filesystem::remove_all(dir);  // PIDs repeat across runs
+  return dir;
 }
 
 std::vector<TrainingExample> Batch(const std::vector<Example>& examples) {

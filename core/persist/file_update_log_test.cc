@@ -1,6 +1,7 @@
 #include "core/persist/file_update_log.h"
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "core/persist/fault_injection_env.h"
@@ -13,6 +14,7 @@ std::string NewDir() {
   static int n = 0;
   const std::string dir = ::testing::TempDir() + "/update_log_test_" + std::to_string(getpid()) +
                           "_" + std::to_string(n++);
+  std::filesystem::remove_all(dir);  // PIDs repeat across runs
   EXPECT_TRUE(Env::Default()->CreateDirs(dir).ok());
   return dir;
 }
@@ -20,7 +22,10 @@ std::string NewDir() {
 std::unique_ptr<FileUpdateLog> OpenLog(Env* env, const std::string& dir,
                                        UpdateLogRecovery* recovery = nullptr,
                                        SyncMode sync = SyncMode::kEveryRequest) {
-  auto log = FileUpdateLog::Open(env, dir, {sync, std::chrono::milliseconds(5)}, recovery);
+  UpdateLogOptions options;
+  options.sync = sync;
+  options.sync_interval = std::chrono::milliseconds(5);
+  auto log = FileUpdateLog::Open(env, dir, options, recovery);
   EXPECT_TRUE(log.ok()) << log.status();
   return log.ok() ? *std::move(log) : nullptr;
 }
@@ -153,7 +158,9 @@ TEST(FileUpdateLog, AcknowledgedRecordsSurviveLostUnsyncedData) {
   auto log = OpenLog(&env, dir);
   for (int i = 1; i <= 20; ++i) {
     ASSERT_EQ(*log->Append("r" + std::to_string(i)), static_cast<uint64_t>(i));
-    if (i <= 12) ASSERT_TRUE(log->WaitDurable(i).ok());
+    if (i <= 12) {
+      ASSERT_TRUE(log->WaitDurable(i).ok());
+    }
   }
   log.reset();  // a clean close syncs; simulate the crash before it instead:
   ASSERT_TRUE(env.DropUnsyncedData().ok());
@@ -192,10 +199,9 @@ TEST(FileUpdateLog, ConcurrentAcknowledgedRecordsSurviveAPowerLoss) {
   const std::string dir = NewDir();
   FaultInjectionEnv env(Env::Default());
   std::atomic<int> syncs{0};
-  auto opened = FileUpdateLog::Open(
-      &env, dir,
-      {SyncMode::kEveryRequest, std::chrono::milliseconds(5), [&syncs](double) { ++syncs; }},
-      nullptr);
+  UpdateLogOptions options;
+  options.on_sync = [&syncs](double) { ++syncs; };
+  auto opened = FileUpdateLog::Open(&env, dir, options, nullptr);
   ASSERT_TRUE(opened.ok());
   std::unique_ptr<FileUpdateLog> log = *std::move(opened);
   std::atomic<uint64_t> acknowledged{0};

@@ -1,5 +1,6 @@
 #include "core/persist/model_journal.h"
 
+#include <filesystem>
 #include <random>
 
 #include "core/persist/batch_codec.h"
@@ -9,10 +10,13 @@
 namespace clickd {
 namespace {
 
+// A fresh directory: PIDs repeat across runs, and /tmp may hold an old one.
 std::string NewDir() {
   static int n = 0;
-  return ::testing::TempDir() + "/journal_test_" + std::to_string(getpid()) + "_" +
-         std::to_string(n++);
+  const std::string dir = ::testing::TempDir() + "/journal_test_" + std::to_string(getpid()) + "_" +
+                          std::to_string(n++);
+  std::filesystem::remove_all(dir);
+  return dir;
 }
 
 // Batches of impressions: a user context and three ads each.
@@ -211,7 +215,9 @@ TEST(ModelJournal, AcknowledgedBatchesSurviveAPowerLoss) {
         break;
       }
       ++acknowledged;
-      if (i == 15) ASSERT_TRUE(journal->Snapshot(*model).ok());
+      if (i == 15) {
+        ASSERT_TRUE(journal->Snapshot(*model).ok());
+      }
     }
     EXPECT_EQ(acknowledged, 30u);
     EXPECT_EQ(model->Updates(), 30u * 3);  // the failed batch applied nothing

@@ -1,5 +1,6 @@
 #include "core/persist/snapshot.h"
 
+#include <filesystem>
 #include <random>
 
 #include "core/persist/fault_injection_env.h"
@@ -30,6 +31,7 @@ std::string TempDir() {
   static int n = 0;
   const std::string dir = ::testing::TempDir() + "/snapshot_test_" + std::to_string(getpid()) +
                           "_" + std::to_string(n++);
+  std::filesystem::remove_all(dir);  // PIDs repeat across runs
   EXPECT_TRUE(Env::Default()->CreateDirs(dir).ok());
   return dir;
 }
