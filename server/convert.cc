@@ -7,6 +7,7 @@
 #include "core/optim/dense/dense_optimizer_config.h"
 #include "core/optim/loss.h"
 #include "core/optim/optimizer_config.h"
+#include "wire/model_config_proto.h"
 
 namespace clickd {
 namespace {
@@ -193,93 +194,9 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   return c;
 }
 
-v1::ModelConfig ToProto(const ModelConfig& c) {
-  v1::ModelConfig p;
-  p.set_name(c.name);
-  p.set_optimizer(OptimizerName(c));
-  p.set_loss(std::string(LossTypeName(c.loss)));
-  const OptimizerConfig& o = c.optimizer;
-  // Only the selected optimizer's parameters: the others do not apply.
-  switch (o.type) {
-    case OptimizerType::kFtrl:
-      p.mutable_ftrl()->set_alpha(o.ftrl.alpha);
-      p.mutable_ftrl()->set_beta(o.ftrl.beta);
-      p.mutable_ftrl()->set_lambda1(o.ftrl.lambda1);
-      p.mutable_ftrl()->set_lambda2(o.ftrl.lambda2);
-      p.mutable_ftrl()->set_lambda1_times_t(o.ftrl.lambda1_times_t);
-      break;
-    case OptimizerType::kAdagrad:
-    case OptimizerType::kAdagradDa:
-      p.mutable_adagrad()->set_eta(o.adagrad.eta);
-      p.mutable_adagrad()->set_delta(o.adagrad.delta);
-      p.mutable_adagrad()->set_lambda(o.adagrad.lambda);
-      break;
-    case OptimizerType::kPcOgd:
-      p.mutable_pc_ogd()->set_radius(o.pc_ogd.radius);
-      p.mutable_pc_ogd()->set_scale(o.pc_ogd.scale);
-      break;
-    case OptimizerType::kGlobalOgd:
-      p.mutable_global_ogd()->set_radius(o.global_ogd.radius);
-      p.mutable_global_ogd()->set_scale(o.global_ogd.scale);
-      break;
-    case OptimizerType::kSgd:
-      p.mutable_sgd()->set_eta(o.sgd.eta);
-      break;
-    case OptimizerType::kPa:
-      p.mutable_pa()->set_c(o.pa.c);
-      break;
-    case OptimizerType::kCw:
-      p.mutable_cw()->set_eta(o.cw.eta);
-      p.mutable_cw()->set_a(o.cw.a);
-      break;
-    case OptimizerType::kMetaGradDiag:
-      p.mutable_metagrad_diag()->set_diameter(o.metagrad_diag.diameter);
-      p.mutable_metagrad_diag()->set_gradient_bound(o.metagrad_diag.gradient_bound);
-      break;
-    case OptimizerType::kDense:  // the dense learner's parameters, below
-      break;
-  }
-  p.mutable_hashing()->set_seed(c.hashing.seed);
-  p.mutable_hashing()->set_bits(c.hashing.bits);
-  p.mutable_hashing()->set_bias(c.hashing.bias);
-  for (const auto& names : c.hashing.interactions) {
-    auto* i = p.mutable_hashing()->add_interactions();
-    for (const auto& n : names) i->add_namespaces(n);
-  }
-  p.set_num_shards(c.num_shards);
-  if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {
-    for (const DenseNamespace& ns : c.dense_namespaces) {
-      auto* out = p.add_dense_namespaces();
-      out->set_name(ns.name);
-      out->set_dim(ns.dim);
-    }
-    const DenseOptimizerConfig& d = c.dense_optimizer;
-    p.set_dense_optimizer(std::string(DenseOptimizerTypeName(d.type)));
-    v1::DenseOptimizerParams* dp = p.mutable_dense();
-    dp->set_eta(d.eta);
-    dp->set_delta(d.delta);
-    dp->set_tau(d.tau);
-    dp->set_weight_power(d.weight_power);
-    dp->set_diameter(d.diameter);
-    dp->set_gradient_bound(d.gradient_bound);
-  }
-  return p;
-}
+v1::ModelConfig ToProto(const ModelConfig& c) { return ModelConfigToProto(c); }
 
-v1::ProgressiveMetrics ToProto(const MetricsSummary& m) {
-  v1::ProgressiveMetrics p;
-  p.set_examples(m.examples);
-  p.set_weight(m.weight);
-  p.set_loss(m.loss);
-  p.set_logloss(m.logloss);
-  p.set_auc(m.auc);
-  p.set_hinge(m.hinge);
-  p.set_mistakes(m.mistakes);
-  p.set_calibration(m.calibration);
-  p.set_squared(m.squared);
-  p.set_auc_error_bound(m.auc_error_bound);
-  return p;
-}
+v1::ProgressiveMetrics ToProto(const MetricsSummary& m) { return MetricsToProto(m); }
 
 v1::ModelInfo ToModelInfo(const Model& model, const MetricsSummary& progressive) {
   v1::ModelInfo info;

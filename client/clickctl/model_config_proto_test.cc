@@ -1,6 +1,7 @@
-// The client's config conversion must agree with the server's, or a model
-// created by `clickctl models create` would differ from the flags' model.
-#include "client/clickctl/model_config_proto.h"
+// clickctl's model flags, sent through the shared conversion
+// (wire/model_config_proto.h), must parse back on the server to the same
+// model, or `clickctl models create` would make another model.
+#include "wire/model_config_proto.h"
 
 #include "client/clickctl/model_flags.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -10,24 +11,31 @@
 namespace clickd {
 namespace {
 
-TEST(ModelConfigToProto, AgreesWithTheServerForEveryOptimizer) {
-  for (const char* optimizer : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd",
-                                "pa", "cw", "metagrad_diag"}) {
+// What clickctl sends for every optimizer is what the server parses back.
+TEST(ModelConfigToProto, EveryOptimizerRoundTripsThroughTheServersParser) {
+  for (const char* optimizer :
+       {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd", "pa", "cw", "metagrad_diag",
+        "ada_diag", "ada_diag_da", "ada_full", "ada_full_da", "ada_fd", "ada_fd_da", "ons",
+        "fd_son", "metagrad"}) {
     ModelFlagValues v;
     v.optimizer = optimizer;
     v.loss = "hinge";
-    v.bits = 18;
+    v.bits = 8;
     v.hash_seed = 7;
     v.bias = false;
     v.interactions = "user:ad,user:ad:page";
     v.shards = 4;
     auto config = BuildModelConfig(v);
-    ASSERT_TRUE(config.ok()) << config.status();
+    ASSERT_TRUE(config.ok()) << optimizer << ": " << config.status();
     config->name = "m1";
+    const v1::ModelConfig sent = ModelConfigToProto(*config);
+    EXPECT_EQ(sent.optimizer(), optimizer);
+    auto parsed = ToModelConfig(sent);
+    ASSERT_TRUE(parsed.ok()) << optimizer << ": " << parsed.status();
     std::string diff;
     google::protobuf::util::MessageDifferencer differencer;
     differencer.ReportDifferencesToString(&diff);
-    EXPECT_TRUE(differencer.Compare(ModelConfigToProto(*config), ToProto(*config)))
+    EXPECT_TRUE(differencer.Compare(ModelConfigToProto(*parsed), sent))
         << optimizer << ": " << diff;
   }
 }

@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/clickctl/json_writer.h"
-#include "client/clickctl/model_config_proto.h"
 #include "client/clickctl/model_flags.h"
 #include "client/clickctl/network_flags.h"
 #include "client/clickctl/request_text.h"
 #include "client/clickctl/response_json.h"
+#include "wire/model_config_proto.h"
 
 ABSL_FLAG(std::string, context, "",
           "predict, update: the shared context, e.g. 'user|country=FR,age:30 page|home'");

@@ -10,13 +10,13 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "client/clickctl/json_writer.h"
-#include "client/clickctl/model_config_proto.h"
 #include "client/clickctl/model_flags.h"
 #include "client/clickctl/network_flags.h"
 #include "client/clickctl/response_json.h"
 #include "core/eval/metrics.h"
 #include "core/formats/example_reader.h"
 #include "core/optim/loss.h"
+#include "wire/model_config_proto.h"
 
 ABSL_FLAG(int, batch_size, 100, "replay --server: examples per UpdateStreamAcked message");
 ABSL_FLAG(bool, create_model, false,
@@ -138,23 +138,9 @@ int ReportStopped(const absl::Status& error, uint64_t acknowledged) {
   return 1;
 }
 
-v1::ProgressiveMetrics ToProto(const MetricsSummary& m) {
-  v1::ProgressiveMetrics p;
-  p.set_examples(m.examples);
-  p.set_weight(m.weight);
-  p.set_loss(m.loss);
-  p.set_logloss(m.logloss);
-  p.set_auc(m.auc);
-  p.set_hinge(m.hinge);
-  p.set_mistakes(m.mistakes);
-  p.set_calibration(m.calibration);
-  p.set_squared(m.squared);
-  return p;
-}
-
 void PrintResult(const v1::ModelInfo& before, const std::optional<v1::ModelInfo>& after,
                  const StreamOutcome& out) {
-  const v1::ProgressiveMetrics m = ToProto(out.metrics->Summary());
+  const v1::ProgressiveMetrics m = MetricsToProto(out.metrics->Summary());
   const double n = static_cast<double>(m.examples());
   std::printf("%-12s %10s %9s %9s %9s %9s %11s\n", "progressive", "examples", "logloss", "auc",
               "hinge", "mistakes", "calibration");

@@ -52,6 +52,34 @@ std::string OptimizerName(const ModelConfig& config) {
   return std::string(OptimizerTypeName(config.optimizer.type));
 }
 
+namespace {
+
+// The dense learner's part of a config: the dense namespaces, plus for a
+// DenseModel the 2^bits folded features, and the learner over them.
+absl::Status ValidateDenseParts(const ModelConfig& config) {
+  const bool dense_model = config.optimizer.type == OptimizerType::kDense;
+  if (!dense_model && config.dense_namespaces.empty()) return absl::OkStatus();
+  if (absl::Status s = ValidateDenseNamespaces(config.dense_namespaces); !s.ok()) return s;
+  int dim = 0;
+  if (dense_model) {
+    if (config.hashing.bits < 1 || config.hashing.bits > kMaxDenseModelBits) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "hashing.bits is ", config.hashing.bits, "; optimizer ", OptimizerName(config),
+          " learns one dense vector over 2^bits folded features and needs bits in 1..",
+          kMaxDenseModelBits));
+    }
+    dim = 1 << config.hashing.bits;
+  } else if (IsBinaryClassifier(config.optimizer.type)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dense_namespaces: optimizer ", std::string(OptimizerTypeName(config.optimizer.type)),
+        " is a per-example classifier of sparse features; it takes no dense block"));
+  }
+  for (const DenseNamespace& ns : config.dense_namespaces) dim += ns.dim;
+  return ValidateDenseOptimizerConfig(config.dense_optimizer, dim, "dense_optimizer");
+}
+
+}  // namespace
+
 absl::Status ValidateModelConfig(const ModelConfig& config) {
   if (absl::Status s = ValidateModelName(config.name, "name"); !s.ok()) return s;
   if (config.num_shards < 1 || config.num_shards > kMaxShards) {
@@ -67,38 +95,7 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         std::string(OptimizerTypeName(config.optimizer.type)),
         " is a binary classifier and takes loss hinge (labels -1/+1, prediction the margin)"));
   }
-  if (config.optimizer.type == OptimizerType::kDense) {
-    if (config.hashing.bits < 1 || config.hashing.bits > kMaxDenseModelBits) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "hashing.bits is ", config.hashing.bits, "; optimizer ", OptimizerName(config),
-          " learns one dense vector over 2^bits folded features and needs bits in 1..",
-          kMaxDenseModelBits));
-    }
-    if (absl::Status s = ValidateDenseNamespaces(config.dense_namespaces); !s.ok()) return s;
-    int dim = 1 << config.hashing.bits;
-    for (const DenseNamespace& ns : config.dense_namespaces) dim += ns.dim;
-    if (absl::Status s =
-            ValidateDenseOptimizerConfig(config.dense_optimizer, dim, "dense_optimizer");
-        !s.ok()) {
-      return s;
-    }
-    return ValidateHashingConfig(config.hashing);
-  }
-  if (!config.dense_namespaces.empty()) {
-    if (absl::Status s = ValidateDenseNamespaces(config.dense_namespaces); !s.ok()) return s;
-    if (IsBinaryClassifier(config.optimizer.type)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dense_namespaces: optimizer ", std::string(OptimizerTypeName(config.optimizer.type)),
-          " is a per-example classifier of sparse features; it takes no dense block"));
-    }
-    int dim = 0;
-    for (const DenseNamespace& ns : config.dense_namespaces) dim += ns.dim;
-    if (absl::Status s =
-            ValidateDenseOptimizerConfig(config.dense_optimizer, dim, "dense_optimizer");
-        !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = ValidateDenseParts(config); !s.ok()) return s;
   return ValidateHashingConfig(config.hashing);
 }
 

@@ -1,4 +1,4 @@
-#include "client/clickctl/model_config_proto.h"
+#include "wire/model_config_proto.h"
 
 #include <string>
 
@@ -78,6 +78,21 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     dp->set_diameter(d.diameter);
     dp->set_gradient_bound(d.gradient_bound);
   }
+  return p;
+}
+
+v1::ProgressiveMetrics MetricsToProto(const MetricsSummary& m) {
+  v1::ProgressiveMetrics p;
+  p.set_examples(m.examples);
+  p.set_weight(m.weight);
+  p.set_loss(m.loss);
+  p.set_logloss(m.logloss);
+  p.set_auc(m.auc);
+  p.set_hinge(m.hinge);
+  p.set_mistakes(m.mistakes);
+  p.set_calibration(m.calibration);
+  p.set_squared(m.squared);
+  p.set_auc_error_bound(m.auc_error_bound);
   return p;
 }
 
