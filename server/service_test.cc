@@ -109,64 +109,71 @@ TEST(ClickdService, RejectedBatchAppliesNothing) {
   EXPECT_TRUE(scored.empty());
 }
 
+// A service over one durable default model whose files go through a
+// fault-injecting Env.
+class DurableService : public ::testing::Test {
+ protected:
+  DurableService() : registry_(Options(&env_)), service_(&registry_, Limits{}, [] {}) {
+    EXPECT_TRUE(registry_.Create(ModelConfig{}).ok());
+    served_ = *service_.Lookup("default", "model");
+  }
+
+  static DurabilityOptions Options(Env* env) {
+    static int n = 0;
+    DurabilityOptions durability;
+    durability.data_dir = ::testing::TempDir() + "/service_durable_" + std::to_string(getpid()) +
+                          "_" + std::to_string(n++);
+    std::filesystem::remove_all(durability.data_dir);  // PIDs repeat across runs
+    durability.journal.env = env;
+    return durability;
+  }
+
+  absl::Status Update(const v1::UpdateRequest& request) {
+    v1::UpdateResponse response;
+    std::vector<ScoredExample> scored;
+    return service_.ApplyUpdate(*served_, request, &response, &scored);
+  }
+
+  FaultInjectionEnv env_{Env::Default()};
+  ModelRegistry registry_;
+  ClickdService service_;
+  std::shared_ptr<ServedModel> served_;
+};
+
 // A full disk: Update fails with UNAVAILABLE naming the update log, applies
 // nothing (the model's state and version are unchanged), Predict keeps
 // serving, and once space is back updates are accepted again.
-TEST(ClickdService, FullDiskRefusesUpdatesAndKeepsServingPredict) {
-  FaultInjectionEnv env(Env::Default());
-  DurabilityOptions durability;
-  durability.data_dir = ::testing::TempDir() + "/service_full_disk_" + std::to_string(getpid());
-  std::filesystem::remove_all(durability.data_dir);  // PIDs repeat across runs
-  durability.journal.env = &env;
-  ModelRegistry registry(durability);
-  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
-  ClickdService service(&registry, Limits{}, [] {});
-  auto served = *service.Lookup("default", "model");
-  v1::UpdateResponse response;
-  std::vector<ScoredExample> scored;
-  ASSERT_TRUE(service.ApplyUpdate(*served, Clicks(4, 1), &response, &scored).ok());
-  const std::string before = served->model().SerializeState();
+TEST_F(DurableService, FullDiskRefusesUpdatesAndKeepsServingPredict) {
+  ASSERT_TRUE(Update(Clicks(4, 1)).ok());
+  const std::string before = served_->model().SerializeState();
 
-  env.SetWriteBudget(10);  // the next record does not fit
-  absl::Status full = service.ApplyUpdate(*served, Clicks(4, 2), &response, &scored);
+  env_.SetWriteBudget(10);  // the next record does not fit
+  absl::Status full = Update(Clicks(4, 2));
   EXPECT_EQ(full.code(), absl::StatusCode::kUnavailable) << full;
   EXPECT_NE(full.message().find("update log"), std::string::npos) << full;
-  EXPECT_EQ(served->model().SerializeState(), before);
-  EXPECT_EQ(served->model().Updates(), 4u);
+  EXPECT_EQ(served_->model().SerializeState(), before);
+  EXPECT_EQ(served_->model().Updates(), 4u);
 
   v1::PredictRequest predict;
   predict.set_model("default");
   *predict.add_candidates() = AdExample("good");
   v1::PredictResponse prediction;
-  EXPECT_TRUE(service.ScorePredictRequest(predict, &prediction).ok());
+  EXPECT_TRUE(service_.ScorePredictRequest(predict, &prediction).ok());
   EXPECT_EQ(prediction.predictions_size(), 1);
 
-  env.SetWriteBudget(-1);
-  EXPECT_TRUE(service.ApplyUpdate(*served, Clicks(4, 3), &response, &scored).ok());
-  EXPECT_EQ(served->model().Updates(), 8u);
+  env_.SetWriteBudget(-1);
+  EXPECT_TRUE(Update(Clicks(4, 3)).ok());
+  EXPECT_EQ(served_->model().Updates(), 8u);
 }
 
 // A failed fsync: the update is not acknowledged (UNAVAILABLE: its outcome
 // is unknown, as with a lost reply), and the log refuses later appends,
 // since what reached the disk is unknown; a restart recovers from the disk.
-TEST(ClickdService, FailedSyncIsUnavailableAndStaysSo) {
-  FaultInjectionEnv env(Env::Default());
-  DurabilityOptions durability;
-  durability.data_dir = ::testing::TempDir() + "/service_sync_fail_" + std::to_string(getpid());
-  std::filesystem::remove_all(durability.data_dir);  // PIDs repeat across runs
-  durability.journal.env = &env;
-  ModelRegistry registry(durability);
-  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
-  ClickdService service(&registry, Limits{}, [] {});
-  auto served = *service.Lookup("default", "model");
-  v1::UpdateResponse response;
-  std::vector<ScoredExample> scored;
-  env.SetSyncFails(true);
-  EXPECT_EQ(service.ApplyUpdate(*served, Clicks(2, 1), &response, &scored).code(),
-            absl::StatusCode::kUnavailable);
-  env.SetSyncFails(false);
-  EXPECT_EQ(service.ApplyUpdate(*served, Clicks(2, 2), &response, &scored).code(),
-            absl::StatusCode::kUnavailable);
+TEST_F(DurableService, FailedSyncIsUnavailableAndStaysSo) {
+  env_.SetSyncFails(true);
+  EXPECT_EQ(Update(Clicks(2, 1)).code(), absl::StatusCode::kUnavailable);
+  env_.SetSyncFails(false);
+  EXPECT_EQ(Update(Clicks(2, 2)).code(), absl::StatusCode::kUnavailable);
 }
 
 // Without --data_dir there is nothing to snapshot into.

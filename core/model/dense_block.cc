@@ -1,5 +1,6 @@
 #include "core/model/dense_block.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/container/flat_hash_set.h"
@@ -121,6 +122,20 @@ void DenseBlock::PlaceSparse(absl::Span<const HashedFeature> features, Eigen::Ve
   for (const HashedFeature& f : features) {
     if (f.key < static_cast<uint64_t>(sparse_slots_)) (*x)[f.key] += f.value;
   }
+}
+
+double DenseBlock::MarginOf(const Example& example) const {
+  if (example.dense.empty()) return 0;
+  ReaderMutexLock lock(&mu_);
+  const Eigen::VectorXd& w = learner_->weights();
+  double margin = 0;
+  for (const DenseValues& d : example.dense) {
+    auto slot = slots_.find(d.name);
+    if (slot == slots_.end()) continue;  // Check() refuses these first
+    const int n = std::min<int>(slot->second.dim, static_cast<int>(d.values.size()));
+    for (int j = 0; j < n; ++j) margin += w[slot->second.offset + j] * d.values[j];
+  }
+  return margin;
 }
 
 double DenseBlock::Margin(const Eigen::VectorXd& x) const {

@@ -64,6 +64,11 @@ class DenseBlock {
 
   double Margin(const Eigen::VectorXd& x) const;
 
+  // The dense margin of one checked example's own values, without
+  // assembling x: the margin is linear, so Predict adds a context's part
+  // (computed once) and each candidate's.
+  double MarginOf(const Example& example) const;
+
   // One step of the learner on the loss gradient dloss * x.
   void Update(const Eigen::VectorXd& x, double dloss);
 

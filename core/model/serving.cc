@@ -14,17 +14,15 @@ std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& c
   thread_local HashedContext hashed_context;
   thread_local std::vector<HashedFeature> part;
   hasher.HashContext(context, &hashed_context);
-  const double context_margin = model.Margin(hashed_context.features);
+  const DenseBlock* block = model.dense_block();
+  const double context_margin =
+      model.Margin(hashed_context.features) + (block ? block->MarginOf(context) : 0.0);
   std::vector<CandidateScore> scores;
   scores.reserve(candidates.size());
-  const DenseBlock* block = model.dense_block();
-  thread_local Eigen::VectorXd dense;
   for (const Example& candidate : candidates) {
     hasher.HashCandidate(hashed_context, candidate, &part);
-    double margin = context_margin + model.Margin(part);
-    if (block != nullptr && block->Assemble(&context, candidate, &dense)) {
-      margin += block->Margin(dense);
-    }
+    const double margin =
+        context_margin + model.Margin(part) + (block ? block->MarginOf(candidate) : 0.0);
     scores.push_back({Link(loss, margin), margin});
   }
   return scores;

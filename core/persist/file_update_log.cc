@@ -154,7 +154,7 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
 
 absl::Status FileUpdateLog::StartSegment(uint64_t first_sequence) {
   if (active_ != nullptr) {
-    if (absl::Status s = SyncActive(); !s.ok()) return s;
+    if (absl::Status s = TimedSync(active_.get()); !s.ok()) return s;
     if (absl::Status s = active_->Close(); !s.ok()) return s;
     synced_sequence_ = last_sequence_;
   }
@@ -203,17 +203,12 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
     if (durable) return absl::OkStatus();
     return Unavailable(failure, "the update log failed to sync");
   }
-  syncing_ = true;  // StartSegment waits, so `file` outlives the sync
+  syncing_ = true;  // TruncateThrough waits, so `file` outlives the sync
   const uint64_t target = last_sequence_;
   WritableFile* file = active_.get();
   mu_.Unlock();
-
-  const uint64_t start = env_->NowMicros();
-  const absl::Status status = file->Sync();
-  const double seconds = static_cast<double>(env_->NowMicros() - start) * 1e-6;
-
+  const absl::Status status = TimedSync(file);
   mu_.Lock();
-  if (options_.on_sync) options_.on_sync(seconds);
   syncing_ = false;
   if (status.ok()) {
     synced_sequence_ = std::max(synced_sequence_, target);
@@ -226,9 +221,9 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
   return absl::OkStatus();
 }
 
-absl::Status FileUpdateLog::SyncActive() {
+absl::Status FileUpdateLog::TimedSync(WritableFile* file) {
   const uint64_t start = env_->NowMicros();
-  absl::Status s = active_->Sync();
+  absl::Status s = file->Sync();
   if (options_.on_sync) options_.on_sync(static_cast<double>(env_->NowMicros() - start) * 1e-6);
   return s;
 }
@@ -239,7 +234,7 @@ void FileUpdateLog::SyncLoop() {
     synced_cv_.WaitFor(&mu_, options_.sync_interval);
     if (stopping_ || synced_sequence_ >= last_sequence_ || !sync_failure_.ok()) continue;
     const uint64_t target = last_sequence_;
-    if (absl::Status s = SyncActive(); !s.ok()) {
+    if (absl::Status s = TimedSync(active_.get()); !s.ok()) {
       sync_failure_ = s;
     } else {
       synced_sequence_ = target;

@@ -36,8 +36,8 @@ struct UpdateLogOptions {
   SyncMode sync = SyncMode::kEveryRequest;
   std::chrono::milliseconds sync_interval{100};
   // If set, called with the seconds each fdatasync of a segment took (for
-  // the sync latency metric); called with the log's lock held, so it must
-  // be quick and must not call back into the log.
+  // the sync latency metric), from any thread and sometimes with the log's
+  // lock held: it must be thread-safe, quick, and not call into the log.
   std::function<void(double seconds)> on_sync;
 };
 
@@ -88,8 +88,8 @@ class FileUpdateLog final : public UpdateLog {
   // Closes the active segment (synced) and opens a new one. Not while
   // syncing_: the caller waits for that first.
   absl::Status StartSegment(uint64_t first_sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Syncs the active segment, timing it for options_.on_sync.
-  absl::Status SyncActive() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Syncs `file`, timing it for options_.on_sync.
+  absl::Status TimedSync(WritableFile* file);
   void SyncLoop();
 
   Env* const env_;
