@@ -229,10 +229,13 @@ MetricsSummary Summarize(LossType loss, const std::vector<ScoredExample>& scored
 }
 
 StreamingMetrics::StreamingMetrics(LossType loss, int auc_bins)
-    : loss_(loss),
-      auc_bins_(std::max(1, auc_bins)),
-      positive_weight_(auc_bins_, 0.0),
-      negative_weight_(auc_bins_, 0.0) {}
+    : loss_(loss), auc_bins_(std::max(1, auc_bins)) {}
+
+void StreamingMetrics::AllocateBins() {
+  if (!positive_weight_.empty()) return;
+  positive_weight_.assign(auc_bins_, 0.0);
+  negative_weight_.assign(auc_bins_, 0.0);
+}
 
 void StreamingMetrics::Add(double margin, double label, double importance) {
   const ScoredExample e{static_cast<float>(margin), static_cast<float>(label),
@@ -245,6 +248,7 @@ void StreamingMetrics::Add(double margin, double label, double importance) {
   const double scaled =
       (std::clamp(margin, -kAucRange, kAucRange) + kAucRange) / (2 * kAucRange) * auc_bins_;
   const int bin = std::min(auc_bins_ - 1, static_cast<int>(scaled));
+  AllocateBins();
   (label > 0 ? positive_weight_ : negative_weight_)[bin] += importance;
 }
 
@@ -262,7 +266,8 @@ bool StreamingMetrics::Merge(const StreamingMetrics& other) {
   sums_.miss += o.miss;
   sums_.miss_half += o.miss_half;
   sums_.all_label01 = sums_.all_label01 && o.all_label01;
-  for (int b = 0; b < auc_bins_; ++b) {
+  if (!other.positive_weight_.empty()) AllocateBins();
+  for (size_t b = 0; b < other.positive_weight_.size(); ++b) {
     positive_weight_[b] += other.positive_weight_[b];
     negative_weight_[b] += other.negative_weight_[b];
   }
@@ -274,7 +279,7 @@ MetricsSummary StreamingMetrics::Summary() const {
   // The bins in ascending order are an AUC sweep whose groups are bins.
   AucSweep auc;
   double tied = 0, total_pos = 0, total_neg = 0;
-  for (int b = 0; b < auc_bins_; ++b) {
+  for (size_t b = 0; b < positive_weight_.size(); ++b) {
     const double pos = positive_weight_[b], neg = negative_weight_[b];
     if (pos == 0 && neg == 0) continue;
     auc.Add(b, pos, true);

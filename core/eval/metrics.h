@@ -67,8 +67,10 @@ struct MetricSums {
 // `auc_bins` (default kAucBins) equal bins over [-kAucRange, kAucRange]
 // (margins beyond are clamped into the end bins). Pairs that share a bin
 // count as ties, so the AUC is off by at most 0.5 * sum_b pos_b neg_b /
-// (P N), which Summary() reports as auc_error_bound. Externally
-// synchronized.
+// (P N), which Summary() reports as auc_error_bound. The histogram is
+// allocated at the first scored margin, so a model that has learned nothing
+// (and each empty window bucket) costs a few dozen bytes, not 2 * auc_bins
+// doubles. Externally synchronized.
 class StreamingMetrics {
  public:
   static constexpr int kAucBins = 4096;
@@ -88,11 +90,14 @@ class StreamingMetrics {
   int auc_bins() const { return auc_bins_; }
 
  private:
+  // Sizes both histograms to auc_bins_ (once).
+  void AllocateBins();
+
   LossType loss_;
   int auc_bins_;
   MetricSums sums_;
-  std::vector<double> positive_weight_;  // per bin
-  std::vector<double> negative_weight_;  // per bin
+  std::vector<double> positive_weight_;  // per bin; empty until the first margin
+  std::vector<double> negative_weight_;  // per bin; empty until the first margin
   bool saw_nan_margin_ = false;
 };
 

@@ -25,11 +25,24 @@ absl::Status ValidateHashingConfig(const HashingConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("hashing.bits is ", config.bits, "; must be 0 (no folding) or 1..", kMaxBits));
   }
+  if (config.interactions.size() > kMaxInteractions) {
+    return absl::InvalidArgumentError(absl::StrCat("hashing.interactions has ",
+                                                   config.interactions.size(),
+                                                   " entries; the limit is ", kMaxInteractions));
+  }
   for (size_t i = 0; i < config.interactions.size(); ++i) {
     const size_t arity = config.interactions[i].size();
     if (arity < 2 || arity > kMaxCrossArity) {
       return absl::InvalidArgumentError(absl::StrCat("hashing.interactions[", i, "] has ", arity,
                                                      " namespaces; must have 2 or 3"));
+    }
+    for (size_t j = 0; j < arity; ++j) {
+      const size_t bytes = config.interactions[i][j].size();
+      if (bytes == 0 || bytes > kMaxInteractionNameBytes) {
+        return absl::InvalidArgumentError(absl::StrCat("hashing.interactions[", i, "][", j, "] is ",
+                                                       bytes, " bytes long; must be 1..",
+                                                       kMaxInteractionNameBytes));
+      }
     }
   }
   return absl::OkStatus();

@@ -33,7 +33,16 @@ struct HashingConfig {
   std::vector<std::vector<std::string>> interactions;
 };
 
-// Checks bits and interaction arity; errors name the field and the limit.
+// Bounds on a config's interactions. They keep a model's config small: it is
+// stored in MODEL files and snapshot headers and returned by ListModels for
+// every model, so an unbounded list would make every caller's ListModels
+// exceed gRPC's message limit. (Namespace names in requests may be longer;
+// such a namespace simply cannot be crossed.)
+inline constexpr size_t kMaxInteractions = 32;
+inline constexpr size_t kMaxInteractionNameBytes = 64;
+
+// Checks bits, the number of interactions, their arity and their namespace
+// names' lengths; errors name the field and the limit.
 absl::Status ValidateHashingConfig(const HashingConfig& config);
 
 struct HashedFeature {

@@ -254,3 +254,21 @@ TEST(HashingConfig, Validation) {
 
 }  // namespace
 }  // namespace clickd
+
+TEST(HashingConfig, InteractionCountAndNameLengthAreBounded) {
+  HashingConfig config;
+  config.interactions.assign(kMaxInteractions, {"user", "ad"});
+  EXPECT_TRUE(ValidateHashingConfig(config).ok());
+  config.interactions.push_back({"user", "ad"});
+  EXPECT_EQ(ValidateHashingConfig(config).message(),
+            "hashing.interactions has 33 entries; the limit is 32");
+
+  config.interactions = {{"user", std::string(kMaxInteractionNameBytes, 'a')}};
+  EXPECT_TRUE(ValidateHashingConfig(config).ok());
+  config.interactions = {{"user", std::string(kMaxInteractionNameBytes + 1, 'a')}};
+  EXPECT_EQ(ValidateHashingConfig(config).message(),
+            "hashing.interactions[0][1] is 65 bytes long; must be 1..64");
+  config.interactions = {{"", "ad"}};
+  EXPECT_EQ(ValidateHashingConfig(config).message(),
+            "hashing.interactions[0][0] is 0 bytes long; must be 1..64");
+}

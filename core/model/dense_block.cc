@@ -9,6 +9,10 @@
 namespace clickd {
 
 absl::Status ValidateDenseNamespaces(const std::vector<DenseNamespace>& namespaces) {
+  if (namespaces.size() > kMaxDenseNamespaces) {
+    return absl::InvalidArgumentError(absl::StrCat("dense_namespaces has ", namespaces.size(),
+                                                   " entries; the limit is ", kMaxDenseNamespaces));
+  }
   absl::flat_hash_set<std::string> seen;
   int64_t total = 0;
   for (size_t i = 0; i < namespaces.size(); ++i) {

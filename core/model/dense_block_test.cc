@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "core/model/model.h"
 #include "core/model/serving.h"
 #include "core/optim/dense/ada_diag.h"
@@ -148,6 +149,13 @@ TEST(DenseBlock, ConfigsAreValidated) {
   config.dense_namespaces[0].dim = 0;
   EXPECT_EQ(ValidateModelConfig(config).message(),
             "dense_namespaces[0].dim is 0; must be in 1..65536");
+  config = DenseConfig(DenseOptimizerType::kAdaDiag);
+  config.dense_namespaces.clear();
+  for (size_t i = 0; i <= kMaxDenseNamespaces; ++i) {
+    config.dense_namespaces.push_back({absl::StrCat("n", i), 1});
+  }
+  EXPECT_EQ(ValidateModelConfig(config).message(),
+            "dense_namespaces has 65 entries; the limit is 64");
   config = DenseConfig(DenseOptimizerType::kAdaFd);
   config.dense_optimizer.tau = 9;  // more than the 5 dimensions
   EXPECT_FALSE(ValidateModelConfig(config).ok());

@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/quote.h"
 #include "core/model/dense_model.h"
 #include "core/model/linear_model.h"
 
@@ -15,15 +16,15 @@ absl::Status ValidateModelName(std::string_view name, std::string_view field) {
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
   });
   if (name.empty() || name.size() > kMaxModelNameLength || !valid_chars) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(field), " \"", std::string(name),
-                                                   "\" must be 1..", kMaxModelNameLength,
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), " ", Quote(name),
+                                                   " must be 1..", kMaxModelNameLength,
                                                    " characters of [A-Za-z0-9_.-]"));
   }
   // The name is the model's directory under --data_dir: no ".", "..", or
   // hidden directories.
   if (name.front() == '.') {
     return absl::InvalidArgumentError(
-        absl::StrCat(std::string(field), " \"", std::string(name), "\" must not start with '.'"));
+        absl::StrCat(std::string(field), " ", Quote(name), " must not start with '.'"));
   }
   return absl::OkStatus();
 }

@@ -36,6 +36,9 @@ struct ModelConfig {
 
 inline constexpr int kMaxShards = 4096;
 inline constexpr size_t kMaxModelNameLength = 128;
+// Dense namespaces per model (their dimensions are bounded by kMaxDenseDim
+// in total); keeps configs small, like kMaxInteractions.
+inline constexpr size_t kMaxDenseNamespaces = 64;
 
 // Checks a model name: 1..kMaxModelNameLength characters of [A-Za-z0-9_.-].
 absl::Status ValidateModelName(std::string_view name, std::string_view field);
@@ -50,8 +53,9 @@ absl::Status SetOptimizerName(std::string_view name, ModelConfig* config);
 // The name SetOptimizerName takes for the config's optimizer.
 std::string OptimizerName(const ModelConfig& config);
 
-// Checks the declared dense namespaces: valid, distinct names, dimensions
-// in 1..kMaxDenseDim and their total within it. Errors name the field.
+// Checks the declared dense namespaces: at most kMaxDenseNamespaces, valid,
+// distinct names, dimensions in 1..kMaxDenseDim and their total within it.
+// Errors name the field.
 absl::Status ValidateDenseNamespaces(const std::vector<DenseNamespace>& namespaces);
 
 // Checks every part; errors name the field and the limit.

@@ -3,10 +3,12 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/quote.h"
 
 namespace clickd {
 
-ModelRegistry::ModelRegistry(DurabilityOptions options) : options_(std::move(options)) {}
+ModelRegistry::ModelRegistry(DurabilityOptions options, RegistryLimits limits)
+    : options_(std::move(options)), limits_(limits) {}
 
 std::string ModelRegistry::ModelDir(std::string_view name) const {
   return absl::StrCat(options_.data_dir, "/models/", std::string(name));
@@ -34,6 +36,7 @@ absl::StatusOr<std::vector<RecoveredModel>> ModelRegistry::Recover() {
   Env* env = options_.journal.env;
   const std::string models_dir = options_.data_dir + "/models";
   if (absl::Status s = env->CreateDirs(models_dir); !s.ok()) return s;
+  if (absl::Status s = ModelJournal::RemoveTombstones(env, models_dir); !s.ok()) return s;
   auto names = env->ListDir(models_dir);
   if (!names.ok()) return names.status();
   std::sort(names->begin(), names->end());
@@ -66,6 +69,11 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Create(const ModelCo
   if (Get(config.name) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("model \"", config.name, "\" already exists"));
   }
+  if (const size_t held = size(); held >= limits_.max_models) {
+    return absl::ResourceExhaustedError(absl::StrCat("the server holds ", held,
+                                                     " models; the limit is ", limits_.max_models,
+                                                     " (--max_models)"));
+  }
   std::shared_ptr<ServedModel> served;
   if (durable()) {
     auto journal =
@@ -96,7 +104,7 @@ absl::Status ModelRegistry::Delete(std::string_view name) {
     MutexLock lock(&mu_);
     auto it = models_.find(absl::string_view(name.data(), name.size()));
     if (it == models_.end()) {
-      return absl::NotFoundError(absl::StrCat("model \"", std::string(name), "\" not found"));
+      return absl::NotFoundError(absl::StrCat("model ", Quote(name), " not found"));
     }
     doomed = std::move(it->second);
     models_.erase(it);

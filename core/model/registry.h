@@ -46,6 +46,13 @@ struct DurabilityOptions {
   SnapshotObserver on_snapshot;
 };
 
+// Limits on what callers can make a registry hold.
+struct RegistryLimits {
+  // Create refuses a model beyond this many (ResourceExhausted). Recover
+  // restores every model on disk regardless: they hold acknowledged data.
+  size_t max_models = 256;
+};
+
 // One model Recover restored, for the startup log and the metrics.
 struct RecoveredModel {
   std::string name;
@@ -54,9 +61,11 @@ struct RecoveredModel {
 
 class ModelRegistry {
  public:
-  explicit ModelRegistry(DurabilityOptions options = {});
+  explicit ModelRegistry(DurabilityOptions options = {}, RegistryLimits limits = {});
 
   bool durable() const { return !options_.data_dir.empty(); }
+  // The data directory ("" for memory-only models).
+  const std::string& data_dir() const { return options_.data_dir; }
 
   // Restores every model under <data_dir>/models (none without a data
   // directory). Directories without a MODEL file (an interrupted create or
@@ -66,8 +75,9 @@ class ModelRegistry {
   absl::StatusOr<std::vector<RecoveredModel>> Recover();
 
   // Builds and adds a model (durable with a data directory). AlreadyExists
-  // if the name is taken; InvalidArgument for a bad config; Unavailable if
-  // its directory cannot be written.
+  // if the name is taken; InvalidArgument for a bad config;
+  // ResourceExhausted at limits.max_models; Unavailable if its directory
+  // cannot be written.
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config);
 
   // Returns the model, or nullptr if there is none by that name.
@@ -89,6 +99,7 @@ class ModelRegistry {
   absl::Status Insert(std::shared_ptr<ServedModel> served);
 
   const DurabilityOptions options_;
+  const RegistryLimits limits_;
   Mutex admin_mu_;  // serializes Create, Delete and Recover
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<ServedModel>> models_ ABSL_GUARDED_BY(mu_);

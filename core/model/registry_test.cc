@@ -33,6 +33,20 @@ TEST(ModelRegistry, CreateGetListDelete) {
   EXPECT_EQ(registry.size(), 1u);
 }
 
+TEST(ModelRegistry, RefusesModelsBeyondTheLimit) {
+  ModelRegistry registry({}, RegistryLimits{.max_models = 2});
+  ASSERT_TRUE(registry.Create(Named("a")).ok());
+  ASSERT_TRUE(registry.Create(Named("b")).ok());
+  const absl::Status refused = registry.Create(Named("c")).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.message(), "the server holds 2 models; the limit is 2 (--max_models)");
+  EXPECT_EQ(registry.Get("c"), nullptr);
+  // A name that exists is still AlreadyExists, and a delete makes room.
+  EXPECT_EQ(registry.Create(Named("a")).status().code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(registry.Delete("a").ok());
+  EXPECT_TRUE(registry.Create(Named("c")).ok());
+}
+
 TEST(ModelRegistry, RejectsBadNames) {
   ModelRegistry registry;
   for (const char* bad : {"", "has space", "slash/name", "\xc3\xa9"}) {
@@ -149,6 +163,35 @@ TEST(DurableRegistry, DeleteRemovesTheModelForGood) {
   ASSERT_TRUE(restarted.Recover().ok());
   ASSERT_NE(restarted.Get("a"), nullptr);
   EXPECT_EQ(restarted.Get("a")->model().Updates(), 0u);
+}
+
+TEST(DurableRegistry, DeleteLeavesNoDirectoryAndRecoverFinishesInterruptedDeletes) {
+  DurabilityOptions options;
+  options.data_dir = NewDataDir();
+  const std::string models = options.data_dir + "/models";
+  {
+    ModelRegistry registry(options);
+    auto a = *registry.Create(Named("a"));
+    ASSERT_TRUE(a->Learn(Batch(Ads(4))).ok());
+    ASSERT_TRUE(a->Snapshot().ok());
+    ASSERT_TRUE(registry.Create(Named("b")).ok());
+    ASSERT_TRUE(registry.Delete("a").ok());
+  }
+  auto listed = Env::Default()->ListDir(models);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(*listed, std::vector<std::string>{"b"});
+  // A crash after the rename left a tombstone with files in it.
+  const std::string tombstone = models + "/.deleted-c-123";
+  ASSERT_TRUE(Env::Default()->CreateDirs(tombstone + "/log").ok());
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), tombstone + "/log/1.log", [](WritableFile* f) {
+                return f->Append("x");
+              }).ok());
+  ModelRegistry restarted(options);
+  ASSERT_TRUE(restarted.Recover().ok());
+  EXPECT_EQ(restarted.size(), 1u);
+  listed = Env::Default()->ListDir(models);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(*listed, std::vector<std::string>{"b"});
 }
 
 TEST(DurableRegistry, UnrestorableModelFailsRecoveryNamingIt) {

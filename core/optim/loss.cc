@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/quote.h"
 
 namespace clickd {
 
@@ -10,8 +11,8 @@ absl::StatusOr<LossType> ParseLossType(std::string_view name) {
   if (name == "logistic") return LossType::kLogistic;
   if (name == "squared") return LossType::kSquared;
   if (name == "hinge") return LossType::kHinge;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "loss \"", std::string(name), "\" is unknown; expected logistic, squared or hinge"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("loss ", Quote(name), " is unknown; expected logistic, squared or hinge"));
 }
 
 std::string_view LossTypeName(LossType type) {

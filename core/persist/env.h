@@ -58,6 +58,8 @@ class Env {
   virtual absl::Status TruncateFile(const std::string& path, uint64_t size) = 0;
   // Creates the directory and its parents; OK if it exists.
   virtual absl::Status CreateDirs(const std::string& dir) = 0;
+  // Removes an empty directory.
+  virtual absl::Status RemoveDir(const std::string& dir) = 0;
   // Makes renames and creations in `dir` durable.
   virtual absl::Status SyncDir(const std::string& dir) = 0;
   // Names (not paths) of the entries in `dir`.

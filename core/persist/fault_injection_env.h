@@ -50,6 +50,7 @@ class FaultInjectionEnv final : public Env {
   absl::Status RemoveFile(const std::string& path) override;
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::Status CreateDirs(const std::string& dir) override { return base_->CreateDirs(dir); }
+  absl::Status RemoveDir(const std::string& dir) override { return base_->RemoveDir(dir); }
   absl::Status SyncDir(const std::string& dir) override;
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override {
     return base_->ListDir(dir);

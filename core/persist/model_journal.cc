@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -248,21 +249,47 @@ uint64_t ModelJournal::records_since_snapshot() const {
   return log_->last_sequence() - snapshot_sequence_;
 }
 
+namespace {
+
+// Removes `path` and, if it is a directory, everything below it.
+absl::Status RemoveTree(Env* env, const std::string& path) {
+  auto names = env->ListDir(path);
+  if (!names.ok()) return env->RemoveFile(path);  // not a directory
+  for (const std::string& name : *names) {
+    if (absl::Status s = RemoveTree(env, path + "/" + name); !s.ok()) return s;
+  }
+  return env->RemoveDir(path);
+}
+
+std::string ParentDir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
 absl::Status ModelJournal::Destroy(Env* env, const std::string& dir) {
   if (!env->FileExists(dir)) return absl::OkStatus();
-  // MODEL first, so that a crash half-way leaves no loadable model.
-  const std::string model_file = dir + "/" + std::string(kModelFile);
-  if (env->FileExists(model_file)) {
-    if (absl::Status s = env->RemoveFile(model_file); !s.ok()) return s;
+  // One rename takes the model out of the data directory atomically: a
+  // crash before it leaves the whole model, after it a tombstone that the
+  // next Recover finishes removing (RemoveTombstones).
+  const std::string parent = ParentDir(dir);
+  const std::string tombstone = absl::StrCat(parent, "/", kTombstonePrefix,
+                                             dir.substr(parent.size() + 1), "-", env->NowMicros());
+  if (absl::Status s = env->RenameFile(dir, tombstone); !s.ok()) return s;
+  if (absl::Status s = env->SyncDir(parent); !s.ok()) return s;
+  return RemoveTree(env, tombstone);
+}
+
+absl::Status ModelJournal::RemoveTombstones(Env* env, const std::string& models_dir) {
+  auto names = env->ListDir(models_dir);
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) {
+    if (!absl::StartsWith(name, kTombstonePrefix)) continue;
+    if (absl::Status s = RemoveTree(env, models_dir + "/" + name); !s.ok()) return s;
   }
-  for (const std::string& sub : {dir + "/log", dir}) {
-    auto names = env->ListDir(sub);
-    if (!names.ok()) continue;
-    for (const std::string& name : *names) {
-      if (name != "log") (void)env->RemoveFile(sub + "/" + name);
-    }
-  }
-  return env->SyncDir(dir);
+  return absl::OkStatus();
 }
 
 }  // namespace clickd

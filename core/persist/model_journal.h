@@ -92,8 +92,15 @@ class ModelJournal {
   // to go, or be reused by a new model.
   void Close();
 
-  // Removes a model's directory.
+  // Removes a model's directory: renames it to a tombstone (a name no model
+  // can have) in one step, then removes the tombstone's contents.
   static absl::Status Destroy(Env* env, const std::string& dir);
+
+  // Removes the tombstones a crash during Destroy left in `models_dir`.
+  static absl::Status RemoveTombstones(Env* env, const std::string& models_dir);
+
+  // Model names cannot start with '.', so no model directory has this prefix.
+  static constexpr char kTombstonePrefix[] = ".deleted-";
 
   const std::string& dir() const { return dir_; }
   uint64_t log_bytes() const { return log_->size_bytes(); }

@@ -143,6 +143,11 @@ class PosixEnv final : public Env {
     return absl::OkStatus();
   }
 
+  absl::Status RemoveDir(const std::string& dir) override {
+    if (::rmdir(dir.c_str()) != 0) return IoError("rmdir", dir, errno);
+    return absl::OkStatus();
+  }
+
   absl::Status SyncDir(const std::string& dir) override {
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return IoError("open", dir, errno);

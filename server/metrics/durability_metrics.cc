@@ -85,8 +85,18 @@ DurabilityMetrics::DurabilityMetrics(Registry* registry)
           "Time each snapshot of the model took, from the state copy to the published file.")) {}
 
 std::function<void(double)> DurabilityMetrics::SyncObserver(const std::string& model) {
-  Histogram* histogram = &sync_durations_.Add({{"model", model}}, SyncBuckets());
-  return [histogram](double seconds) { histogram->Observe(seconds); };
+  // Shared: a deleted model's log may still sync once after its series went.
+  std::shared_ptr<Histogram> histogram = sync_durations_.Share({{"model", model}}, SyncBuckets());
+  return [histogram = std::move(histogram)](double seconds) { histogram->Observe(seconds); };
+}
+
+void DurabilityMetrics::RemoveDeletedModels(const ModelRegistry& models) {
+  auto deleted = [&models](const Labels& labels) {
+    auto it = labels.find("model");
+    return it != labels.end() && models.Get(it->second) == nullptr;
+  };
+  sync_durations_.RemoveIf(deleted);
+  snapshot_durations_.RemoveIf(deleted);
 }
 
 void DurabilityMetrics::ObserveSnapshot(const std::string& model, double seconds) {

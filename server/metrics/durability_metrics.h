@@ -34,6 +34,10 @@ class DurabilityMetrics {
   // Records a finished snapshot's duration.
   void ObserveSnapshot(const std::string& model, double seconds);
 
+  // Removes the histogram series of models `models` no longer holds (call
+  // after a delete), so that a deleted model leaves no series behind.
+  void RemoveDeletedModels(const ModelRegistry& models);
+
  private:
   Family<Histogram>& sync_durations_;
   Family<Histogram>& snapshot_durations_;

@@ -6,9 +6,10 @@
 //   ok.Increment();                                // per request: lock-free
 //
 // Add() takes the family's lock, so call it once per series and keep the
-// reference: it stays valid for the family's lifetime (series are never
-// removed). For series that come and go at runtime, use a callback family
-// (Registry::BuildCallback) instead.
+// reference: it stays valid until RemoveIf removes the series (Share() gives
+// a handle that stays valid after that, for an observer that may outlive
+// its series). For series that come and go with the registry, prefer a
+// callback family (Registry::BuildCallback).
 //
 // Thread safety: safe for concurrent access.
 #ifndef CLICKD_SERVER_METRICS_FAMILY_H_
@@ -58,18 +59,32 @@ class Family final : public FamilyBase {
   // be "le".
   template <typename... Args>
   T& Add(const Labels& labels, Args&&... args) {
+    return *Share(labels, std::forward<Args>(args)...);
+  }
+
+  // Add(), returning shared ownership: observations through the handle after
+  // the series was removed go nowhere, safely.
+  template <typename... Args>
+  std::shared_ptr<T> Share(const Labels& labels, Args&&... args) {
     MutexLock lock(&mu_);
     auto it = metrics_.find(labels);
-    if (it != metrics_.end()) return *it->second;
+    if (it != metrics_.end()) return it->second;
     for (const auto& [label, value] : labels) {
       if (!IsValidLabelName(label) || (T::kType == MetricType::kHistogram && label == "le")) {
         FailOnMisuse("invalid label name \"" + label + "\" for " + name());
       }
     }
-    auto metric = std::make_unique<T>(std::forward<Args>(args)...);
-    T& ref = *metric;
-    metrics_.emplace(labels, std::move(metric));
-    return ref;
+    auto metric = std::make_shared<T>(std::forward<Args>(args)...);
+    metrics_.emplace(labels, metric);
+    return metric;
+  }
+
+  // Removes every series whose labels satisfy `doomed` (for example those of
+  // a deleted model), so that it no longer appears in scrapes.
+  template <typename Predicate>
+  void RemoveIf(Predicate&& doomed) {
+    MutexLock lock(&mu_);
+    std::erase_if(metrics_, [&doomed](const auto& entry) { return doomed(entry.first); });
   }
 
   MetricFamily Collect() const override {
@@ -83,7 +98,7 @@ class Family final : public FamilyBase {
  private:
   mutable Mutex mu_;
   // std::map: the series in label order, and nodes that never move.
-  std::map<Labels, std::unique_ptr<T>> metrics_ ABSL_GUARDED_BY(mu_);
+  std::map<Labels, std::shared_ptr<T>> metrics_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace clickd::metrics

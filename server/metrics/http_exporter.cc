@@ -22,10 +22,10 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::str
     const int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  // A scraper that stalls gives up its thread after these.
-  server->set_read_timeout(std::chrono::seconds(5));
+  // A connection that stalls or idles gives up its thread after these.
+  server->set_read_timeout(std::chrono::seconds(kIdleSeconds));
   server->set_write_timeout(std::chrono::seconds(5));
-  server->set_keep_alive_timeout(30);
+  server->set_keep_alive_timeout(kIdleSeconds);
   server->Get("/metrics", [collectable](const httplib::Request&, httplib::Response& response) {
     response.set_content(SerializeText(collectable->Collect()), kTextContentType);
   });

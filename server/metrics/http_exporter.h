@@ -29,8 +29,16 @@ namespace clickd::metrics {
 
 class HttpExporter {
  public:
-  // Threads that answer scrapes (Prometheus scrapes one target serially).
-  static constexpr int kThreads = 2;
+  // Threads that answer scrapes. Prometheus scrapes one target serially;
+  // the rest are for connections that hold a thread without a request (an
+  // idle keep-alive connection, or one that never sends): cpp-httplib
+  // serves a connection per thread, so with a pool of 2 two idle
+  // connections blocked every scrape for the keep-alive timeout.
+  static constexpr int kThreads = 16;
+  // How long a connection may sit without a (complete) request before it
+  // gives up its thread. Prometheus does not reuse a connection across
+  // scrapes seconds apart, so keep-alive longer than this buys nothing.
+  static constexpr int kIdleSeconds = 2;
 
   // Binds `address`:`port` (port 0: any free port; see port()) and serves
   // `collectable` there until Stop. Unavailable if the address cannot be

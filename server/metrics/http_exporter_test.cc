@@ -1,7 +1,11 @@
 // The exporter over real HTTP on 127.0.0.1, with cpp-httplib's client.
 #include "server/metrics/http_exporter.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <string>
@@ -49,6 +53,35 @@ TEST(HttpExporter, ServesTheRegistryAtMetrics) {
   EXPECT_EQ(response->status, 404);
   (*exporter)->Stop();
   (*exporter)->Stop();  // idempotent
+}
+
+// Connections that never send a request used to hold both of the
+// exporter's threads for the 30 s keep-alive timeout, so every scrape failed
+// meanwhile. Now they give their thread up after kIdleSeconds, and the pool
+// is larger than a handful of them.
+TEST(HttpExporter, IdleConnectionsDoNotStarveScrapes) {
+  Registry registry;
+  registry.BuildCounter("x_total", "help").Add({{"k", "v"}});
+  auto exporter = HttpExporter::Start("127.0.0.1", 0, &registry);
+  ASSERT_TRUE(exporter.ok()) << exporter.status();
+  std::vector<int> idle;
+  for (int i = 0; i < HttpExporter::kThreads + 4; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>((*exporter)->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    idle.push_back(fd);
+  }
+  httplib::Client client("127.0.0.1", (*exporter)->port());
+  client.set_connection_timeout(30);
+  client.set_read_timeout(30);
+  auto response = client.Get("/metrics");
+  ASSERT_TRUE(response) << httplib::to_string(response.error());
+  EXPECT_EQ(response->status, 200);
+  for (int fd : idle) close(fd);
 }
 
 TEST(HttpExporter, StopsRightAfterStarting) {

@@ -167,6 +167,19 @@ TEST(Family, AddReturnsTheSameSeriesForTheSameLabels) {
   EXPECT_EQ(family.Add({{"k", "v"}}).Value(), 1);
 }
 
+TEST(Family, RemovedSeriesLeaveScrapesAndSharedHandlesStayUsable) {
+  Family<Counter> family("x_total", "help");
+  std::shared_ptr<Counter> kept = family.Share({{"model", "a"}});
+  family.Add({{"model", "b"}}).Increment();
+  EXPECT_EQ(family.Collect().metrics.size(), 2u);
+  family.RemoveIf([](const Labels& labels) { return labels.at("model") == "a"; });
+  const MetricFamily collected = family.Collect();
+  ASSERT_EQ(collected.metrics.size(), 1u);
+  EXPECT_EQ(collected.metrics[0].labels.at("model"), "b");
+  kept->Increment();                                   // goes nowhere, safely
+  EXPECT_EQ(family.Add({{"model", "a"}}).Value(), 0);  // a new series
+}
+
 TEST(Family, ConcurrentAddsAgreeOnOneSeries) {
   Family<Counter> family("x_total", "help");
   std::vector<Counter*> seen(8);

@@ -1,0 +1,251 @@
+// Untrusted callers against the real clickd binary (issue 10): limits on
+// the process (models per process, interaction lists), what a deleted model
+// leaves behind (nothing: no directory, no metric series), the codes and
+// messages callers get (unparsable requests, huge names, server paths) and
+// flags checked at startup. Each test starts its own server on a free port
+// of 127.0.0.1 and stops it by PID; every loop is bounded, and no assertion
+// depends on how fast anything runs.
+#include <grpcpp/client_context.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "clickd/v1/clickd.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace clickd {
+namespace {
+
+using ::clickd::testing::FindFreePort;
+using ::clickd::testing::RunClickd;
+using ::clickd::testing::ServerOptions;
+using ::clickd::testing::ServerProcess;
+using ::grpc::StatusCode;
+
+const bool kFastIdlePolling =
+    setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", /*overwrite=*/0) == 0;
+
+constexpr auto kCallTimeout = std::chrono::seconds(20);
+
+std::unique_ptr<grpc::ClientContext> Context() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  return context;
+}
+
+std::string NewDataDir(const std::string& tag) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/untrusted_", tag, "_", getpid(), "_",
+                                       std::chrono::steady_clock::now().time_since_epoch().count());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::unique_ptr<ServerProcess> Start(std::vector<std::string> flags) {
+  ServerOptions options;
+  options.flags = std::move(flags);
+  auto server = ServerProcess::Start(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+grpc::Status CreateModel(v1::Clickd::Stub& stub, const v1::ModelConfig& config) {
+  v1::CreateModelRequest request;
+  *request.mutable_config() = config;
+  v1::CreateModelResponse response;
+  return stub.CreateModel(Context().get(), request, &response);
+}
+
+v1::ModelConfig Named(const std::string& name) {
+  v1::ModelConfig config;
+  config.set_name(name);
+  return config;
+}
+
+std::string Scrape(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(20);
+  auto response = client.Get("/metrics");
+  EXPECT_TRUE(response) << httplib::to_string(response.error());
+  return response ? response->body : std::string();
+}
+
+TEST(ProcessLimits, ModelsPerProcess) {
+  auto server = Start({"--max_models=3"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  // "default" is the first of the three.
+  ASSERT_TRUE(CreateModel(*stub, Named("a")).ok());
+  ASSERT_TRUE(CreateModel(*stub, Named("b")).ok());
+  const grpc::Status refused = CreateModel(*stub, Named("c"));
+  EXPECT_EQ(refused.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(refused.error_message(), "the server holds 3 models; the limit is 3 (--max_models)");
+  v1::DeleteModelRequest del;
+  del.set_model("a");
+  v1::DeleteModelResponse deleted;
+  ASSERT_TRUE(stub->DeleteModel(Context().get(), del, &deleted).ok());
+  EXPECT_TRUE(CreateModel(*stub, Named("c")).ok());
+}
+
+TEST(ProcessLimits, InteractionListsAreBounded) {
+  auto server = Start({});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::ModelConfig config = Named("crossed");
+  for (int i = 0; i < 33; ++i) {
+    v1::Interaction* x = config.mutable_hashing()->add_interactions();
+    x->add_namespaces("user");
+    x->add_namespaces("ad");
+  }
+  grpc::Status s = CreateModel(*stub, config);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "config.hashing.interactions has 33 entries; the limit is 32");
+  config = Named("long_name");
+  v1::Interaction* x = config.mutable_hashing()->add_interactions();
+  x->add_namespaces("user");
+  x->add_namespaces(std::string(1 << 20, 'n'));
+  s = CreateModel(*stub, config);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "config.hashing.interactions[0][1] is 1048576 bytes long; must be 1..64");
+}
+
+// A deleted model leaves neither its directory nor its metric series.
+TEST(ProcessLimits, DeletedModelsLeaveNothingBehind) {
+  const std::string dir = NewDataDir("delete");
+  auto port = FindFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  auto server = Start({"--data_dir=" + dir, absl::StrCat("--metrics_port=", *port)});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  ASSERT_TRUE(CreateModel(*stub, Named("doomed")).ok());
+  v1::UpdateRequest update;
+  update.set_model("doomed");
+  v1::LabeledExample* e = update.add_examples();
+  e->set_label(1);
+  v1::Namespace* ns = e->mutable_example()->add_namespaces();
+  ns->set_name("ad");
+  ns->add_features()->set_name("x");
+  v1::UpdateResponse updated;
+  ASSERT_TRUE(stub->Update(Context().get(), update, &updated).ok());
+  v1::SnapshotModelRequest snap;
+  snap.set_model("doomed");
+  v1::SnapshotModelResponse snapped;
+  ASSERT_TRUE(stub->SnapshotModel(Context().get(), snap, &snapped).ok());
+  EXPECT_NE(Scrape(*port).find("model=\"doomed\""), std::string::npos);
+
+  v1::DeleteModelRequest del;
+  del.set_model("doomed");
+  v1::DeleteModelResponse deleted;
+  ASSERT_TRUE(stub->DeleteModel(Context().get(), del, &deleted).ok());
+  EXPECT_EQ(Scrape(*port).find("model=\"doomed\""), std::string::npos);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/models")) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"default"});
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  std::filesystem::remove_all(dir);
+}
+
+// Bytes that are not a clickd.v1 message: gRPC's own handler answered
+// UNIMPLEMENTED with no message; clickd parses requests itself.
+TEST(CallerErrors, UnparsableRequestsAreInvalidArgument) {
+  auto server = Start({});
+  ASSERT_NE(server, nullptr);
+  grpc::GenericStub generic(server->NewChannel());
+  for (const char* method : {"/clickd.v1.Clickd/Predict", "/clickd.v1.Clickd/Update",
+                             "/clickd.v1.Clickd/CreateModel", "/clickd.v1.Clickd/GetModel"}) {
+    const std::string garbage = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
+    grpc::Slice slice(garbage);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
+                      [&done](grpc::Status s) { done.set_value(s); });
+    const grpc::Status status = done.get_future().get();
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_NE(status.error_message().find("is not a valid clickd.v1."), std::string::npos)
+        << method << ": " << status.error_message();
+  }
+  auto stub = server->NewStub();
+  v1::GetModelRequest get;
+  get.set_model("default");
+  v1::GetModelResponse got;
+  EXPECT_TRUE(stub->GetModel(Context().get(), get, &got).ok());  // still serving
+}
+
+TEST(CallerErrors, HugeNamesAreCutInMessages) {
+  auto server = Start({});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  const std::string huge(10 << 10, 'm');
+  v1::GetModelRequest get;
+  get.set_model(huge);
+  v1::GetModelResponse got;
+  grpc::Status s = stub->GetModel(Context().get(), get, &got);
+  EXPECT_EQ(s.error_code(), StatusCode::NOT_FOUND);
+  EXPECT_LT(s.error_message().size(), 300u) << s.error_message();
+  EXPECT_NE(s.error_message().find("(10240 bytes)"), std::string::npos) << s.error_message();
+  s = CreateModel(*stub, Named(huge));
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(s.error_message().size(), 300u) << s.error_message();
+}
+
+// Errors that come from the data directory name it "<data_dir>" to callers;
+// the server's log has the real path.
+TEST(CallerErrors, ServerPathsStayInTheServerLog) {
+  const std::string dir = NewDataDir("paths");
+  auto server = Start({"--data_dir=" + dir});
+  ASSERT_NE(server, nullptr);
+  // A file where the model's directory would go makes the create fail.
+  { std::ofstream(dir + "/models/blocked") << "not a directory"; }
+  auto stub = server->NewStub();
+  const grpc::Status s = CreateModel(*stub, Named("blocked"));
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_EQ(s.error_message().find(dir), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("<data_dir>/models/blocked"), std::string::npos)
+      << s.error_message();
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  EXPECT_NE(server->Output().find(dir + "/models/blocked"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StartupFlags, OutOfRangeFlagsStopTheServer) {
+  struct Case {
+    std::string flag;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"--address=127.0.0.1:99999", "--address=\"127.0.0.1:99999\" must be HOST:PORT"},
+      {"--max_message_bytes=-1", "--max_message_bytes=-1 must be in ["},
+      {"--threads=-5", "--threads=-5 must be in ["},
+      {"--max_models=0", "--max_models=0 must be in ["},
+      {"--max_candidates=0", "--max_candidates=0 must be in ["},
+      {"--shutdown_grace_seconds=-1", "--shutdown_grace_seconds=-1 must be in ["},
+      {"--metrics_port=70000", "--metrics_port=70000"},
+  };
+  for (const Case& c : cases) {
+    const auto result = RunClickd({c.flag});
+    EXPECT_EQ(result.status.ToString(), "exit 2") << c.flag << "\n" << result.output;
+    EXPECT_NE(result.output.find(c.message), std::string::npos) << c.flag << "\n" << result.output;
+  }
+}
+
+}  // namespace
+}  // namespace clickd
