@@ -107,8 +107,11 @@ SegmentScan ScanSegment(std::string_view bytes, uint64_t first) {
       continue;
     }
     scan.highest = HighestSequenceAfter(bytes, scan.whole, scan.last);
-    if (r.state == RecordAt::kPartial && scan.highest == 0) {
-      scan.kind = SegmentScan::kTornTail;  // the write was cut: nothing valid follows
+    const bool zeros = bytes.find_first_not_of('\0', scan.whole) == std::string_view::npos;
+    if ((r.state == RecordAt::kPartial && scan.highest == 0) || zeros) {
+      // The write was cut (nothing valid follows), or the file system
+      // extended the file without its data, as a power loss can leave it.
+      scan.kind = SegmentScan::kTornTail;
     } else {
       scan.kind = SegmentScan::kDamaged;
       if (r.state == RecordAt::kWhole) {
