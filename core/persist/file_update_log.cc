@@ -258,8 +258,8 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
       !s.ok()) {
     return s;
   }
-  uint64_t last =
-      log->segments_.empty() ? how.snapshot_sequence : log->segments_.back().last_sequence;
+  uint64_t last = log->segments_.empty() ? how.snapshot_sequence.value_or(0)
+                                         : log->segments_.back().last_sequence;
   if (damage.status.ok() && high) {
     if (!std::binary_search(firsts.begin(), firsts.end(), high->newest_segment)) {
       damage.status = absl::DataLossError(absl::StrCat(
@@ -299,6 +299,7 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
         !s.ok()) {
       return s;
     }
+    log->claimed_segment_ = newest.first_sequence;
   }
   log->synced_sequence_ = log->last_sequence_;
   for (const Segment& segment : log->segments_) {
@@ -314,7 +315,7 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
 absl::Status FileUpdateLog::ScanSegments(const std::vector<uint64_t>& firsts,
                                          const LogRecoveryOptions& how, uint64_t high_water,
                                          UpdateLogRecovery* found, Damage* damage) {
-  const uint64_t covered = how.snapshot_sequence;
+  const uint64_t covered = how.snapshot_sequence.value_or(0);
   // The highest record known to exist in segments `from` on, or MANIFEST.
   auto highest_from = [&](size_t from) {
     uint64_t highest = high_water;
@@ -329,7 +330,7 @@ absl::Status FileUpdateLog::ScanSegments(const std::vector<uint64_t>& firsts,
     const bool newest = i + 1 == firsts.size();
     // The boundary with what comes before: the snapshot, or the previous segment.
     const uint64_t before = segments_.empty() ? covered : segments_.back().last_sequence;
-    if (segments_.empty() && first > covered + 1) {
+    if (segments_.empty() && how.snapshot_sequence.has_value() && first > covered + 1) {
       const uint64_t at_least = highest_from(i);
       *damage = {
           absl::DataLossError(absl::StrCat(
@@ -448,7 +449,6 @@ absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
   const uint64_t sequence = last_sequence_ + 1;
   const std::string record = EncodeRecord(sequence, payload);
   Segment& segment = segments_.back();
-  const bool first_of_segment = segment.bytes == 0;
   if (absl::Status s = active_->Append(record); !s.ok()) {
     // Cut off whatever prefix reached the file, so that the log stays whole.
     const std::string path = SegmentPath(segment.first_sequence);
@@ -466,22 +466,20 @@ absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
   segment.bytes += record.size();
   segment.last_sequence = sequence;
   last_sequence_ = sequence;
-  if (first_of_segment) ClaimFirstRecord(segment.first_sequence, sequence);
   return sequence;
 }
 
-void FileUpdateLog::ClaimFirstRecord(uint64_t segment, uint64_t sequence) {
-  // Raises MANIFEST's high-water mark to the segment's first record once it
-  // is on disk, so that a restart finding the segment emptied knows records
-  // were lost. Not counted as a sync for WaitDurable: a failure is reported
-  // there.
-  if (absl::Status s = TimedSync(active_.get()); !s.ok()) {
-    sync_failure_ = s;
-    return;
-  }
+void FileUpdateLog::ClaimSynced(uint64_t synced) {
+  // Raises MANIFEST's high-water mark once per segment, the first time its
+  // records are synced, so that a restart finding the segment emptied knows
+  // records were lost. The sync was of the active segment (rolls wait for
+  // syncs), so `synced` is in segments_.back().
+  const Segment& segment = segments_.back();
+  if (claimed_segment_ == segment.first_sequence || synced < segment.first_sequence) return;
+  claimed_segment_ = segment.first_sequence;
   // A failed publish leaves the previous MANIFEST, which is still true: only
-  // the detection of an emptied segment is weaker, so the append stands.
-  (void)PublishManifest(segment, sequence);
+  // the detection of an emptied segment is weaker, so the sync stands.
+  (void)PublishManifest(segment.first_sequence, synced);
 }
 
 absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
@@ -511,6 +509,7 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
   syncing_ = false;
   if (status.ok()) {
     synced_sequence_ = std::max(synced_sequence_, target);
+    ClaimSynced(target);
   } else {
     sync_failure_ = status;
   }
@@ -537,6 +536,7 @@ void FileUpdateLog::SyncLoop() {
       sync_failure_ = s;
     } else {
       synced_sequence_ = target;
+      ClaimSynced(target);
     }
   }
 }

@@ -6,7 +6,8 @@
 //               (the CRC covers length, sequence and payload)
 //   MANIFEST := the newest segment's first sequence and a high-water mark,
 //               a record known to be on disk (published at each segment
-//               roll, at the first record of a segment, and at each Open)
+//               roll, at the first sync of a segment's records, and at
+//               each Open)
 //
 // Opening scans every segment. Only a torn tail of the newest segment (a
 // last record whose header or payload runs past the end of the file, as a
@@ -52,10 +53,12 @@ struct UpdateLogOptions {
 
 // How Open treats damage.
 struct LogRecoveryOptions {
-  // The sequence of the snapshot the caller loaded (0: none). Damage among
-  // records it contains does not stop Open; the damaged segments are left
-  // for the next TruncateThrough to remove.
-  uint64_t snapshot_sequence = 0;
+  // The sequence of the snapshot the caller loaded (0: none loaded). The
+  // log must start no later than the record after it; damage among records
+  // it contains does not stop Open (the damaged segments are left for the
+  // next TruncateThrough to remove). Unset: the caller has no snapshot to
+  // check against, and the log may start anywhere.
+  std::optional<uint64_t> snapshot_sequence;
   // The operator's recovery mode: keep every record before the first damage
   // that stops Open, move the damaged segment and every later one aside
   // (renamed to <name>.damaged-<unix seconds>), and continue.
@@ -140,9 +143,9 @@ class FileUpdateLog final : public UpdateLog {
   // Closes the active segment (synced) and opens a new one. Not while
   // syncing_: the caller waits for that first.
   absl::Status StartSegment(uint64_t first_sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Syncs the first record of a new segment and raises MANIFEST's
-  // high-water mark to it.
-  void ClaimFirstRecord(uint64_t segment, uint64_t sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Raises MANIFEST's high-water mark to `synced`, just made durable, once
+  // per segment.
+  void ClaimSynced(uint64_t synced) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Syncs `file`, timing it for options_.on_sync.
   absl::Status TimedSync(WritableFile* file);
   void SyncLoop();
@@ -164,6 +167,8 @@ class FileUpdateLog final : public UpdateLog {
   // A WaitDurable is syncing the active segment with mu_ released.
   bool syncing_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The segment whose records MANIFEST's high-water mark already reaches.
+  uint64_t claimed_segment_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread syncer_;  // kInterval only
 };
 

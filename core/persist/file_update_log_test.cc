@@ -255,6 +255,7 @@ std::string WriteLog(int records, std::vector<int> rolls = {}) {
   auto log = OpenLog(Env::Default(), dir);
   for (int k = 1; k <= records; ++k) {
     EXPECT_EQ(*log->Append(Payload(k)), static_cast<uint64_t>(k));
+    EXPECT_TRUE(log->WaitDurable(k).ok());  // acknowledged
     if (std::find(rolls.begin(), rolls.end(), k) != rolls.end()) {
       EXPECT_TRUE(log->TruncateThrough(0).ok());
     }
@@ -267,7 +268,8 @@ std::string Segment(uint64_t first) { return absl::StrFormat("%020d.log", first)
 // Every file of `dir` with its bytes.
 std::map<std::string, std::string> Files(const std::string& dir) {
   std::map<std::string, std::string> files;
-  for (const std::string& name : *Env::Default()->ListDir(dir)) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
     files[name] = *ReadWholeFile(Env::Default(), dir + "/" + name);
   }
   return files;
