@@ -152,8 +152,10 @@ absl::Status RecoverModels(ModelRegistry* registry) {
     if (!m.report.salvaged_log_damage.empty()) {
       std::cout << "clickd: model \"" << m.name
                 << "\": recovered a damaged update log: " << m.report.salvaged_log_damage
-                << "; dropped records from " << m.report.dropped_from
-                << "; moved aside: " << absl::StrJoin(m.report.moved_aside, ", ") << std::endl;
+                << "; dropped records from " << m.report.dropped_from << "; moved aside: "
+                << (m.report.moved_aside.empty() ? "nothing"
+                                                 : absl::StrJoin(m.report.moved_aside, ", "))
+                << std::endl;
     }
     if (m.report.torn_tail_bytes > 0) {
       std::cout << "clickd: model \"" << m.name << "\": cut a torn update-log tail of "
@@ -246,8 +248,9 @@ int Serve() {
   if (absl::Status s = RecoverModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
     if (s.code() == absl::StatusCode::kDataLoss) {
-      std::cerr << "clickd: --recover_damaged_log starts anyway, keeping the records before the "
-                   "damage (docs/durability.md)\n";
+      std::cerr
+          << "clickd: if the damage is in an update log, --recover_damaged_log starts anyway, "
+             "keeping the records before it (docs/durability.md)\n";
     }
     return 2;
   }

@@ -252,56 +252,24 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
   auto manifest = ReadManifest(env, dir, log->RelativeName(kManifestName));
   if (!manifest.ok() && !how.salvage_damaged) return manifest.status();
   if (!manifest.ok()) found.salvaged_damage = std::string(manifest.status().message());
-  const std::optional<Manifest> high = manifest.ok() ? *manifest : std::nullopt;
+  const Manifest* high = manifest.ok() && manifest->has_value() ? &**manifest : nullptr;
   Damage damage;
-  if (absl::Status s = log->ScanSegments(firsts, how, high ? high->high_water : 0, &found, &damage);
+  if (absl::Status s =
+          log->ScanSegments(firsts, how, high != nullptr ? high->high_water : 0, &found, &damage);
       !s.ok()) {
     return s;
   }
-  uint64_t last = log->segments_.empty() ? how.snapshot_sequence.value_or(0)
-                                         : log->segments_.back().last_sequence;
-  if (damage.status.ok() && high) {
-    if (!std::binary_search(firsts.begin(), firsts.end(), high->newest_segment)) {
-      damage.status = absl::DataLossError(absl::StrCat(
-          log->SegmentName(high->newest_segment), " is missing (", kManifestName,
-          " names it as the newest segment): ", Stake(high->newest_segment, high->high_water)));
-      damage = {damage.status, firsts.size(), 0, last, high->high_water};
-    } else if (last < high->high_water) {
-      const Segment& newest = log->segments_.back();
-      damage.status = absl::DataLossError(
-          absl::StrCat(log->SegmentName(newest.first_sequence), ": ends at byte ", newest.bytes,
-                       " after record ", last, " but ", kManifestName, " says record ",
-                       high->high_water, " was written: ", Stake(last + 1, high->high_water)));
-      damage = {damage.status, firsts.size() - 1, newest.bytes, last, high->high_water};
-    }
+  if (damage.status.ok() && high != nullptr) {
+    damage = log->CheckManifest(firsts, high->newest_segment, high->high_water,
+                                how.snapshot_sequence.value_or(0));
   }
   if (!damage.status.ok()) {
     if (!how.salvage_damaged) return damage.status;
     if (absl::Status s = log->Salvage(firsts, damage, &found); !s.ok()) return s;
   } else {
-    log->last_sequence_ = log->segments_.empty() ? 0 : last;
+    log->last_sequence_ = log->segments_.empty() ? 0 : log->segments_.back().last_sequence;
   }
-  if (log->segments_.empty()) {
-    if (absl::Status s = log->StartSegment(log->last_sequence_ + 1); !s.ok()) return s;
-  } else {
-    const Segment& newest = log->segments_.back();
-    const std::string path = log->SegmentPath(newest.first_sequence);
-    if (found.torn_tail_bytes > 0) {
-      // A crash mid-append: keep the whole records, cut the partial one.
-      if (absl::Status s = env->TruncateFile(path, newest.bytes); !s.ok()) return s;
-    }
-    auto file = env->NewWritableFile(path, /*append=*/true);
-    if (!file.ok()) return file.status();
-    log->active_ = *std::move(file);
-    // What survived is on disk from now on: the high-water mark may say so.
-    if (absl::Status s = log->active_->Sync(); !s.ok()) return s;
-    if (absl::Status s = log->PublishManifest(newest.first_sequence, log->last_sequence_);
-        !s.ok()) {
-      return s;
-    }
-    log->claimed_segment_ = newest.first_sequence;
-  }
-  log->synced_sequence_ = log->last_sequence_;
+  if (absl::Status s = log->Resume(found.torn_tail_bytes > 0); !s.ok()) return s;
   for (const Segment& segment : log->segments_) {
     if (!segment.damaged) found.records += segment.last_sequence + 1 - segment.first_sequence;
   }
@@ -310,6 +278,51 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
     log->syncer_ = std::thread([raw = log.get()] { raw->SyncLoop(); });
   }
   return log;
+}
+
+FileUpdateLog::Damage FileUpdateLog::CheckManifest(const std::vector<uint64_t>& firsts,
+                                                   uint64_t newest_segment, uint64_t high_water,
+                                                   uint64_t snapshot_sequence) const {
+  const uint64_t last = segments_.empty() ? snapshot_sequence : segments_.back().last_sequence;
+  if (!std::binary_search(firsts.begin(), firsts.end(), newest_segment)) {
+    return {absl::DataLossError(absl::StrCat(
+                SegmentName(newest_segment), " is missing (", kManifestName,
+                " names it as the newest segment): ", Stake(newest_segment, high_water))),
+            firsts.size(), 0, last, high_water};
+  }
+  if (last < high_water) {
+    const Segment& newest = segments_.back();
+    return {absl::DataLossError(absl::StrCat(SegmentName(newest.first_sequence), ": ends at byte ",
+                                             newest.bytes, " after record ", last, " but ",
+                                             kManifestName, " says record ", high_water,
+                                             " was written: ", Stake(last + 1, high_water))),
+            firsts.size() - 1, newest.bytes, last, high_water};
+  }
+  return {};
+}
+
+absl::Status FileUpdateLog::Resume(bool cut_torn_tail) {
+  if (segments_.empty()) {
+    if (absl::Status s = StartSegment(last_sequence_ + 1); !s.ok()) return s;
+  } else {
+    const Segment& newest = segments_.back();
+    const std::string path = SegmentPath(newest.first_sequence);
+    if (cut_torn_tail) {
+      // A crash mid-append: keep the whole records, cut the partial one.
+      if (absl::Status s = env_->TruncateFile(path, newest.bytes); !s.ok()) return s;
+    }
+    auto file = env_->NewWritableFile(path, /*append=*/true);
+    if (!file.ok()) return file.status();
+    active_ = *std::move(file);
+    // What survived is on disk from now on: the high-water mark may say so.
+    if (absl::Status s = active_->Sync(); !s.ok()) return s;
+    if (absl::Status s = PublishManifest(newest.first_sequence, last_sequence_); !s.ok()) {
+      return s;
+    }
+    claimed_segment_ = newest.first_sequence;
+  }
+  synced_sequence_ = last_sequence_;
+  return absl::OkStatus();
 }
 
 absl::Status FileUpdateLog::ScanSegments(const std::vector<uint64_t>& firsts,

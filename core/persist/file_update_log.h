@@ -134,6 +134,14 @@ class FileUpdateLog final : public UpdateLog {
   absl::Status ScanSegments(const std::vector<uint64_t>& firsts, const LogRecoveryOptions& how,
                             uint64_t high_water, UpdateLogRecovery* found, Damage* damage)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks the scanned segments against MANIFEST: the newest segment it
+  // names exists and the log reaches its high-water mark.
+  Damage CheckManifest(const std::vector<uint64_t>& firsts, uint64_t newest_segment,
+                       uint64_t high_water, uint64_t snapshot_sequence) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens the newest segment for appending (cutting a torn tail off first)
+  // or starts one after last_sequence_, and publishes MANIFEST.
+  absl::Status Resume(bool cut_torn_tail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the damaged segment and every later one aside, keeping the whole
   // records before the damage.
   absl::Status Salvage(const std::vector<uint64_t>& firsts, const Damage& damage,
