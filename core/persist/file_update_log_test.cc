@@ -511,5 +511,24 @@ TEST(FileUpdateLogDamage, FailedCleanUpAfterAFailedAppendPoisonsTheLog) {
   EXPECT_EQ(recovery.torn_tail_bytes, 10u);
 }
 
+TEST(FileUpdateLogDamage, DamagedManifest) {
+  const std::string dir = WriteLog(10);
+  FlipByte(dir + "/MANIFEST", 10);
+  ExpectDataLoss(dir, "log/MANIFEST: the log's manifest is damaged");
+  UpdateLogRecovery recovery;
+  auto log = Salvage(dir, &recovery);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(recovery.salvaged_damage, "log/MANIFEST: the log's manifest is damaged");
+  EXPECT_EQ(log->last_sequence(), 10u);  // every record kept
+}
+
+// A log written before MANIFEST existed opens as before and gets one.
+TEST(FileUpdateLogDamage, LogWithoutAManifestOpens) {
+  const std::string dir = WriteLog(10, {5});
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/MANIFEST").ok());
+  EXPECT_EQ(OpenLog(Env::Default(), dir)->last_sequence(), 10u);
+  EXPECT_TRUE(Files(dir).count("MANIFEST"));
+}
+
 }  // namespace
 }  // namespace clickd
