@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/persist/batch_codec.h"
 #include "core/persist/fault_injection_env.h"
+#include "core/persist/snapshot.h"
 #include "gtest/gtest.h"
 
 namespace clickd {
@@ -317,6 +318,47 @@ TEST(ModelJournal, DamageTheSnapshotCoversDoesNotStopOpen) {
   EXPECT_NE(opened->report.covered_log_damage[0].find("log/00000000000000000004.log: damaged at "),
             std::string::npos);
   EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 12));
+}
+
+// A crash between writing a snapshot and rolling the log leaves a segment
+// that runs past the snapshot. Damage in it before the snapshot's sequence
+// still stops Open (the records after the snapshot cannot be read); salvage
+// restores the snapshot and starts the log over after it.
+TEST(ModelJournal, SalvageShortOfTheSnapshotRestartsTheLogAfterIt) {
+  const Batches data = MakeBatches(12, 8);
+  const std::string dir = NewDir();
+  {
+    auto journal = *ModelJournal::Create(dir, Config(), {});
+    auto model = *CreateModel(Config());
+    for (int i = 0; i < 12; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+    Crash(std::move(journal));
+  }
+  auto at_8 = *CreateModel(Config());
+  for (int i = 0; i < 8; ++i) LearnBatch(*at_8, data.batches[i]);
+  SnapshotContents contents;
+  contents.config = Config();
+  contents.log_sequence = 8;
+  contents.state = at_8->ExportState();
+  ASSERT_TRUE(
+      WriteSnapshot(Env::Default(), dir + "/snapshot-00000000000000000008.snap", contents).ok());
+  const std::string segment = dir + "/log/00000000000000000001.log";
+  FlipByte(segment, RecordOffsets(segment).at(5) + 20);
+
+  auto failed = ModelJournal::Open(dir, {});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(failed.status().message().find("records 5 to at least 12 follow the damage"),
+            std::string::npos)
+      << failed.status();
+
+  JournalOptions salvage;
+  salvage.salvage_damaged_log = true;
+  auto opened = ModelJournal::Open(dir, salvage);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_TRUE(opened->report.log_restarted);
+  EXPECT_EQ(opened->report.dropped_from, 5u);
+  EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 8));
+  ASSERT_TRUE(opened->journal->Learn(*opened->model, data.batches[8]).ok());
+  EXPECT_EQ(opened->journal->log_sequence(), 9u);
 }
 
 }  // namespace
