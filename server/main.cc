@@ -32,6 +32,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "core/base/mutex.h"
 #include "core/model/registry.h"
@@ -64,6 +65,9 @@ ABSL_FLAG(std::string, update_log_sync, "every_request",
           "when the update log is synced to disk: every_request (an update is acknowledged "
           "once on disk), interval (every --update_log_sync_interval_ms), none (by the OS)");
 ABSL_FLAG(int, update_log_sync_interval_ms, 100, "sync period for --update_log_sync=interval");
+ABSL_FLAG(bool, recover_damaged_log, false,
+          "start despite a damaged update log: keep each model's records before the damage, "
+          "move the damaged segments aside and report what was dropped (docs/durability.md)");
 ABSL_FLAG(absl::Duration, snapshot_interval, absl::Minutes(5),
           "how often models that learned since their last snapshot are snapshotted (0: only on "
           "demand and at shutdown)");
@@ -114,6 +118,7 @@ absl::StatusOr<DurabilityOptions> DurabilityFromFlags() {
         absl::StrCat("--update_log_sync_interval_ms=", interval_ms, " must be in [1, 60000]"));
   }
   options.journal.log.sync_interval = std::chrono::milliseconds(interval_ms);
+  options.journal.salvage_damaged_log = absl::GetFlag(FLAGS_recover_damaged_log);
   const int keep = absl::GetFlag(FLAGS_keep_snapshots);
   if (keep < 1 || keep > 1000) {
     return absl::InvalidArgumentError(
@@ -138,6 +143,18 @@ absl::Status RecoverModels(ModelRegistry* registry) {
     if (m.report.log_restarted) {
       std::cout << "clickd: model \"" << m.name << "\": no update log behind snapshot "
                 << m.report.snapshot_sequence << " (restored from a backup?); it starts there"
+                << std::endl;
+    }
+    for (const std::string& damage : m.report.covered_log_damage) {
+      std::cout << "clickd: model \"" << m.name
+                << "\": damaged update log the snapshot covers: " << damage << std::endl;
+    }
+    if (!m.report.salvaged_log_damage.empty()) {
+      std::cout << "clickd: model \"" << m.name
+                << "\": recovered a damaged update log: " << m.report.salvaged_log_damage
+                << "; dropped records from " << m.report.dropped_from << "; moved aside: "
+                << (m.report.moved_aside.empty() ? "nothing"
+                                                 : absl::StrJoin(m.report.moved_aside, ", "))
                 << std::endl;
     }
     if (m.report.torn_tail_bytes > 0) {
@@ -230,6 +247,11 @@ int Serve() {
   ModelRegistry registry(*std::move(durability));
   if (absl::Status s = RecoverModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
+    if (s.code() == absl::StatusCode::kDataLoss) {
+      std::cerr
+          << "clickd: if the damage is in an update log, --recover_damaged_log starts anyway, "
+             "keeping the records before it (docs/durability.md)\n";
+    }
     return 2;
   }
   if (absl::Status s = LoadModels(&registry); !s.ok()) {

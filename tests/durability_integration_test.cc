@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -244,6 +245,59 @@ TEST(Durability, UnrestorableModelStopsStartupNamingIt) {
   EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "cannot restore model \"ctr\"")) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "checksum mismatch")) << run.output;
+}
+
+// A flipped byte in the middle of the newest log segment is not a torn
+// tail: startup stops naming the file and offset, and changes nothing;
+// --recover_damaged_log starts with the records before the damage and
+// moves the damaged segment aside.
+TEST(Durability, DamagedLogStopsStartupUntilRecoveredExplicitly) {
+  const std::string dir = NewDataDir();
+  {
+    auto server = Start(dir);
+    ASSERT_NE(server, nullptr);
+    auto client = Connect(*server);
+    ASSERT_TRUE(client->CreateModel(Config("ctr")).ok());
+    Learn(*client, "ctr", 0, 10);  // acknowledged: records 1..10
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  const std::string log_dir = dir + "/models/ctr/log";
+  const std::string segment = log_dir + "/00000000000000000001.log";
+  FlipByte(segment, fs::file_size(segment) / 2);
+  std::ifstream in(segment, std::ios::binary);
+  const std::string damaged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+
+  const auto run = RunClickd({"--data_dir=" + dir});
+  EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "log/00000000000000000001.log: damaged at byte "))
+      << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "to at least 10 follow the damage")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "--recover_damaged_log")) << run.output;
+  EXPECT_EQ(fs::file_size(segment), damaged.size());  // nothing cut
+
+  auto server = Start(dir, {"--recover_damaged_log"});
+  ASSERT_NE(server, nullptr);
+  auto client = Connect(*server);
+  const uint64_t updates = client->GetModel("ctr")->updates();
+  EXPECT_GT(updates, 0u);
+  EXPECT_LT(updates, 40u);
+  EXPECT_TRUE(absl::StrContains(server->Output(),
+                                "\"ctr\": recovered a damaged update log: "
+                                "log/00000000000000000001.log: damaged at byte"))
+      << server->Output();
+  EXPECT_TRUE(
+      absl::StrContains(server->Output(), "moved aside: log/00000000000000000001.log.damaged-"))
+      << server->Output();
+  int moved = 0;
+  for (const auto& entry : fs::directory_iterator(log_dir)) {
+    if (absl::StrContains(entry.path().filename().string(), ".damaged-")) {
+      ++moved;
+      EXPECT_EQ(fs::file_size(entry.path()), damaged.size());
+    }
+  }
+  EXPECT_EQ(moved, 1);
+  Learn(*client, "ctr", 10, 1);  // learning continues after the kept records
 }
 
 TEST(Durability, SnapshotModelErrors) {

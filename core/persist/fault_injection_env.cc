@@ -60,6 +60,11 @@ void FaultInjectionEnv::SetRenameFails(bool fails) {
   rename_fails_ = fails;
 }
 
+void FaultInjectionEnv::SetTruncateFails(bool fails) {
+  MutexLock lock(&mu_);
+  truncate_fails_ = fails;
+}
+
 size_t FaultInjectionEnv::TakeBudget(size_t want) {
   MutexLock lock(&mu_);
   if (budget_ < 0) return want;
@@ -119,6 +124,10 @@ absl::Status FaultInjectionEnv::RemoveFile(const std::string& path) {
 }
 
 absl::Status FaultInjectionEnv::TruncateFile(const std::string& path, uint64_t size) {
+  {
+    MutexLock lock(&mu_);
+    if (truncate_fails_) return absl::InternalError("truncate " + path + ": injected failure");
+  }
   if (absl::Status s = base_->TruncateFile(path, size); !s.ok()) return s;
   MutexLock lock(&mu_);
   auto it = synced_size_.find(path);

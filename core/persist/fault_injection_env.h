@@ -3,7 +3,7 @@
 //
 //   - a byte budget: once spent, an append writes what fits (a short write)
 //     and fails with ResourceExhausted, as a full disk does;
-//   - failing syncs, renames and directory syncs;
+//   - failing syncs, renames, truncations and directory syncs;
 //   - DropUnsyncedData(): truncates every file written through this Env to
 //     its size at its last successful Sync, as a power loss would.
 //
@@ -30,6 +30,7 @@ class FaultInjectionEnv final : public Env {
   void SetWriteBudget(int64_t bytes);
   void SetSyncFails(bool fails);
   void SetRenameFails(bool fails);
+  void SetTruncateFails(bool fails);
   // Truncates every file written through this Env to its last synced size.
   absl::Status DropUnsyncedData();
 
@@ -70,6 +71,7 @@ class FaultInjectionEnv final : public Env {
   int64_t budget_ ABSL_GUARDED_BY(mu_) = -1;
   bool sync_fails_ ABSL_GUARDED_BY(mu_) = false;
   bool rename_fails_ ABSL_GUARDED_BY(mu_) = false;
+  bool truncate_fails_ ABSL_GUARDED_BY(mu_) = false;
   // Every file written through this Env, with its size at its last sync.
   std::map<std::string, uint64_t> synced_size_ ABSL_GUARDED_BY(mu_);
 };

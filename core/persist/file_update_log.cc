@@ -40,7 +40,138 @@ absl::Status Unavailable(const absl::Status& cause, std::string_view what) {
   return absl::UnavailableError(absl::StrCat(std::string(what), ": ", cause.message()));
 }
 
+// One record read at an offset of a segment.
+struct RecordAt {
+  enum State { kWhole, kPartial, kBadChecksum } state = kPartial;
+  uint64_t sequence = 0;
+  std::string_view payload;
+  size_t size = 0;  // header + payload, as the length field says
+};
+
+// Decodes the record at `offset`: kPartial if its header or payload runs
+// past the end of `bytes`.
+RecordAt RecordAtOffset(std::string_view bytes, size_t offset) {
+  RecordAt r;
+  coding::Decoder in(bytes.substr(offset));
+  uint32_t crc = 0, length = 0;
+  if (!in.GetFixed32(&crc) || !in.GetFixed32(&length) || !in.GetFixed64(&r.sequence) ||
+      !in.GetBytes(length, &r.payload)) {
+    return r;
+  }
+  r.size = kRecordHeader + length;
+  const bool valid = length <= kMaxRecordBytes &&
+                     RecordCrc(bytes.substr(offset + 4, kRecordHeader - 4 + length)) == crc;
+  r.state = valid ? RecordAt::kWhole : RecordAt::kBadChecksum;
+  return r;
+}
+
+// The highest sequence above `above` of a valid record starting anywhere in
+// `bytes` from `from` on (0 if none): evidence that what follows a damaged
+// record is not a torn tail, and of the records at stake.
+uint64_t HighestSequenceAfter(std::string_view bytes, size_t from, uint64_t above) {
+  uint64_t highest = 0;
+  for (size_t offset = from; offset + kRecordHeader <= bytes.size();) {
+    uint64_t sequence = 0;
+    coding::Decoder(bytes.substr(offset + 8)).GetFixed64(&sequence);
+    if (sequence > above) {
+      const RecordAt r = RecordAtOffset(bytes, offset);
+      if (r.state == RecordAt::kWhole) {
+        highest = std::max(highest, r.sequence);
+        offset += r.size;
+        continue;
+      }
+    }
+    ++offset;
+  }
+  return highest;
+}
+
+// A segment's whole, consecutive records from its first sequence, and what
+// follows them.
+struct SegmentScan {
+  enum Kind { kClean, kTornTail, kDamaged } kind = kClean;
+  uint64_t last = 0;     // the last record of the whole prefix
+  size_t whole = 0;      // the prefix's bytes
+  std::string what;      // kDamaged: what is wrong at byte `whole`
+  uint64_t highest = 0;  // the highest valid-looking record after the prefix
+};
+
+SegmentScan ScanSegment(std::string_view bytes, uint64_t first) {
+  SegmentScan scan;
+  scan.last = first - 1;
+  while (scan.whole < bytes.size()) {
+    const RecordAt r = RecordAtOffset(bytes, scan.whole);
+    if (r.state == RecordAt::kWhole && r.sequence == scan.last + 1) {
+      ++scan.last;
+      scan.whole += r.size;
+      continue;
+    }
+    scan.highest = HighestSequenceAfter(bytes, scan.whole, scan.last);
+    const bool zeros = bytes.find_first_not_of('\0', scan.whole) == std::string_view::npos;
+    if ((r.state == RecordAt::kPartial && scan.highest == 0) || zeros) {
+      // The write was cut (nothing valid follows), or the file system
+      // extended the file without its data, as a power loss can leave it.
+      scan.kind = SegmentScan::kTornTail;
+    } else {
+      scan.kind = SegmentScan::kDamaged;
+      if (r.state == RecordAt::kWhole) {
+        scan.what =
+            absl::StrCat("record ", r.sequence, " where record ", scan.last + 1, " was expected");
+      } else if (r.state == RecordAt::kBadChecksum) {
+        scan.what = absl::StrCat("a record of ", r.size, " bytes fails its checksum");
+      } else {
+        scan.what = "a record runs past the end of the file but valid records follow it";
+      }
+    }
+    return scan;
+  }
+  return scan;
+}
+
+// "records A to at least B follow the damage", or without B if unknown.
+std::string Stake(uint64_t from, uint64_t at_least) {
+  if (at_least < from) return absl::StrCat("records from ", from, " on, if any, follow the damage");
+  return absl::StrCat("records ", from, " to at least ", at_least, " follow the damage");
+}
+
+constexpr char kManifestName[] = "MANIFEST";
+constexpr char kManifestMagic[] = "CLKDLOGM";
+constexpr size_t kManifestBytes = 8 + 8 + 8 + 4;
+
+struct Manifest {
+  uint64_t newest_segment = 0;
+  uint64_t high_water = 0;
+};
+
+// Reads `dir`/MANIFEST: nullopt if there is none (a log from before it).
+absl::StatusOr<std::optional<Manifest>> ReadManifest(Env* env, const std::string& dir,
+                                                     const std::string& name) {
+  const std::string path = absl::StrCat(dir, "/", kManifestName);
+  if (!env->FileExists(path)) return std::nullopt;
+  auto bytes = ReadWholeFile(env, path);
+  if (!bytes.ok()) return bytes.status();
+  Manifest m;
+  std::string_view magic;
+  uint32_t crc = 0;
+  coding::Decoder in(*bytes);
+  if (bytes->size() != kManifestBytes || !in.GetBytes(8, &magic) || magic != kManifestMagic ||
+      !in.GetFixed64(&m.newest_segment) || !in.GetFixed64(&m.high_water) || !in.GetFixed32(&crc) ||
+      RecordCrc(std::string_view(*bytes).substr(0, 24)) != crc) {
+    return absl::DataLossError(absl::StrCat(name, ": the log's manifest is damaged"));
+  }
+  return m;
+}
+
 }  // namespace
+
+// The first damage that stops Open, and what salvaging it keeps.
+struct FileUpdateLog::Damage {
+  absl::Status status;    // DataLoss, or OK if there is none
+  size_t index = 0;       // the first segment to move aside (firsts.size(): none)
+  size_t whole = 0;       // bytes of whole records to keep from segment `index`
+  uint64_t last = 0;      // the last record kept
+  uint64_t at_least = 0;  // the highest record known to have existed
+};
 
 absl::StatusOr<SyncMode> ParseSyncMode(std::string_view name) {
   if (name == "every_request") return SyncMode::kEveryRequest;
@@ -54,19 +185,11 @@ size_t FileUpdateLog::ParseSegment(
     std::string_view bytes,
     const std::function<void(uint64_t sequence, std::string_view payload)>& record) {
   size_t whole = 0;
-  coding::Decoder in(bytes);
   for (;;) {
-    uint32_t crc = 0, length = 0;
-    uint64_t sequence = 0;
-    std::string_view payload;
-    const std::string_view start = in.remaining();
-    if (!in.GetFixed32(&crc) || !in.GetFixed32(&length) || length > kMaxRecordBytes ||
-        !in.GetFixed64(&sequence) || !in.GetBytes(length, &payload)) {
-      return whole;
-    }
-    if (RecordCrc(start.substr(4, kRecordHeader - 4 + length)) != crc) return whole;
-    record(sequence, payload);
-    whole += kRecordHeader + length;
+    const RecordAt r = RecordAtOffset(bytes, whole);
+    if (r.state != RecordAt::kWhole) return whole;
+    record(r.sequence, r.payload);
+    whole += r.size;
   }
 }
 
@@ -91,9 +214,29 @@ std::string FileUpdateLog::SegmentPath(uint64_t first_sequence) const {
   return absl::StrFormat("%s/%020d%s", dir_, first_sequence, std::string(kSuffix));
 }
 
+std::string FileUpdateLog::RelativeName(std::string_view name) const {
+  const size_t slash = dir_.rfind('/');
+  return absl::StrCat(slash == std::string::npos ? dir_ : dir_.substr(slash + 1), "/",
+                      std::string(name));
+}
+
+std::string FileUpdateLog::SegmentName(uint64_t first_sequence) const {
+  return RelativeName(absl::StrFormat("%020d%s", first_sequence, std::string(kSuffix)));
+}
+
+absl::Status FileUpdateLog::PublishManifest(uint64_t newest_segment, uint64_t high_water) {
+  std::string bytes(kManifestMagic);
+  coding::PutFixed64(&bytes, newest_segment);
+  coding::PutFixed64(&bytes, high_water);
+  coding::PutFixed32(&bytes, RecordCrc(bytes));
+  return WriteFileAtomically(env_, absl::StrCat(dir_, "/", kManifestName),
+                             [&bytes](WritableFile* f) { return f->Append(bytes); });
+}
+
 absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, const std::string& dir,
                                                                    UpdateLogOptions options,
-                                                                   UpdateLogRecovery* recovery) {
+                                                                   UpdateLogRecovery* recovery,
+                                                                   const LogRecoveryOptions& how) {
   if (absl::Status s = env->CreateDirs(dir); !s.ok()) return s;
   auto names = env->ListDir(dir);
   if (!names.ok()) return names.status();
@@ -106,50 +249,188 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
   std::unique_ptr<FileUpdateLog> log(new FileUpdateLog(env, dir, options));
   MutexLock lock(&log->mu_);
   UpdateLogRecovery found;
-  for (size_t i = 0; i < firsts.size(); ++i) {
-    const std::string path = log->SegmentPath(firsts[i]);
-    auto bytes = ReadWholeFile(env, path);
-    if (!bytes.ok()) return bytes.status();
-    uint64_t expected = firsts[i], last = firsts[i] - 1;
-    bool out_of_order = false;
-    const size_t whole = ParseSegment(*bytes, [&](uint64_t sequence, std::string_view) {
-      out_of_order |= sequence != expected;
-      last = sequence;
-      ++expected;
-      ++found.records;
-    });
-    if (out_of_order) return absl::DataLossError(path + ": records out of sequence");
-    if (whole < bytes->size()) {
-      if (i + 1 < firsts.size()) {
-        return absl::DataLossError(absl::StrCat(path, ": damaged record at byte ", whole,
-                                                " of a segment that is not the newest"));
-      }
-      // A crash mid-append: keep the whole records, cut the rest.
-      found.torn_tail_bytes = bytes->size() - whole;
-      if (absl::Status s = env->TruncateFile(path, whole); !s.ok()) return s;
-    }
-    if (!log->segments_.empty() && firsts[i] != log->segments_.back().last_sequence + 1) {
-      return absl::DataLossError(
-          absl::StrCat(path, ": a gap in the log before sequence ", firsts[i]));
-    }
-    log->segments_.push_back({firsts[i], last, whole});
-    log->last_sequence_ = last;
+  auto manifest = ReadManifest(env, dir, log->RelativeName(kManifestName));
+  if (!manifest.ok() && !how.salvage_damaged) return manifest.status();
+  if (!manifest.ok()) found.salvaged_damage = std::string(manifest.status().message());
+  const Manifest* high = manifest.ok() && manifest->has_value() ? &**manifest : nullptr;
+  Damage damage;
+  if (absl::Status s =
+          log->ScanSegments(firsts, how, high != nullptr ? high->high_water : 0, &found, &damage);
+      !s.ok()) {
+    return s;
   }
-  if (log->segments_.empty()) {
-    if (absl::Status s = log->StartSegment(1); !s.ok()) return s;
+  if (damage.status.ok() && high != nullptr) {
+    damage = log->CheckManifest(firsts, high->newest_segment, high->high_water,
+                                how.snapshot_sequence.value_or(0));
+  }
+  if (!damage.status.ok()) {
+    if (!how.salvage_damaged) return damage.status;
+    if (absl::Status s = log->Salvage(firsts, damage, &found); !s.ok()) return s;
   } else {
-    auto file = env->NewWritableFile(log->SegmentPath(log->segments_.back().first_sequence),
-                                     /*append=*/true);
-    if (!file.ok()) return file.status();
-    log->active_ = *std::move(file);
+    log->last_sequence_ = log->segments_.empty() ? 0 : log->segments_.back().last_sequence;
   }
-  // What survived a restart is as durable as it will get.
-  log->synced_sequence_ = log->last_sequence_;
+  if (absl::Status s = log->Resume(found.torn_tail_bytes > 0); !s.ok()) return s;
+  for (const Segment& segment : log->segments_) {
+    if (!segment.damaged) found.records += segment.last_sequence + 1 - segment.first_sequence;
+  }
   if (recovery != nullptr) *recovery = found;
   if (options.sync == SyncMode::kInterval) {
     log->syncer_ = std::thread([raw = log.get()] { raw->SyncLoop(); });
   }
   return log;
+}
+
+FileUpdateLog::Damage FileUpdateLog::CheckManifest(const std::vector<uint64_t>& firsts,
+                                                   uint64_t newest_segment, uint64_t high_water,
+                                                   uint64_t snapshot_sequence) const {
+  const uint64_t last = segments_.empty() ? snapshot_sequence : segments_.back().last_sequence;
+  if (!std::binary_search(firsts.begin(), firsts.end(), newest_segment)) {
+    return {absl::DataLossError(absl::StrCat(
+                SegmentName(newest_segment), " is missing (", kManifestName,
+                " names it as the newest segment): ", Stake(newest_segment, high_water))),
+            firsts.size(), 0, last, high_water};
+  }
+  if (last < high_water) {
+    const Segment& newest = segments_.back();
+    return {absl::DataLossError(absl::StrCat(SegmentName(newest.first_sequence), ": ends at byte ",
+                                             newest.bytes, " after record ", last, " but ",
+                                             kManifestName, " says record ", high_water,
+                                             " was written: ", Stake(last + 1, high_water))),
+            firsts.size() - 1, newest.bytes, last, high_water};
+  }
+  return {};
+}
+
+absl::Status FileUpdateLog::Resume(bool cut_torn_tail) {
+  if (segments_.empty()) {
+    if (absl::Status s = StartSegment(last_sequence_ + 1); !s.ok()) return s;
+  } else {
+    const Segment& newest = segments_.back();
+    const std::string path = SegmentPath(newest.first_sequence);
+    if (cut_torn_tail) {
+      // A crash mid-append: keep the whole records, cut the partial one.
+      if (absl::Status s = env_->TruncateFile(path, newest.bytes); !s.ok()) return s;
+    }
+    auto file = env_->NewWritableFile(path, /*append=*/true);
+    if (!file.ok()) return file.status();
+    active_ = *std::move(file);
+    // What survived is on disk from now on: the high-water mark may say so.
+    if (absl::Status s = active_->Sync(); !s.ok()) return s;
+    if (absl::Status s = PublishManifest(newest.first_sequence, last_sequence_); !s.ok()) {
+      return s;
+    }
+    claimed_segment_ = newest.first_sequence;
+  }
+  synced_sequence_ = last_sequence_;
+  return absl::OkStatus();
+}
+
+absl::Status FileUpdateLog::ScanSegments(const std::vector<uint64_t>& firsts,
+                                         const LogRecoveryOptions& how, uint64_t high_water,
+                                         UpdateLogRecovery* found, Damage* damage) {
+  const uint64_t covered = how.snapshot_sequence.value_or(0);
+  // The highest record known to exist in segments `from` on, or MANIFEST.
+  auto highest_from = [&](size_t from) {
+    uint64_t highest = high_water;
+    for (size_t j = from; j < firsts.size(); ++j) {
+      auto bytes = ReadWholeFile(env_, SegmentPath(firsts[j]));
+      if (bytes.ok()) highest = std::max(highest, HighestSequenceAfter(*bytes, 0, firsts[j] - 1));
+    }
+    return highest;
+  };
+  for (size_t i = 0; i < firsts.size(); ++i) {
+    const uint64_t first = firsts[i];
+    const bool newest = i + 1 == firsts.size();
+    // The boundary with what comes before: the snapshot, or the previous segment.
+    const uint64_t before = segments_.empty() ? covered : segments_.back().last_sequence;
+    if (segments_.empty() && how.snapshot_sequence.has_value() && first > covered + 1) {
+      const uint64_t at_least = highest_from(i);
+      *damage = {
+          absl::DataLossError(absl::StrCat(
+              SegmentName(first), ": the update log starts at record ", first, " but ",
+              covered == 0 ? std::string("no snapshot reads back")
+                           : absl::StrCat("the newest readable snapshot ends at record ", covered),
+              ": records ", covered + 1, "..", first - 1, " are missing; ",
+              Stake(covered + 1, at_least))),
+          i, 0, covered, at_least};
+      return absl::OkStatus();
+    }
+    if (!segments_.empty() && first != before + 1) {
+      const bool gap = first > before + 1;
+      const std::string what = absl::StrCat(
+          SegmentName(first), ": starts at record ", first, " but ",
+          SegmentName(segments_.back().first_sequence), " ends at record ", before, ": records ",
+          gap ? absl::StrCat(before + 1, "..", first - 1, " are missing")
+              : absl::StrCat(first, "..", before, " appear twice"));
+      if ((gap ? first - 1 : before) > covered) {
+        const uint64_t at_least = highest_from(i);
+        *damage = {absl::DataLossError(absl::StrCat(what, "; ", Stake(before + 1, at_least))), i, 0,
+                   before, at_least};
+        return absl::OkStatus();
+      }
+      found->covered_damage.push_back(
+          absl::StrCat(what, "; the snapshot at record ", covered, " holds them"));
+    }
+    auto bytes = ReadWholeFile(env_, SegmentPath(first));
+    if (!bytes.ok()) return bytes.status();
+    const SegmentScan scan = ScanSegment(*bytes, first);
+    if (scan.kind == SegmentScan::kClean || (scan.kind == SegmentScan::kTornTail && newest)) {
+      found->torn_tail_bytes = bytes->size() - scan.whole;
+      segments_.push_back({first, scan.last, scan.whole});
+      continue;
+    }
+    const std::string what = scan.kind == SegmentScan::kTornTail
+                                 ? "a partial record in a segment that is not the newest"
+                                 : scan.what;
+    const std::string where =
+        absl::StrCat(SegmentName(first), ": damaged at byte ", scan.whole, " (", what, ")");
+    if (!newest && firsts[i + 1] - 1 <= covered) {
+      found->covered_damage.push_back(
+          absl::StrCat(where, "; the snapshot at record ", covered, " holds all its records"));
+      segments_.push_back({first, firsts[i + 1] - 1, bytes->size(), /*damaged=*/true});
+      continue;
+    }
+    const uint64_t at_least = std::max(scan.highest, highest_from(i + 1));
+    *damage = {absl::DataLossError(absl::StrCat(where, ": ", Stake(scan.last + 1, at_least))), i,
+               scan.whole, scan.last, at_least};
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FileUpdateLog::Salvage(const std::vector<uint64_t>& firsts, const Damage& damage,
+                                    UpdateLogRecovery* found) {
+  const std::string suffix = absl::StrCat(".damaged-", env_->NowMicros() / 1000000);
+  while (damage.index < firsts.size() && !segments_.empty() &&
+         segments_.back().first_sequence >= firsts[damage.index]) {
+    segments_.pop_back();
+  }
+  for (size_t i = damage.index; i < firsts.size(); ++i) {
+    const std::string path = SegmentPath(firsts[i]);
+    if (absl::Status s = env_->RenameFile(path, path + suffix); !s.ok()) return s;
+    found->moved_aside.push_back(SegmentName(firsts[i]) + suffix);
+  }
+  if (damage.index < firsts.size() && damage.whole > 0) {
+    // The whole records before the damage stay, under the segment's name.
+    const std::string path = SegmentPath(firsts[damage.index]);
+    auto bytes = ReadWholeFile(env_, path + suffix);
+    if (!bytes.ok()) return bytes.status();
+    const std::string_view kept = std::string_view(*bytes).substr(0, damage.whole);
+    if (absl::Status s =
+            WriteFileAtomically(env_, path, [kept](WritableFile* f) { return f->Append(kept); });
+        !s.ok()) {
+      return s;
+    }
+    segments_.push_back({firsts[damage.index], damage.last, damage.whole});
+  }
+  if (absl::Status s = env_->SyncDir(dir_); !s.ok()) return s;
+  if (!found->salvaged_damage.empty()) found->salvaged_damage += "; ";
+  found->salvaged_damage += std::string(damage.status.message());
+  found->dropped_from = damage.last + 1;
+  found->dropped_at_least_through = damage.at_least;
+  if (damage.index < firsts.size()) found->torn_tail_bytes = 0;  // moved aside with the newest
+  last_sequence_ = segments_.empty() ? damage.last : segments_.back().last_sequence;
+  return absl::OkStatus();
 }
 
 absl::Status FileUpdateLog::StartSegment(uint64_t first_sequence) {
@@ -168,11 +449,14 @@ absl::Status FileUpdateLog::StartSegment(uint64_t first_sequence) {
   if (!file.ok()) return file.status();
   active_ = *std::move(file);
   segments_.push_back({first_sequence, first_sequence - 1, 0});
-  return env_->SyncDir(dir_);
+  if (absl::Status s = env_->SyncDir(dir_); !s.ok()) return s;
+  // Once MANIFEST names it, the segment missing later is damage.
+  return PublishManifest(first_sequence, first_sequence - 1);
 }
 
 absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
   MutexLock lock(&mu_);
+  if (!broken_.ok()) return broken_;
   if (!sync_failure_.ok())
     return Unavailable(sync_failure_, "the update log failed to sync earlier");
   const uint64_t sequence = last_sequence_ + 1;
@@ -180,7 +464,16 @@ absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
   Segment& segment = segments_.back();
   if (absl::Status s = active_->Append(record); !s.ok()) {
     // Cut off whatever prefix reached the file, so that the log stays whole.
-    (void)env_->TruncateFile(SegmentPath(segment.first_sequence), segment.bytes);
+    const std::string path = SegmentPath(segment.first_sequence);
+    if (absl::Status t = env_->TruncateFile(path, segment.bytes); !t.ok()) {
+      // A later record would land after the partial one, where a restart
+      // stops reading: acknowledging it would lose it.
+      broken_ = absl::UnavailableError(
+          absl::StrCat("the update log needs a restart: an append to ",
+                       SegmentName(segment.first_sequence), " failed (", s.message(),
+                       ") and cutting off its partial record failed too (", t.message(), ")"));
+      return broken_;
+    }
     return Unavailable(s, "cannot append to the update log");
   }
   segment.bytes += record.size();
@@ -189,12 +482,29 @@ absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
   return sequence;
 }
 
+void FileUpdateLog::ClaimSynced(uint64_t synced) {
+  // Raises MANIFEST's high-water mark once per segment, the first time its
+  // records are synced, so that a restart finding the segment emptied knows
+  // records were lost. The sync was of the active segment (rolls wait for
+  // syncs), so `synced` is in segments_.back().
+  const Segment& segment = segments_.back();
+  if (claimed_segment_ == segment.first_sequence || synced < segment.first_sequence) return;
+  claimed_segment_ = segment.first_sequence;
+  // A failed publish leaves the previous MANIFEST, which is still true: only
+  // the detection of an emptied segment is weaker, so the sync stands.
+  (void)PublishManifest(segment.first_sequence, synced);
+}
+
 absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
-  if (options_.sync != SyncMode::kEveryRequest) return absl::OkStatus();
+  mu_.Lock();
+  if (!broken_.ok() || options_.sync != SyncMode::kEveryRequest) {
+    const absl::Status broken = broken_;
+    mu_.Unlock();
+    return broken;
+  }
   // Group commit: one caller at a time syncs, with the lock released so
   // that others keep appending meanwhile; callers queued behind it find
   // their record synced, or sync everything appended since in one go.
-  mu_.Lock();
   while (synced_sequence_ < sequence && sync_failure_.ok() && syncing_) synced_cv_.Wait(&mu_);
   if (synced_sequence_ >= sequence || !sync_failure_.ok()) {
     const absl::Status failure = sync_failure_;
@@ -212,6 +522,7 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
   syncing_ = false;
   if (status.ok()) {
     synced_sequence_ = std::max(synced_sequence_, target);
+    ClaimSynced(target);
   } else {
     sync_failure_ = status;
   }
@@ -238,6 +549,7 @@ void FileUpdateLog::SyncLoop() {
       sync_failure_ = s;
     } else {
       synced_sequence_ = target;
+      ClaimSynced(target);
     }
   }
 }
@@ -251,6 +563,10 @@ absl::Status FileUpdateLog::ReadAfter(
   }
   for (const Segment& segment : segments) {
     if (segment.last_sequence <= after) continue;
+    if (segment.damaged) {
+      return absl::DataLossError(
+          absl::StrCat(SegmentName(segment.first_sequence), " is damaged: it cannot be read"));
+    }
     auto bytes = ReadWholeFile(env_, SegmentPath(segment.first_sequence));
     if (!bytes.ok()) return bytes.status();
     absl::Status status;
@@ -284,9 +600,9 @@ absl::Status FileUpdateLog::TruncateThrough(uint64_t sequence) {
 absl::Status FileUpdateLog::ResetAfter(uint64_t sequence) {
   MutexLock lock(&mu_);
   while (syncing_) synced_cv_.Wait(&mu_);
-  if (last_sequence_ >= segments_.front().first_sequence) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(dir_, " holds records; only an empty log can start over"));
+  if (last_sequence_ > sequence) {
+    return absl::FailedPreconditionError(absl::StrCat(dir_, " holds records after ", sequence,
+                                                      "; only a log without them can start over"));
   }
   if (absl::Status s = StartSegment(sequence + 1); !s.ok()) return s;
   while (segments_.size() > 1) {

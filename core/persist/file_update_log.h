@@ -1,18 +1,27 @@
 // FileUpdateLog: the embedded UpdateLog, append-only segment files in one
-// directory (format in docs/durability.md):
+// directory, and a small manifest (format in docs/durability.md):
 //
 //   segment  := record*            file name: <first sequence, 20 digits>.log
 //   record   := masked_crc32c u32 | length u32 | sequence u64 | payload
 //               (the CRC covers length, sequence and payload)
+//   MANIFEST := the newest segment's first sequence and a high-water mark,
+//               a record known to be on disk (published at each segment
+//               roll, at the first sync of a segment's records, and at
+//               each Open)
 //
-// Opening scans every segment. A torn tail of the newest segment (a partial
-// record, or a bad CRC with nothing valid after it) is cut at the last whole
-// record, as a crash mid-append leaves it; damage anywhere else is DataLoss.
-// Sync modes per update_log.h; group commit: concurrent WaitDurable callers
-// share one fdatasync, which runs without the log's lock so that appends
-// continue meanwhile. After a failed append the partial record is cut off;
-// after a failed sync the log refuses further appends (the state of unsynced
-// data is unknown), and a restart recovers from what is on disk.
+// Opening scans every segment. Only a torn tail of the newest segment (a
+// last record whose header or payload runs past the end of the file, as a
+// crash mid-append leaves it) is cut. Any other damage (a bad checksum, a
+// sequence gap, a segment missing, a log shorter than the manifest's
+// high-water mark) is DataLoss naming the file, the byte offset and the
+// records at stake, and nothing on disk changes; unless a loaded snapshot
+// covers every record of the damaged segment, or the caller asks to salvage
+// (LogRecoveryOptions). Sync modes per update_log.h; group commit:
+// concurrent WaitDurable callers share one fdatasync, which runs without
+// the log's lock so that appends continue meanwhile. After a failed append
+// the partial record is cut off (if that fails too, or after a failed sync,
+// the log refuses every later append: a restart recovers from what is on
+// disk).
 //
 // Thread safety: safe for concurrent use.
 #ifndef CLICKD_CORE_PERSIST_FILE_UPDATE_LOG_H_
@@ -21,6 +30,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,17 +51,43 @@ struct UpdateLogOptions {
   std::function<void(double seconds)> on_sync;
 };
 
-// What Open found and repaired, for logs and metrics.
+// How Open treats damage.
+struct LogRecoveryOptions {
+  // The sequence of the snapshot the caller loaded (0: none loaded). The
+  // log must start no later than the record after it; damage among records
+  // it contains does not stop Open (the damaged segments are left for the
+  // next TruncateThrough to remove). Unset: the caller has no snapshot to
+  // check against, and the log may start anywhere.
+  std::optional<uint64_t> snapshot_sequence;
+  // The operator's recovery mode: keep every record before the first damage
+  // that stops Open, move the damaged segment and every later one aside
+  // (renamed to <name>.damaged-<unix seconds>), and continue.
+  bool salvage_damaged = false;
+};
+
+// What Open found and repaired, for logs and metrics. File names are
+// relative to the log directory's parent ("log/<first seq>.log").
 struct UpdateLogRecovery {
   uint64_t records = 0;
   uint64_t torn_tail_bytes = 0;  // cut from the newest segment
+  // Damage in segments the loaded snapshot covers, one message each.
+  std::vector<std::string> covered_damage;
+  // With salvage_damaged: the damage that stopped Open, as the DataLoss
+  // message would have said it ("" if none), the first record dropped, the
+  // highest one known to have existed (0 if unknown), and the files moved
+  // aside.
+  std::string salvaged_damage;
+  uint64_t dropped_from = 0;
+  uint64_t dropped_at_least_through = 0;
+  std::vector<std::string> moved_aside;
 };
 
 class FileUpdateLog final : public UpdateLog {
  public:
   static absl::StatusOr<std::unique_ptr<FileUpdateLog>> Open(Env* env, const std::string& dir,
                                                              UpdateLogOptions options,
-                                                             UpdateLogRecovery* recovery);
+                                                             UpdateLogRecovery* recovery,
+                                                             const LogRecoveryOptions& how = {});
   ~FileUpdateLog() override;
 
   absl::StatusOr<uint64_t> Append(std::string_view record) override;
@@ -60,9 +96,10 @@ class FileUpdateLog final : public UpdateLog {
       uint64_t after, const std::function<absl::Status(uint64_t, std::string_view)>& fn) override;
   absl::Status TruncateThrough(uint64_t sequence) override;
 
-  // Makes an empty log continue after `sequence`: for a model restored from
-  // a snapshot whose log is gone (a backup of MODEL + snapshot).
-  // FailedPrecondition if the log holds records.
+  // Makes a log whose records all come before `sequence` + 1 continue after
+  // `sequence`, removing the old segments: for a model restored from a
+  // snapshot whose log is gone (a backup of MODEL + snapshot) or was
+  // salvaged short of it. FailedPrecondition if the log holds later records.
   absl::Status ResetAfter(uint64_t sequence);
 
   // The sequence of the oldest record kept (last_sequence() + 1 if none).
@@ -81,13 +118,42 @@ class FileUpdateLog final : public UpdateLog {
     uint64_t first_sequence;
     uint64_t last_sequence;  // first_sequence - 1 while empty
     uint64_t bytes;
+    // Damaged, but a loaded snapshot holds its records: never read again.
+    bool damaged = false;
   };
+  struct Damage;
 
   FileUpdateLog(Env* env, std::string dir, UpdateLogOptions options);
   std::string SegmentPath(uint64_t first_sequence) const;
+  // "log/<name>" (the log directory's own name, then `name`), for messages.
+  std::string RelativeName(std::string_view name) const;
+  // "log/<first seq>.log", for messages.
+  std::string SegmentName(uint64_t first_sequence) const;
+  // Scans the segments named `firsts` into segments_, stopping at the first
+  // damage that the snapshot does not cover; returns it (code OK if none).
+  absl::Status ScanSegments(const std::vector<uint64_t>& firsts, const LogRecoveryOptions& how,
+                            uint64_t high_water, UpdateLogRecovery* found, Damage* damage)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks the scanned segments against MANIFEST: the newest segment it
+  // names exists and the log reaches its high-water mark.
+  Damage CheckManifest(const std::vector<uint64_t>& firsts, uint64_t newest_segment,
+                       uint64_t high_water, uint64_t snapshot_sequence) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens the newest segment for appending (cutting a torn tail off first)
+  // or starts one after last_sequence_, and publishes MANIFEST.
+  absl::Status Resume(bool cut_torn_tail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the damaged segment and every later one aside, keeping the whole
+  // records before the damage.
+  absl::Status Salvage(const std::vector<uint64_t>& firsts, const Damage& damage,
+                       UpdateLogRecovery* found) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes MANIFEST: the newest segment and the high-water mark.
+  absl::Status PublishManifest(uint64_t newest_segment, uint64_t high_water);
   // Closes the active segment (synced) and opens a new one. Not while
   // syncing_: the caller waits for that first.
   absl::Status StartSegment(uint64_t first_sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Raises MANIFEST's high-water mark to `synced`, just made durable, once
+  // per segment.
+  void ClaimSynced(uint64_t synced) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Syncs `file`, timing it for options_.on_sync.
   absl::Status TimedSync(WritableFile* file);
   void SyncLoop();
@@ -103,9 +169,14 @@ class FileUpdateLog final : public UpdateLog {
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t synced_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status sync_failure_ ABSL_GUARDED_BY(mu_);
+  // Set when a failed append's partial record could not be cut off: every
+  // later Append and WaitDurable fails, so that nothing more is acknowledged.
+  absl::Status broken_ ABSL_GUARDED_BY(mu_);
   // A WaitDurable is syncing the active segment with mu_ released.
   bool syncing_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The segment whose records MANIFEST's high-water mark already reaches.
+  uint64_t claimed_segment_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread syncer_;  // kInterval only
 };
 

@@ -1,9 +1,12 @@
 #include "core/persist/file_update_log.h"
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "core/persist/fault_injection_env.h"
 #include "gtest/gtest.h"
 
@@ -235,6 +238,296 @@ TEST(FileUpdateLog, IntervalModeSyncsInTheBackground) {
   EXPECT_TRUE(log->WaitDurable(1).ok());  // returns at once in this mode
   log.reset();
   EXPECT_EQ(OpenLog(Env::Default(), dir)->last_sequence(), 1u);
+}
+
+// Damage other than a torn tail: DataLoss naming the file, the byte and
+// the records at stake, and nothing on disk changes; salvaging keeps the
+// records before the damage and moves the damaged segments aside.
+
+// Payloads of 8 bytes: every record is 24 bytes, record k at (k - 1) * 24.
+std::string Payload(int k) { return absl::StrFormat("record%02d", k); }
+constexpr size_t kRecordBytes = 24;
+
+// A log in `<dir>/log` holding records 1..`records`, a new segment starting
+// after each sequence in `rolls`.
+std::string WriteLog(int records, std::vector<int> rolls = {}) {
+  const std::string dir = NewDir() + "/log";
+  auto log = OpenLog(Env::Default(), dir);
+  for (int k = 1; k <= records; ++k) {
+    EXPECT_EQ(*log->Append(Payload(k)), static_cast<uint64_t>(k));
+    EXPECT_TRUE(log->WaitDurable(k).ok());  // acknowledged
+    if (std::find(rolls.begin(), rolls.end(), k) != rolls.end()) {
+      EXPECT_TRUE(log->TruncateThrough(0).ok());
+    }
+  }
+  return dir;
+}
+
+std::string Segment(uint64_t first) { return absl::StrFormat("%020d.log", first); }
+
+// Every file of `dir` with its bytes.
+std::map<std::string, std::string> Files(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    files[name] = *ReadWholeFile(Env::Default(), dir + "/" + name);
+  }
+  return files;
+}
+
+void Rewrite(const std::string& path, const std::string& bytes) {
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, [&](WritableFile* f) {
+                return f->Append(bytes);
+              }).ok());
+}
+
+void FlipByte(const std::string& path, size_t offset) {
+  std::string bytes = *ReadWholeFile(Env::Default(), path);
+  bytes[offset] ^= 0x20;
+  Rewrite(path, bytes);
+}
+
+// Opens `dir` expecting DataLoss with `message`, and checks that no file changed.
+void ExpectDataLoss(const std::string& dir, const std::string& message,
+                    uint64_t snapshot_sequence = 0) {
+  const auto before = Files(dir);
+  LogRecoveryOptions how;
+  how.snapshot_sequence = snapshot_sequence;
+  auto log = FileUpdateLog::Open(Env::Default(), dir, {}, nullptr, how);
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss) << log.status();
+  EXPECT_EQ(log.status().message(), message);
+  EXPECT_EQ(Files(dir), before);
+}
+
+std::unique_ptr<FileUpdateLog> Salvage(const std::string& dir, UpdateLogRecovery* recovery) {
+  LogRecoveryOptions how;
+  how.salvage_damaged = true;
+  auto log = FileUpdateLog::Open(Env::Default(), dir, {}, recovery, how);
+  EXPECT_TRUE(log.ok()) << log.status();
+  return log.ok() ? *std::move(log) : nullptr;
+}
+
+// The one file of `dir` that a salvage moved aside, by the name it had.
+std::string MovedAside(const std::string& dir, const std::string& name) {
+  for (const auto& [file, bytes] : Files(dir)) {
+    if (file.rfind(name + ".damaged-", 0) == 0) return bytes;
+  }
+  ADD_FAILURE() << name << " was not moved aside";
+  return "";
+}
+
+TEST(FileUpdateLogDamage, FlippedByteInTheNewestSegmentIsNotATornTail) {
+  const std::string dir = WriteLog(10);
+  const std::string path = dir + "/" + Segment(1);
+  FlipByte(path, 4 * kRecordBytes + 20);  // record 5's payload
+  const std::string damaged = *ReadWholeFile(Env::Default(), path);
+  const std::string message =
+      "log/00000000000000000001.log: damaged at byte 96 (a record of 24 bytes fails its "
+      "checksum): records 5 to at least 10 follow the damage";
+  ExpectDataLoss(dir, message);
+
+  UpdateLogRecovery recovery;
+  auto log = Salvage(dir, &recovery);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(recovery.salvaged_damage, message);
+  EXPECT_EQ(recovery.dropped_from, 5u);
+  EXPECT_EQ(recovery.dropped_at_least_through, 10u);
+  ASSERT_EQ(recovery.moved_aside.size(), 1u);
+  EXPECT_EQ(recovery.moved_aside[0].rfind("log/00000000000000000001.log.damaged-", 0), 0u);
+  EXPECT_EQ(recovery.torn_tail_bytes, 0u);
+  EXPECT_EQ(log->last_sequence(), 4u);
+  EXPECT_EQ(MovedAside(dir, Segment(1)), damaged);  // nothing destroyed
+  EXPECT_EQ(*log->Append(Payload(5)), 5u);
+  log.reset();
+  log = OpenLog(Env::Default(), dir);  // whole again: no salvage needed
+  EXPECT_EQ(ReadAll(*log).size(), 5u);
+}
+
+TEST(FileUpdateLogDamage, DamagedLengthWithValidRecordsAfterIsNotATornTail) {
+  const std::string dir = WriteLog(10);
+  FlipByte(dir + "/" + Segment(1), 4 * kRecordBytes + 7);  // record 5's length, top byte
+  ExpectDataLoss(dir,
+                 "log/00000000000000000001.log: damaged at byte 96 (a record runs past the end "
+                 "of the file but valid records follow it): records 5 to at least 10 follow the "
+                 "damage");
+}
+
+TEST(FileUpdateLogDamage, FlippedByteInAnOlderSegment) {
+  const std::string dir = WriteLog(10, {5});
+  FlipByte(dir + "/" + Segment(1), 2 * kRecordBytes + 20);  // record 3
+  const std::string message =
+      "log/00000000000000000001.log: damaged at byte 48 (a record of 24 bytes fails its "
+      "checksum): records 3 to at least 10 follow the damage";
+  ExpectDataLoss(dir, message);
+  // A snapshot at 4 does not hold record 5: still DataLoss.
+  ExpectDataLoss(dir, message, /*snapshot_sequence=*/4);
+
+  UpdateLogRecovery recovery;
+  auto log = Salvage(dir, &recovery);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->last_sequence(), 2u);
+  EXPECT_EQ(recovery.moved_aside.size(), 2u);  // the damaged segment and the later one
+  EXPECT_FALSE(Files(dir).count(Segment(6)));
+  EXPECT_EQ(ReadAll(*log).size(), 2u);
+  EXPECT_EQ(*log->Append("x"), 3u);
+}
+
+TEST(FileUpdateLogDamage, DamageASnapshotCoversDoesNotStopOpen) {
+  const std::string dir = WriteLog(10, {5});
+  FlipByte(dir + "/" + Segment(1), 2 * kRecordBytes + 20);
+  const auto before = Files(dir);
+  LogRecoveryOptions how;
+  how.snapshot_sequence = 5;
+  UpdateLogRecovery recovery;
+  auto log = FileUpdateLog::Open(Env::Default(), dir, {}, &recovery, how);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(recovery.covered_damage.size(), 1u);
+  EXPECT_EQ(recovery.covered_damage[0],
+            "log/00000000000000000001.log: damaged at byte 48 (a record of 24 bytes fails its "
+            "checksum); the snapshot at record 5 holds all its records");
+  EXPECT_EQ(ReadAll(**log, 5).size(), 5u);
+  EXPECT_EQ((*log)->last_sequence(), 10u);
+  auto after = Files(dir);
+  after.erase("MANIFEST");  // republished with the same segment
+  auto expected = before;
+  expected.erase("MANIFEST");
+  EXPECT_EQ(after, expected);
+  // The next truncation removes it, as any segment the snapshot holds.
+  ASSERT_TRUE((*log)->TruncateThrough(5).ok());
+  EXPECT_FALSE(Files(dir).count(Segment(1)));
+}
+
+TEST(FileUpdateLogDamage, DeletedNewestSegment) {
+  const std::string dir = WriteLog(10, {5});
+  OpenLog(Env::Default(), dir);  // a restart: the manifest's high-water mark is now 10
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/" + Segment(6)).ok());
+  ExpectDataLoss(dir,
+                 "log/00000000000000000006.log is missing (MANIFEST names it as the newest "
+                 "segment): records 6 to at least 10 follow the damage");
+  UpdateLogRecovery recovery;
+  auto log = Salvage(dir, &recovery);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->last_sequence(), 5u);
+  EXPECT_EQ(recovery.dropped_from, 6u);
+  EXPECT_TRUE(recovery.moved_aside.empty());
+  EXPECT_EQ(*log->Append("x"), 6u);
+}
+
+TEST(FileUpdateLogDamage, EmptiedNewestSegment) {
+  const std::string dir = WriteLog(10, {5});  // no restart: only record 6 is known
+  ASSERT_TRUE(Env::Default()->TruncateFile(dir + "/" + Segment(6), 0).ok());
+  ExpectDataLoss(dir,
+                 "log/00000000000000000006.log: ends at byte 0 after record 5 but MANIFEST says "
+                 "record 6 was written: records 6 to at least 6 follow the damage");
+  UpdateLogRecovery recovery;
+  auto log = Salvage(dir, &recovery);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->last_sequence(), 5u);
+  ASSERT_EQ(recovery.moved_aside.size(), 1u);
+  EXPECT_EQ(MovedAside(dir, Segment(6)), "");
+  EXPECT_EQ(*log->Append("x"), 6u);
+}
+
+// Whole records cut off the end of the newest segment look like a crash
+// before they were written, unless a restart saw them: MANIFEST then knows.
+TEST(FileUpdateLogDamage, RecordsCutAfterARestartAreKnown) {
+  const std::string dir = WriteLog(10);
+  OpenLog(Env::Default(), dir);
+  ASSERT_TRUE(Env::Default()->TruncateFile(dir + "/" + Segment(1), 8 * kRecordBytes).ok());
+  ExpectDataLoss(dir,
+                 "log/00000000000000000001.log: ends at byte 192 after record 8 but MANIFEST says "
+                 "record 10 was written: records 9 to at least 10 follow the damage");
+}
+
+TEST(FileUpdateLogDamage, SequenceGaps) {
+  {  // a record missing inside a segment
+    const std::string dir = WriteLog(10);
+    const std::string path = dir + "/" + Segment(1);
+    std::string bytes = *ReadWholeFile(Env::Default(), path);
+    Rewrite(path, bytes.erase(2 * kRecordBytes, kRecordBytes));
+    ExpectDataLoss(dir,
+                   "log/00000000000000000001.log: damaged at byte 48 (record 4 where record 3 "
+                   "was expected): records 3 to at least 10 follow the damage");
+  }
+  {  // a segment missing between two others
+    const std::string dir = WriteLog(12, {5, 10});
+    ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/" + Segment(6)).ok());
+    ExpectDataLoss(dir,
+                   "log/00000000000000000011.log: starts at record 11 but "
+                   "log/00000000000000000001.log ends at record 5: records 6..10 are missing; "
+                   "records 6 to at least 12 follow the damage");
+    UpdateLogRecovery recovery;
+    auto log = Salvage(dir, &recovery);
+    ASSERT_NE(log, nullptr);
+    EXPECT_EQ(log->last_sequence(), 5u);
+  }
+  {  // records between the snapshot and the first segment
+    const std::string dir = WriteLog(12, {5, 10});
+    ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/" + Segment(1)).ok());
+    ExpectDataLoss(dir,
+                   "log/00000000000000000006.log: the update log starts at record 6 but the "
+                   "newest readable snapshot ends at record 3: records 4..5 are missing; records "
+                   "4 to at least 12 follow the damage",
+                   /*snapshot_sequence=*/3);
+  }
+}
+
+TEST(FileUpdateLogDamage, TornTailIsStillCutAndReported) {
+  const std::string dir = WriteLog(10);
+  const std::string path = dir + "/" + Segment(1);
+  ASSERT_TRUE(Env::Default()->TruncateFile(path, 9 * kRecordBytes + 5).ok());
+  UpdateLogRecovery recovery;
+  auto log = Salvage(dir, &recovery);  // the same with or without salvage
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(recovery.torn_tail_bytes, 5u);
+  EXPECT_TRUE(recovery.salvaged_damage.empty());
+  EXPECT_TRUE(recovery.moved_aside.empty());
+  EXPECT_EQ(log->last_sequence(), 9u);
+  EXPECT_EQ(*Env::Default()->FileSize(path), 9 * kRecordBytes);
+}
+
+// A failed append whose partial record cannot be cut off leaves the log
+// unable to take more records safely: nothing more is acknowledged.
+TEST(FileUpdateLogDamage, FailedCleanUpAfterAFailedAppendPoisonsTheLog) {
+  FaultInjectionEnv env(Env::Default());
+  const std::string dir = NewDir();
+  auto log = OpenLog(&env, dir);
+  ASSERT_TRUE(log->Append("kept").ok());
+  ASSERT_TRUE(log->WaitDurable(1).ok());
+  env.SetWriteBudget(10);
+  env.SetTruncateFails(true);
+  const auto failed = log->Append("this record does not fit");
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
+  env.SetWriteBudget(-1);
+  env.SetTruncateFails(false);
+  const auto later = log->Append("later");
+  EXPECT_EQ(later.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(later.status().message().find("needs a restart"), std::string::npos) << later.status();
+  EXPECT_EQ(log->WaitDurable(1).code(), absl::StatusCode::kUnavailable);
+  log.reset();
+  UpdateLogRecovery recovery;
+  log = OpenLog(&env, dir, &recovery);
+  EXPECT_EQ(log->last_sequence(), 1u);
+  EXPECT_EQ(recovery.torn_tail_bytes, 10u);
+}
+
+TEST(FileUpdateLogDamage, DamagedManifest) {
+  const std::string dir = WriteLog(10);
+  FlipByte(dir + "/MANIFEST", 10);
+  ExpectDataLoss(dir, "log/MANIFEST: the log's manifest is damaged");
+  UpdateLogRecovery recovery;
+  auto log = Salvage(dir, &recovery);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(recovery.salvaged_damage, "log/MANIFEST: the log's manifest is damaged");
+  EXPECT_EQ(log->last_sequence(), 10u);  // every record kept
+}
+
+// A log written before MANIFEST existed opens as before and gets one.
+TEST(FileUpdateLogDamage, LogWithoutAManifestOpens) {
+  const std::string dir = WriteLog(10, {5});
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/MANIFEST").ok());
+  EXPECT_EQ(OpenLog(Env::Default(), dir)->last_sequence(), 10u);
+  EXPECT_TRUE(Files(dir).count("MANIFEST"));
 }
 
 }  // namespace

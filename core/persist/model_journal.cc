@@ -77,23 +77,16 @@ absl::Status Closed(const std::string& dir) {
   return absl::FailedPreconditionError(absl::StrCat("the model stored in ", dir, " was deleted"));
 }
 
-// The log must hold every record after the snapshot: its oldest record may
-// not come after snapshot + 1. An empty log behind the snapshot (a model
-// restored from a backup of MODEL + snapshot) starts over after it.
-absl::Status CheckLogContinuesSnapshot(const std::string& dir, FileUpdateLog& log,
-                                       RecoveryReport* report) {
+// The log must hold every record after the snapshot (FileUpdateLog::Open
+// checks that it starts no later than snapshot + 1). A log that ends before
+// the snapshot starts over after it: an empty one (a model restored from a
+// backup of MODEL + snapshot), or one salvaged short of it.
+absl::Status CheckLogContinuesSnapshot(FileUpdateLog& log, bool salvaged, RecoveryReport* report) {
   const uint64_t snapshot = report->snapshot_sequence;
   const bool empty = log.last_sequence() < log.first_sequence();
-  if (empty && log.last_sequence() < snapshot) {
+  if ((empty || salvaged) && log.last_sequence() < snapshot) {
     report->log_restarted = true;
     return log.ResetAfter(snapshot);
-  }
-  if (!empty && log.first_sequence() > snapshot + 1) {
-    return absl::DataLossError(absl::StrCat(
-        dir, ": the update log starts at record ", log.first_sequence(), " but ",
-        snapshot == 0 ? std::string("no snapshot reads back")
-                      : absl::StrCat("the newest readable snapshot ends at record ", snapshot),
-        ": records ", snapshot + 1, "..", log.first_sequence() - 1, " are missing"));
   }
   return absl::OkStatus();
 }
@@ -157,10 +150,22 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   }
 
   UpdateLogRecovery recovery;
-  auto log = FileUpdateLog::Open(env, dir + "/log", options.log, &recovery);
+  LogRecoveryOptions how;
+  how.snapshot_sequence = out.report.snapshot_sequence;
+  how.salvage_damaged = options.salvage_damaged_log;
+  auto log = FileUpdateLog::Open(env, dir + "/log", options.log, &recovery, how);
   if (!log.ok()) return log.status();
   out.report.torn_tail_bytes = recovery.torn_tail_bytes;
-  if (absl::Status s = CheckLogContinuesSnapshot(dir, **log, &out.report); !s.ok()) return s;
+  out.report.covered_log_damage = recovery.covered_damage;
+  out.report.salvaged_log_damage = recovery.salvaged_damage;
+  out.report.dropped_from = recovery.dropped_from;
+  out.report.dropped_at_least_through = recovery.dropped_at_least_through;
+  out.report.moved_aside = recovery.moved_aside;
+  if (absl::Status s =
+          CheckLogContinuesSnapshot(**log, !recovery.salvaged_damage.empty(), &out.report);
+      !s.ok()) {
+    return s;
+  }
   absl::Status replay = (*log)->ReadAfter(out.report.snapshot_sequence,
                                           [&](uint64_t, std::string_view record) -> absl::Status {
                                             auto decoded = DecodeBatch(record);

@@ -36,6 +36,10 @@ struct JournalOptions {
   Env* env = Env::Default();
   UpdateLogOptions log;
   int keep_snapshots = 2;
+  // The operator's recovery mode (clickd --recover_damaged_log): a damaged
+  // update log keeps the records before the damage, the damaged segments are
+  // moved aside, and Open continues instead of failing with DataLoss.
+  bool salvage_damaged_log = false;
 };
 
 // What a restart found, for the log line and the metrics.
@@ -44,6 +48,16 @@ struct RecoveryReport {
   std::vector<std::string> rejected_snapshots;  // "path: reason", newest first
   uint64_t replayed_records = 0;
   uint64_t torn_tail_bytes = 0;
+  // Damage in log segments the loaded snapshot covers: they did not stop the
+  // restore and go at the next snapshot's log truncation.
+  std::vector<std::string> covered_log_damage;
+  // With salvage_damaged_log: the damage that was dropped ("" if none), the
+  // first record dropped, the highest known to have existed (0: unknown),
+  // and the segments moved aside (relative to the model directory).
+  std::string salvaged_log_damage;
+  uint64_t dropped_from = 0;
+  uint64_t dropped_at_least_through = 0;
+  std::vector<std::string> moved_aside;
   // The log was empty behind the snapshot and starts over after it.
   bool log_restarted = false;
   // When the loaded snapshot was written (Unix seconds; 0 without one).

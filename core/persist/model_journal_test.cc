@@ -1,10 +1,13 @@
 #include "core/persist/model_journal.h"
 
 #include <filesystem>
+#include <map>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "core/persist/batch_codec.h"
 #include "core/persist/fault_injection_env.h"
+#include "core/persist/snapshot.h"
 #include "gtest/gtest.h"
 
 namespace clickd {
@@ -238,6 +241,124 @@ TEST(ModelJournal, CreateRefusesAnExistingModelAndDestroyRemovesIt) {
   ASSERT_TRUE(ModelJournal::Destroy(Env::Default(), dir).ok());
   EXPECT_FALSE(ModelJournal::Open(dir, {}).ok());
   EXPECT_TRUE(ModelJournal::Create(dir, Config(), {}).ok());
+}
+
+// Byte offsets of the records of a log segment, by sequence.
+std::map<uint64_t, size_t> RecordOffsets(const std::string& path) {
+  std::map<uint64_t, size_t> offsets;
+  size_t offset = 0;
+  FileUpdateLog::ParseSegment(*ReadWholeFile(Env::Default(), path),
+                              [&](uint64_t sequence, std::string_view payload) {
+                                offsets[sequence] = offset;
+                                offset += 16 + payload.size();
+                              });
+  return offsets;
+}
+
+void FlipByte(const std::string& path, size_t offset) {
+  std::string bytes = *ReadWholeFile(Env::Default(), path);
+  bytes[offset] ^= 0x20;
+  ASSERT_TRUE(WriteFileAtomically(Env::Default(), path, [&](WritableFile* f) {
+                return f->Append(bytes);
+              }).ok());
+}
+
+// 12 batches, snapshots at 3 and 8: the log holds log/...04.log (records
+// 4..8, which the newest snapshot covers) and log/...09.log (9..12).
+std::string JournalWithTwoSegments(const Batches& data) {
+  const std::string dir = NewDir();
+  auto journal = *ModelJournal::Create(dir, Config(), {});
+  auto model = *CreateModel(Config());
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+    if (i == 2 || i == 7) {
+      EXPECT_TRUE(journal->Snapshot(*model).ok());
+    }
+  }
+  Crash(std::move(journal));
+  return dir;
+}
+
+TEST(ModelJournal, DamagedLogIsDataLossUnlessSalvaged) {
+  const Batches data = MakeBatches(12, 6);
+  const std::string dir = JournalWithTwoSegments(data);
+  const std::string segment = dir + "/log/00000000000000000009.log";
+  const auto offsets = RecordOffsets(segment);
+  FlipByte(segment, offsets.at(10) + 20);
+  const std::string message =
+      absl::StrCat("log/00000000000000000009.log: damaged at byte ", offsets.at(10),
+                   " (a record of ", offsets.at(11) - offsets.at(10),
+                   " bytes fails its checksum): records 10 to at least 12 follow the damage");
+  auto failed = ModelJournal::Open(dir, {});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(failed.status().message(), message);
+
+  JournalOptions salvage;
+  salvage.salvage_damaged_log = true;
+  auto opened = ModelJournal::Open(dir, salvage);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(opened->report.salvaged_log_damage, message);
+  EXPECT_EQ(opened->report.dropped_from, 10u);
+  EXPECT_EQ(opened->report.dropped_at_least_through, 12u);
+  EXPECT_EQ(opened->report.moved_aside.size(), 1u);
+  EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 9));
+  ASSERT_TRUE(opened->journal->Learn(*opened->model, data.batches[9]).ok());
+  EXPECT_EQ(opened->journal->log_sequence(), 10u);
+}
+
+TEST(ModelJournal, DamageTheSnapshotCoversDoesNotStopOpen) {
+  const Batches data = MakeBatches(12, 7);
+  const std::string dir = JournalWithTwoSegments(data);
+  const std::string segment = dir + "/log/00000000000000000004.log";
+  FlipByte(segment, RecordOffsets(segment).at(6) + 20);
+  auto opened = ModelJournal::Open(dir, {});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(opened->report.snapshot_sequence, 8u);
+  ASSERT_EQ(opened->report.covered_log_damage.size(), 1u);
+  EXPECT_NE(opened->report.covered_log_damage[0].find("log/00000000000000000004.log: damaged at "),
+            std::string::npos);
+  EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 12));
+}
+
+// A crash between writing a snapshot and rolling the log leaves a segment
+// that runs past the snapshot. Damage in it before the snapshot's sequence
+// still stops Open (the records after the snapshot cannot be read); salvage
+// restores the snapshot and starts the log over after it.
+TEST(ModelJournal, SalvageShortOfTheSnapshotRestartsTheLogAfterIt) {
+  const Batches data = MakeBatches(12, 8);
+  const std::string dir = NewDir();
+  {
+    auto journal = *ModelJournal::Create(dir, Config(), {});
+    auto model = *CreateModel(Config());
+    for (int i = 0; i < 12; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+    Crash(std::move(journal));
+  }
+  auto at_8 = *CreateModel(Config());
+  for (int i = 0; i < 8; ++i) LearnBatch(*at_8, data.batches[i]);
+  SnapshotContents contents;
+  contents.config = Config();
+  contents.log_sequence = 8;
+  contents.state = at_8->ExportState();
+  ASSERT_TRUE(
+      WriteSnapshot(Env::Default(), dir + "/snapshot-00000000000000000008.snap", contents).ok());
+  const std::string segment = dir + "/log/00000000000000000001.log";
+  FlipByte(segment, RecordOffsets(segment).at(5) + 20);
+
+  auto failed = ModelJournal::Open(dir, {});
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(failed.status().message().find("records 5 to at least 12 follow the damage"),
+            std::string::npos)
+      << failed.status();
+
+  JournalOptions salvage;
+  salvage.salvage_damaged_log = true;
+  auto opened = ModelJournal::Open(dir, salvage);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_TRUE(opened->report.log_restarted);
+  EXPECT_EQ(opened->report.dropped_from, 5u);
+  EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 8));
+  ASSERT_TRUE(opened->journal->Learn(*opened->model, data.batches[8]).ok());
+  EXPECT_EQ(opened->journal->log_sequence(), 9u);
 }
 
 }  // namespace
