@@ -908,7 +908,8 @@ TEST(ClickdErrors, InvalidModelConfigs) {
       {"empty name", [](v1::ModelConfig* c) { c->set_name(""); },
        "config.name \"\" must be 1..128 characters of [A-Za-z0-9_.-]"},
       {"long name", [](v1::ModelConfig* c) { c->set_name(std::string(129, 'm')); },
-       "config.name \"" + std::string(129, 'm') + "\" must be 1..128 characters of [A-Za-z0-9_.-]"},
+       "config.name \"" + std::string(64, 'm') +
+           "...\" (129 bytes) must be 1..128 characters of [A-Za-z0-9_.-]"},
       {"one-namespace interaction",
        [](v1::ModelConfig* c) { c->mutable_hashing()->add_interactions()->add_namespaces("a"); },
        "config.hashing.interactions[0] has 1 namespaces; must have 2 or 3"},
