@@ -4,10 +4,21 @@
 //          [--data_dir=DIR] [--update_log_sync=every_request|interval|none]
 //          [--snapshot_interval=5m] [--keep_snapshots=2]
 //          [--metrics_address=127.0.0.1] [--metrics_port=9464]
+//          [--tls_cert_file=F --tls_key_file=F [--tls_client_ca_file=F]]
+//          [--auth_tokens_file=F] [--auth_cert_roles_file=F]
+//          [--admin_address=HOST:PORT] [--health_address=HOST:PORT] [--reflection]
 //
 // Serves clickd.v1.Clickd, grpc.health.v1 (SERVING once a model is loaded)
-// and server reflection, and Prometheus metrics at
+// and, with --reflection, server reflection, and Prometheus metrics at
 // http://METRICS_ADDRESS:METRICS_PORT/metrics (docs/metrics.md).
+//
+// Security (docs/security.md): TLS or mTLS from PEM files that are re-read
+// every --tls_refresh_interval_seconds; per-role authorization from bearer
+// tokens and client-certificate names; the admin methods on their own
+// --admin_address; a plaintext --health_address serving only
+// grpc.health.v1 for probes that cannot speak TLS (Kubernetes' gRPC probes).
+// Without TLS flags the server listens in plaintext, and says so loudly when
+// that is not on a loopback address.
 //
 // With --data_dir every model is durable (docs/durability.md): restored at
 // startup (newest valid snapshot + update-log replay) before the server
@@ -20,12 +31,15 @@
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -36,6 +50,9 @@
 #include "core/base/mutex.h"
 #include "core/model/registry.h"
 #include "google/protobuf/descriptor.h"
+#include "server/auth/authorizer.h"
+#include "server/auth/call_auth.h"
+#include "server/auth/tls.h"
 #include "server/metrics/clickd_metrics.h"
 #include "server/metrics/durability_metrics.h"
 #include "server/metrics/http_exporter.h"
@@ -74,6 +91,28 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
           "address of the Prometheus /metrics endpoint (0.0.0.0 to expose it, e.g. in a "
           "container)");
 ABSL_FLAG(int, metrics_port, 9464, "port of the Prometheus /metrics endpoint; 0 disables it");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the server: with --tls_key_file, gRPC is served over TLS "
+          "(empty: plaintext)");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: clients must present a certificate it signed (mTLS)");
+ABSL_FLAG(int, tls_refresh_interval_seconds, 60,
+          "how often the TLS files are re-read: rotated certificates are served to new "
+          "connections without a restart");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "file of `ROLE TOKEN` lines (roles predict, learn, admin): calls need "
+          "`authorization: Bearer TOKEN` (docs/security.md)");
+ABSL_FLAG(std::string, auth_cert_roles_file, "",
+          "file of `ROLE NAME` lines: a client certificate whose CN or SAN is NAME has ROLE "
+          "(needs --tls_client_ca_file)");
+ABSL_FLAG(std::string, admin_address, "",
+          "HOST:PORT serving CreateModel, DeleteModel and SnapshotModel, which --address then "
+          "refuses (empty: --address serves them)");
+ABSL_FLAG(std::string, health_address, "",
+          "HOST:PORT serving only grpc.health.v1, in plaintext, for probes that cannot use TLS "
+          "(empty: none)");
+ABSL_FLAG(bool, reflection, false, "serve gRPC server reflection (on every address)");
 
 namespace clickd {
 namespace {
@@ -190,6 +229,95 @@ absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> StartMetrics(
   return metrics::HttpExporter::Start(absl::GetFlag(FLAGS_metrics_address), port, registry);
 }
 
+// The security flags, checked: what the servers are built with.
+struct Security {
+  std::shared_ptr<grpc::ServerCredentials> credentials;  // of --address and --admin_address
+  bool tls = false;
+  auth::Authorizer authorizer;
+};
+
+absl::StatusOr<Security> SecurityFromFlags() {
+  const std::pair<const char*, std::string> addresses[] = {
+      {"--admin_address", absl::GetFlag(FLAGS_admin_address)},
+      {"--health_address", absl::GetFlag(FLAGS_health_address)}};
+  for (const auto& [flag, address] : addresses) {
+    if (address.empty()) continue;
+    if (absl::Status s = auth::CheckAddress(flag, address); !s.ok()) return s;
+  }
+  Security security;
+  auth::TlsFiles files;
+  files.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  files.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  files.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  files.refresh_interval_seconds = absl::GetFlag(FLAGS_tls_refresh_interval_seconds);
+  security.tls = !files.cert_file.empty() || !files.key_file.empty();
+  if (!security.tls && !files.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca_file needs --tls_cert_file and --tls_key_file");
+  }
+  if (security.tls) {
+    auto credentials = auth::TlsServerCredentialsFromFiles(files);
+    if (!credentials.ok()) return credentials.status();
+    security.credentials = *std::move(credentials);
+  } else {
+    security.credentials = grpc::InsecureServerCredentials();
+  }
+  std::optional<auth::TokenTable> tokens;
+  if (const std::string path = absl::GetFlag(FLAGS_auth_tokens_file); !path.empty()) {
+    auto loaded = auth::TokenTable::Load(path);
+    if (!loaded.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--auth_tokens_file: ", loaded.status().message()));
+    tokens = *std::move(loaded);
+  }
+  std::optional<auth::CertRoleTable> cert_roles;
+  if (const std::string path = absl::GetFlag(FLAGS_auth_cert_roles_file); !path.empty()) {
+    if (files.client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--auth_cert_roles_file needs --tls_client_ca_file (client certificates under mTLS)");
+    }
+    auto loaded = auth::CertRoleTable::Load(path);
+    if (!loaded.ok())
+      return absl::InvalidArgumentError(
+          absl::StrCat("--auth_cert_roles_file: ", loaded.status().message()));
+    cert_roles = *std::move(loaded);
+  }
+  security.authorizer = auth::Authorizer(std::move(tokens), std::move(cert_roles));
+  return security;
+}
+
+// Warns about a gRPC address that other hosts can reach without TLS.
+void WarnIfExposed(const std::string& flag, const std::string& address, const Security& security) {
+  if (security.tls || auth::IsLoopbackAddress(address)) return;
+  std::cerr << "clickd: WARNING: " << flag << "=" << address
+            << " listens on a non-loopback address WITHOUT TLS"
+            << (security.authorizer.enabled() ? ": bearer tokens travel in cleartext" : "")
+            << "; set --tls_cert_file and --tls_key_file (docs/security.md)" << std::endl;
+}
+
+// Builds and starts a gRPC server on `address` with `services`; null if it
+// cannot listen.
+std::unique_ptr<grpc::Server> StartServer(const std::string& address,
+                                          std::shared_ptr<grpc::ServerCredentials> credentials,
+                                          const std::vector<grpc::Service*>& services,
+                                          const Limits& limits, int* port) {
+  grpc::ServerBuilder builder;
+  // Without this, gRPC sets SO_REUSEPORT and a second clickd on a busy port
+  // would start and split the connections with the first.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(address, std::move(credentials), port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
+    grpc::ResourceQuota quota("clickd");
+    quota.SetMaxThreads(threads);
+    builder.SetResourceQuota(quota);
+  }
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) return nullptr;
+  return server;
+}
+
 Limits LimitsFromFlags() {
   Limits limits;
   limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
@@ -227,6 +355,11 @@ int Serve() {
     if (result.ok()) durability_metrics.ObserveSnapshot(model.name(), result->seconds);
     LogSnapshot(model, result);
   };
+  auto security = SecurityFromFlags();
+  if (!security.ok()) {
+    std::cerr << "clickd: " << security.status().message() << "\n";
+    return 2;
+  }
   ModelRegistry registry(*std::move(durability));
   if (absl::Status s = RecoverModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
@@ -239,17 +372,20 @@ int Serve() {
   Snapshotter snapshotter(&registry,
                           absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval)));
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (absl::GetFlag(FLAGS_reflection)) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
-  // Set once the server has started; RPC threads may call update_health
-  // before that, hence the atomic.
-  std::atomic<grpc::HealthCheckServiceInterface*> health{nullptr};
+  // Each server's health service (main, admin, health address), set once
+  // that server has started; RPC threads may call update_health before
+  // that, hence the atomics.
+  std::array<std::atomic<grpc::HealthCheckServiceInterface*>, 3> health{};
   // Serialized so that a create and a delete racing cannot leave the status
   // of the one that read the model count first.
   Mutex health_mu;
   auto update_health = [&registry, &health, &health_mu] {
     MutexLock lock(&health_mu);
-    if (auto* h = health.load()) h->SetServingStatus(registry.size() > 0);
+    for (auto& service : health) {
+      if (auto* h = service.load()) h->SetServingStatus(registry.size() > 0);
+    }
   };
   metrics::RegisterProcessMetrics(&metrics_registry, start_time);
   metrics::RegisterModelMetrics(&metrics_registry, &registry);
@@ -266,38 +402,78 @@ int Serve() {
   }
 
   const Limits limits = LimitsFromFlags();
-  ClickdService service(&registry, limits, update_health, &rpc_metrics, &snapshotter);
+  const std::string address = absl::GetFlag(FLAGS_address);
+  const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
+  const std::string health_address = absl::GetFlag(FLAGS_health_address);
+  const auth::Authorizer* authorizer = &security->authorizer;
+  ClickdService service(
+      &registry, limits, update_health, &rpc_metrics, &snapshotter,
+      {authorizer, admin_address.empty() ? auth::MethodSet::kAll : auth::MethodSet::kNoAdmin});
+  ClickdService admin_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
+                              {authorizer, auth::MethodSet::kAdminOnly});
+  WarnIfExposed("--address", address, *security);
+  if (!admin_address.empty()) WarnIfExposed("--admin_address", admin_address, *security);
 
-  grpc::ServerBuilder builder;
   int port = 0;
-  // Without this, gRPC sets SO_REUSEPORT and a second clickd on a busy port
-  // would start and split the connections with the first.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(absl::GetFlag(FLAGS_address), grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
-  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
-    grpc::ResourceQuota quota("clickd");
-    quota.SetMaxThreads(threads);
-    builder.SetResourceQuota(quota);
-  }
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "clickd: cannot listen on " << absl::GetFlag(FLAGS_address) << "\n";
+  std::unique_ptr<grpc::Server> server =
+      StartServer(address, security->credentials, {&service}, limits, &port);
+  if (server == nullptr) {
+    std::cerr << "clickd: cannot listen on " << address << "\n";
     return 1;
   }
-  health.store(server->GetHealthCheckService());
+  std::vector<grpc::Server*> servers = {server.get()};
+  std::unique_ptr<grpc::Server> admin_server;
+  if (!admin_address.empty()) {
+    int admin_port = 0;
+    admin_server =
+        StartServer(admin_address, security->credentials, {&admin_service}, limits, &admin_port);
+    if (admin_server == nullptr) {
+      std::cerr << "clickd: cannot listen on " << admin_address << " (--admin_address)\n";
+      return 1;
+    }
+    servers.push_back(admin_server.get());
+    std::cout << "clickd: admin methods on " << admin_address << " (port " << admin_port << ")"
+              << std::endl;
+  }
+  std::unique_ptr<grpc::Server> health_server;
+  if (!health_address.empty()) {
+    int health_port = 0;
+    health_server =
+        StartServer(health_address, grpc::InsecureServerCredentials(), {}, limits, &health_port);
+    if (health_server == nullptr) {
+      std::cerr << "clickd: cannot listen on " << health_address << " (--health_address)\n";
+      return 1;
+    }
+    servers.push_back(health_server.get());
+    std::cout << "clickd: grpc.health.v1 only, plaintext, on " << health_address << " (port "
+              << health_port << ")" << std::endl;
+  }
+  for (size_t i = 0; i < servers.size(); ++i) {
+    health[i].store(servers[i]->GetHealthCheckService());
+  }
   update_health();
-  std::cout << "clickd: serving " << registry.size() << " model(s) on "
-            << absl::GetFlag(FLAGS_address) << " (port " << port << ")" << std::endl;
+  if (security->tls) {
+    std::cout << "clickd: TLS"
+              << (absl::GetFlag(FLAGS_tls_client_ca_file).empty() ? ""
+                                                                  : " with client certificates")
+              << ", files re-read every " << absl::GetFlag(FLAGS_tls_refresh_interval_seconds)
+              << " s" << std::endl;
+  }
+  if (security->authorizer.enabled()) {
+    std::cout << "clickd: calls need credentials (--auth_tokens_file, --auth_cert_roles_file)"
+              << std::endl;
+  }
+  std::cout << "clickd: serving " << registry.size() << " model(s) on " << address << " (port "
+            << port << ")" << std::endl;
 
   int received = 0;
   sigwait(&signals, &received);
   std::cout << "clickd: signal " << received << ", draining" << std::endl;
-  server->GetHealthCheckService()->SetServingStatus(false);
+  for (grpc::Server* s : servers) s->GetHealthCheckService()->SetServingStatus(false);
   const auto grace = std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
-  server->Shutdown(std::chrono::system_clock::now() + grace);
-  server->Wait();
+  const auto deadline = std::chrono::system_clock::now() + grace;
+  for (grpc::Server* s : servers) s->Shutdown(deadline);
+  for (grpc::Server* s : servers) s->Wait();
   if (registry.durable() && absl::GetFlag(FLAGS_snapshot_on_shutdown)) {
     const int failures = snapshotter.SnapshotChanged();
     if (failures > 0) {
