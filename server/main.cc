@@ -28,6 +28,8 @@
 // that changed, stops the metrics server and exits 0.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
@@ -295,8 +297,23 @@ void WarnIfExposed(const std::string& flag, const std::string& address, const Se
             << "; set --tls_cert_file and --tls_key_file (docs/security.md)" << std::endl;
 }
 
-// Builds and starts a gRPC server on `address` with `services`; null if it
-// cannot listen.
+// Drops the server reflection plugin from a builder. Linking
+// grpc++_reflection registers the plugin for every builder (a static
+// initializer), so turning reflection off takes this option.
+class NoReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+                                    return plugin->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
+
+// Builds and starts a gRPC server on `address` with `services` (and
+// reflection with --reflection); null if it cannot listen.
 std::unique_ptr<grpc::Server> StartServer(const std::string& address,
                                           std::shared_ptr<grpc::ServerCredentials> credentials,
                                           const std::vector<grpc::Service*>& services,
@@ -307,6 +324,7 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address,
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, std::move(credentials), port);
   for (grpc::Service* service : services) builder.RegisterService(service);
+  if (!absl::GetFlag(FLAGS_reflection)) builder.SetOption(std::make_unique<NoReflectionOption>());
   builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
   if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
     grpc::ResourceQuota quota("clickd");
@@ -372,7 +390,7 @@ int Serve() {
   Snapshotter snapshotter(&registry,
                           absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval)));
   grpc::EnableDefaultHealthCheckService(true);
-  if (absl::GetFlag(FLAGS_reflection)) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   // Each server's health service (main, admin, health address), set once
   // that server has started; RPC threads may call update_health before
