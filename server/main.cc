@@ -429,6 +429,11 @@ int Serve() {
       {authorizer, admin_address.empty() ? auth::MethodSet::kAll : auth::MethodSet::kNoAdmin});
   ClickdService admin_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
                               {authorizer, auth::MethodSet::kAdminOnly});
+  // The health address refuses every clickd method; registering the
+  // service gives that server the callback queue gRPC requires of a server
+  // (the health service alone is added too late for its check).
+  ClickdService refusing_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
+                                 {authorizer, auth::MethodSet::kNone});
   WarnIfExposed("--address", address, *security);
   if (!admin_address.empty()) WarnIfExposed("--admin_address", admin_address, *security);
 
@@ -456,8 +461,8 @@ int Serve() {
   std::unique_ptr<grpc::Server> health_server;
   if (!health_address.empty()) {
     int health_port = 0;
-    health_server =
-        StartServer(health_address, grpc::InsecureServerCredentials(), {}, limits, &health_port);
+    health_server = StartServer(health_address, grpc::InsecureServerCredentials(),
+                                {&refusing_service}, limits, &health_port);
     if (health_server == nullptr) {
       std::cerr << "clickd: cannot listen on " << health_address << " (--health_address)\n";
       return 1;

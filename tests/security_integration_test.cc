@@ -430,7 +430,10 @@ TEST(ClickdAdminAddress, AdminMethodsOnlyThereHealthInPlaintext) {
   auto health = ChannelTo(health_address, grpc::InsecureChannelCredentials());
   EXPECT_EQ(CheckHealth(health).value_or(grpc::health::v1::HealthCheckResponse::UNKNOWN),
             grpc::health::v1::HealthCheckResponse::SERVING);
-  EXPECT_EQ(CodeName(Call(health, "ListModels", "").error_code()), "UNIMPLEMENTED");
+  const grpc::Status on_health = Call(health, "ListModels", "");
+  EXPECT_EQ(CodeName(on_health.error_code()), "PERMISSION_DENIED");
+  EXPECT_TRUE(absl::StrContains(on_health.error_message(), "not served on the health address"))
+      << on_health.error_message();
   main.reset();
   admin.reset();
   health.reset();

@@ -137,6 +137,10 @@ absl::Status CheckServed(absl::string_view method, MethodSet methods) {
     return absl::PermissionDeniedError(
         absl::StrCat(method, " is served on the admin address (--admin_address), not this one"));
   }
+  if (methods == MethodSet::kNone) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        method, " is not served on the health address (--health_address), only grpc.health.v1"));
+  }
   if (methods == MethodSet::kAdminOnly && !admin) {
     return absl::PermissionDeniedError(absl::StrCat(
         method, " is not served on the admin address; call the main address (--address)"));

@@ -64,8 +64,8 @@ absl::Status Authorize(absl::string_view method, const Identity& identity);
 
 // Which methods a ClickdService serves: with --admin_address, the main
 // address serves all but the admin methods and the admin address only
-// those.
-enum class MethodSet { kAll, kNoAdmin, kAdminOnly };
+// those; the health address serves none.
+enum class MethodSet { kAll, kNoAdmin, kAdminOnly, kNone };
 
 // OK if `methods` includes `method`, else PERMISSION_DENIED saying where
 // it is served.

@@ -63,6 +63,7 @@ TEST(CheckServed, SplitsAdminMethods) {
     EXPECT_TRUE(CheckServed(method, MethodSet::kAll).ok());
     EXPECT_EQ(CheckServed(method, MethodSet::kNoAdmin).ok(), !admin) << method;
     EXPECT_EQ(CheckServed(method, MethodSet::kAdminOnly).ok(), admin) << method;
+    EXPECT_EQ(CheckServed(method, MethodSet::kNone).code(), absl::StatusCode::kPermissionDenied);
   }
   EXPECT_TRUE(absl::StrContains(CheckServed("CreateModel", MethodSet::kNoAdmin).message(),
                                 "served on the admin address"));
