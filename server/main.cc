@@ -5,7 +5,7 @@
 //          [--snapshot_interval=5m] [--keep_snapshots=2]
 //          [--metrics_address=127.0.0.1] [--metrics_port=9464]
 //          [--tls_cert_file=F --tls_key_file=F [--tls_client_ca_file=F]]
-//          [--auth_tokens_file=F] [--auth_cert_roles_file=F]
+//          [--auth_tokens_file=F] [--auth_cert_roles_file=F] [--auth_reload_interval_seconds=60]
 //          [--admin_address=HOST:PORT] [--health_address=HOST:PORT] [--reflection]
 //
 // Serves clickd.v1.Clickd, grpc.health.v1 (SERVING once a model is loaded)
@@ -14,7 +14,8 @@
 //
 // Security (docs/security.md): TLS or mTLS from PEM files that are re-read
 // every --tls_refresh_interval_seconds; per-role authorization from bearer
-// tokens and client-certificate names; the admin methods on their own
+// tokens and client-certificate names (files re-read when they change); the admin methods on their
+// own
 // --admin_address; a plaintext --health_address serving only
 // grpc.health.v1 for probes that cannot speak TLS (Kubernetes' gRPC probes).
 // Without TLS flags the server listens in plaintext, and says so loudly when
@@ -108,6 +109,9 @@ ABSL_FLAG(std::string, auth_tokens_file, "",
 ABSL_FLAG(std::string, auth_cert_roles_file, "",
           "file of `ROLE NAME` lines: a client certificate whose CN or SAN is NAME has ROLE "
           "(needs --tls_client_ca_file)");
+ABSL_FLAG(int, auth_reload_interval_seconds, 60,
+          "how often the auth files are checked for changes and re-read (0: read at start "
+          "only)");
 ABSL_FLAG(std::string, admin_address, "",
           "HOST:PORT serving CreateModel, DeleteModel and SnapshotModel, which --address then "
           "refuses (empty: --address serves them)");
@@ -235,7 +239,7 @@ absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> StartMetrics(
 struct Security {
   std::shared_ptr<grpc::ServerCredentials> credentials;  // of --address and --admin_address
   bool tls = false;
-  auth::Authorizer authorizer;
+  std::unique_ptr<auth::AuthFiles> auth;  // null: auth is off
 };
 
 absl::StatusOr<Security> SecurityFromFlags() {
@@ -264,27 +268,22 @@ absl::StatusOr<Security> SecurityFromFlags() {
   } else {
     security.credentials = grpc::InsecureServerCredentials();
   }
-  std::optional<auth::TokenTable> tokens;
-  if (const std::string path = absl::GetFlag(FLAGS_auth_tokens_file); !path.empty()) {
-    auto loaded = auth::TokenTable::Load(path);
-    if (!loaded.ok())
-      return absl::InvalidArgumentError(
-          absl::StrCat("--auth_tokens_file: ", loaded.status().message()));
-    tokens = *std::move(loaded);
+  const std::string tokens = absl::GetFlag(FLAGS_auth_tokens_file);
+  const std::string cert_roles = absl::GetFlag(FLAGS_auth_cert_roles_file);
+  if (!cert_roles.empty() && files.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--auth_cert_roles_file needs --tls_client_ca_file (client certificates under mTLS)");
   }
-  std::optional<auth::CertRoleTable> cert_roles;
-  if (const std::string path = absl::GetFlag(FLAGS_auth_cert_roles_file); !path.empty()) {
-    if (files.client_ca_file.empty()) {
-      return absl::InvalidArgumentError(
-          "--auth_cert_roles_file needs --tls_client_ca_file (client certificates under mTLS)");
-    }
-    auto loaded = auth::CertRoleTable::Load(path);
-    if (!loaded.ok())
-      return absl::InvalidArgumentError(
-          absl::StrCat("--auth_cert_roles_file: ", loaded.status().message()));
-    cert_roles = *std::move(loaded);
+  const int reload = absl::GetFlag(FLAGS_auth_reload_interval_seconds);
+  if (reload < 0 || reload > 86'400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth_reload_interval_seconds=", reload, " must be in [0, 86400]"));
   }
-  security.authorizer = auth::Authorizer(std::move(tokens), std::move(cert_roles));
+  if (!tokens.empty() || !cert_roles.empty()) {
+    auto loaded = auth::AuthFiles::Load(tokens, cert_roles);
+    if (!loaded.ok()) return loaded.status();
+    security.auth = *std::move(loaded);
+  }
   return security;
 }
 
@@ -293,7 +292,7 @@ void WarnIfExposed(const std::string& flag, const std::string& address, const Se
   if (security.tls || auth::IsLoopbackAddress(address)) return;
   std::cerr << "clickd: WARNING: " << flag << "=" << address
             << " listens on a non-loopback address WITHOUT TLS"
-            << (security.authorizer.enabled() ? ": bearer tokens travel in cleartext" : "")
+            << (security.auth != nullptr ? ": bearer tokens travel in cleartext" : "")
             << "; set --tls_cert_file and --tls_key_file (docs/security.md)" << std::endl;
 }
 
@@ -423,7 +422,7 @@ int Serve() {
   const std::string address = absl::GetFlag(FLAGS_address);
   const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
   const std::string health_address = absl::GetFlag(FLAGS_health_address);
-  const auth::Authorizer* authorizer = &security->authorizer;
+  const auth::AuthFiles* authorizer = security->auth.get();
   ClickdService service(
       &registry, limits, update_health, &rpc_metrics, &snapshotter,
       {authorizer, admin_address.empty() ? auth::MethodSet::kAll : auth::MethodSet::kNoAdmin});
@@ -482,9 +481,13 @@ int Serve() {
               << ", files re-read every " << absl::GetFlag(FLAGS_tls_refresh_interval_seconds)
               << " s" << std::endl;
   }
-  if (security->authorizer.enabled()) {
-    std::cout << "clickd: calls need credentials (--auth_tokens_file, --auth_cert_roles_file)"
+  std::optional<auth::AuthFilesReloader> auth_reloader;
+  if (security->auth != nullptr) {
+    const int reload = absl::GetFlag(FLAGS_auth_reload_interval_seconds);
+    std::cout << "clickd: calls need credentials (--auth_tokens_file, --auth_cert_roles_file"
+              << (reload > 0 ? absl::StrCat(", re-read every ", reload, " s") : "") << ")"
               << std::endl;
+    if (reload > 0) auth_reloader.emplace(security->auth.get(), std::chrono::seconds(reload));
   }
   std::cout << "clickd: serving " << registry.size() << " model(s) on " << address << " (port "
             << port << ")" << std::endl;

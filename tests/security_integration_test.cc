@@ -375,6 +375,44 @@ TEST(ClickdAuth, TokenRolesFollowTheTable) {
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
+TEST(ClickdAuth, ReloadsTheTokensFile) {
+  auto pki = MakePki();
+  ASSERT_NE(pki, nullptr);
+  const std::string old_token = "old-token-0123456789ab";
+  const std::string new_token = "new-token-0123456789ab";
+  WriteFile(pki->Path("tokens"), "admin " + old_token + "\n");
+  auto server = Start(
+      {"--auth_tokens_file=" + pki->Path("tokens"), "--auth_reload_interval_seconds=1"}, nullptr);
+  ASSERT_NE(server, nullptr);
+  auto channel = server->NewChannel();
+  ASSERT_EQ(CodeName(Call(channel, "ListModels", old_token).error_code()), "OK");
+
+  // Replaced atomically, as a Kubernetes Secret update does.
+  WriteFile(pki->Path("tokens.new"), "predict " + new_token + "\n");
+  std::filesystem::rename(pki->Path("tokens.new"), pki->Path("tokens"));
+  std::string code;
+  for (int attempt = 0; attempt < 120 && code != "OK"; ++attempt) {
+    std::this_thread::sleep_for(milliseconds(250));
+    code = CodeName(Call(channel, "ListModels", new_token).error_code());
+  }
+  EXPECT_EQ(code, "OK");
+  EXPECT_EQ(CodeName(Call(channel, "ListModels", old_token).error_code()), "UNAUTHENTICATED");
+  EXPECT_EQ(CodeName(Call(channel, "CreateModel", new_token).error_code()), "PERMISSION_DENIED");
+
+  // A broken file leaves the tokens in force.
+  WriteFile(pki->Path("tokens.new"), "predict\n");
+  std::filesystem::rename(pki->Path("tokens.new"), pki->Path("tokens"));
+  bool reported = false;
+  for (int attempt = 0; attempt < 120 && !reported; ++attempt) {
+    std::this_thread::sleep_for(milliseconds(250));
+    reported = absl::StrContains(server->Output(), "auth files not reloaded");
+  }
+  EXPECT_TRUE(reported) << server->Output();
+  EXPECT_EQ(CodeName(Call(channel, "ListModels", new_token).error_code()), "OK");
+  channel.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 TEST(ClickdAuth, CertificateRoles) {
   auto pki = MakePki();
   ASSERT_NE(pki, nullptr);
@@ -484,6 +522,7 @@ TEST(ClickdSecurityFlags, BadValuesExit2NamingTheFlag) {
       {{cert, key, "--tls_refresh_interval_seconds=0"}, "--tls_refresh_interval_seconds"},
       {{"--auth_tokens_file=" + pki->Path("bad_tokens")}, "--auth_tokens_file"},
       {{"--auth_tokens_file=/nonexistent"}, "--auth_tokens_file"},
+      {{"--auth_reload_interval_seconds=-1"}, "--auth_reload_interval_seconds"},
       {{cert, key, "--auth_cert_roles_file=" + pki->Path("roles")}, "--auth_cert_roles_file"},
   };
   for (const Case& c : cases) {

@@ -23,13 +23,15 @@ absl::Status CheckCall(const AccessControl& access, const grpc::ServerContextBas
                        std::string_view method) {
   const absl::string_view name(method.data(), method.size());
   if (absl::Status s = CheckServed(name, access.methods); !s.ok()) return s;
-  if (access.authorizer == nullptr || !access.authorizer->enabled()) return absl::OkStatus();
+  if (access.auth == nullptr) return absl::OkStatus();
+  const std::shared_ptr<const Authorizer> authorizer = access.auth->Current();
+  if (!authorizer->enabled()) return absl::OkStatus();
   std::optional<absl::string_view> authorization;
   const auto& metadata = context.client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     authorization = absl::string_view(it->second.data(), it->second.size());
   }
-  return Authorize(name, access.authorizer->Identify(authorization, VerifiedCertNames(context)));
+  return Authorize(name, authorizer->Identify(authorization, VerifiedCertNames(context)));
 }
 
 }  // namespace clickd::auth

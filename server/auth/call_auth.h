@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/auth/auth_files.h"
 #include "server/auth/authorizer.h"
 
 namespace clickd::auth {
@@ -23,7 +24,7 @@ namespace clickd::auth {
 struct AccessControl {
   // Null: auth is off, every caller may call every served method. Must
   // outlive the service.
-  const Authorizer* authorizer = nullptr;
+  const AuthFiles* auth = nullptr;
   MethodSet methods = MethodSet::kAll;
 };
 
