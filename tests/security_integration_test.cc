@@ -478,6 +478,27 @@ TEST(ClickdAdminAddress, AdminMethodsOnlyThereHealthInPlaintext) {
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
+TEST(ClickdTls, WarnsAboutPlaintextOnANonLoopbackAddress) {
+  auto pki = MakePki();
+  ASSERT_NE(pki, nullptr);
+  // --address is 127.0.0.1 (ServerProcess's); the admin address is not.
+  auto plaintext = Start({"--admin_address=0.0.0.0:0"}, nullptr);
+  ASSERT_NE(plaintext, nullptr);
+  EXPECT_TRUE(absl::StrContains(plaintext->Output(),
+                                "WARNING: --admin_address=0.0.0.0:0 listens on a non-loopback "
+                                "address WITHOUT TLS"))
+      << plaintext->Output();
+  EXPECT_FALSE(absl::StrContains(plaintext->Output(), "WARNING: --address"));
+  EXPECT_EQ(plaintext->Stop().ToString(), "exit 0");
+
+  std::vector<std::string> flags = TlsFlags(*pki, /*mtls=*/false);
+  flags.push_back("--admin_address=0.0.0.0:0");
+  auto tls = Start(flags, pki->Credentials());
+  ASSERT_NE(tls, nullptr);
+  EXPECT_FALSE(absl::StrContains(tls->Output(), "WARNING")) << tls->Output();
+  EXPECT_EQ(tls->Stop().ToString(), "exit 0");
+}
+
 TEST(ClickdTls, ReloadsARotatedCertificate) {
   auto pki = MakePki();
   ASSERT_NE(pki, nullptr);
