@@ -312,11 +312,14 @@ class NoReflectionOption final : public grpc::ServerBuilderOption {
 };
 
 // Builds and starts a gRPC server on `address` with `services` (and
-// reflection with --reflection); null if it cannot listen.
+// reflection with --reflection); null if it cannot listen. The servers of
+// one process share `quota` (null: gRPC's default), so --threads bounds
+// them all together.
 std::unique_ptr<grpc::Server> StartServer(const std::string& address,
                                           std::shared_ptr<grpc::ServerCredentials> credentials,
                                           const std::vector<grpc::Service*>& services,
-                                          const Limits& limits, int* port) {
+                                          const Limits& limits, const grpc::ResourceQuota* quota,
+                                          int* port) {
   grpc::ServerBuilder builder;
   // Without this, gRPC sets SO_REUSEPORT and a second clickd on a busy port
   // would start and split the connections with the first.
@@ -325,11 +328,7 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address,
   for (grpc::Service* service : services) builder.RegisterService(service);
   if (!absl::GetFlag(FLAGS_reflection)) builder.SetOption(std::make_unique<NoReflectionOption>());
   builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
-  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
-    grpc::ResourceQuota quota("clickd");
-    quota.SetMaxThreads(threads);
-    builder.SetResourceQuota(quota);
-  }
+  if (quota != nullptr) builder.SetResourceQuota(*quota);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *port == 0) return nullptr;
   return server;
@@ -436,9 +435,15 @@ int Serve() {
   WarnIfExposed("--address", address, *security);
   if (!admin_address.empty()) WarnIfExposed("--admin_address", admin_address, *security);
 
+  std::optional<grpc::ResourceQuota> quota;
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
+    quota.emplace("clickd");
+    quota->SetMaxThreads(threads);
+  }
+  const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
   int port = 0;
   std::unique_ptr<grpc::Server> server =
-      StartServer(address, security->credentials, {&service}, limits, &port);
+      StartServer(address, security->credentials, {&service}, limits, shared_quota, &port);
   if (server == nullptr) {
     std::cerr << "clickd: cannot listen on " << address << "\n";
     return 1;
@@ -447,8 +452,8 @@ int Serve() {
   std::unique_ptr<grpc::Server> admin_server;
   if (!admin_address.empty()) {
     int admin_port = 0;
-    admin_server =
-        StartServer(admin_address, security->credentials, {&admin_service}, limits, &admin_port);
+    admin_server = StartServer(admin_address, security->credentials, {&admin_service}, limits,
+                               shared_quota, &admin_port);
     if (admin_server == nullptr) {
       std::cerr << "clickd: cannot listen on " << admin_address << " (--admin_address)\n";
       return 1;
@@ -461,7 +466,7 @@ int Serve() {
   if (!health_address.empty()) {
     int health_port = 0;
     health_server = StartServer(health_address, grpc::InsecureServerCredentials(),
-                                {&refusing_service}, limits, &health_port);
+                                {&refusing_service}, limits, shared_quota, &health_port);
     if (health_server == nullptr) {
       std::cerr << "clickd: cannot listen on " << health_address << " (--health_address)\n";
       return 1;
