@@ -334,6 +334,62 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address,
   return server;
 }
 
+// The process's gRPC servers: --address first, then --admin_address and
+// --health_address when they are set.
+struct Servers {
+  std::vector<std::unique_ptr<grpc::Server>> all;
+  int port = 0;  // of --address
+};
+
+// What each address serves; the services must outlive the servers.
+struct ServedServices {
+  grpc::Service* main;
+  grpc::Service* admin;
+  grpc::Service* health;  // refuses every clickd method
+};
+
+// Starts the servers of the address flags, warning about plaintext on a
+// non-loopback address.
+absl::StatusOr<Servers> StartServers(const Security& security, const Limits& limits,
+                                     const ServedServices& services) {
+  std::optional<grpc::ResourceQuota> quota;
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
+    quota.emplace("clickd");
+    quota->SetMaxThreads(threads);
+  }
+  const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
+  Servers servers;
+  const std::string address = absl::GetFlag(FLAGS_address);
+  WarnIfExposed("--address", address, security);
+  servers.all.push_back(StartServer(address, security.credentials, {services.main}, limits,
+                                    shared_quota, &servers.port));
+  if (servers.all.back() == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  if (const std::string admin = absl::GetFlag(FLAGS_admin_address); !admin.empty()) {
+    WarnIfExposed("--admin_address", admin, security);
+    int port = 0;
+    servers.all.push_back(
+        StartServer(admin, security.credentials, {services.admin}, limits, shared_quota, &port));
+    if (servers.all.back() == nullptr) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", admin, " (--admin_address)"));
+    }
+    std::cout << "clickd: admin methods on " << admin << " (port " << port << ")" << std::endl;
+  }
+  if (const std::string health = absl::GetFlag(FLAGS_health_address); !health.empty()) {
+    int port = 0;
+    servers.all.push_back(StartServer(health, grpc::InsecureServerCredentials(), {services.health},
+                                      limits, shared_quota, &port));
+    if (servers.all.back() == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", health, " (--health_address)"));
+    }
+    std::cout << "clickd: grpc.health.v1 only, plaintext, on " << health << " (port " << port << ")"
+              << std::endl;
+  }
+  return servers;
+}
+
 Limits LimitsFromFlags() {
   Limits limits;
   limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
@@ -420,7 +476,6 @@ int Serve() {
   const Limits limits = LimitsFromFlags();
   const std::string address = absl::GetFlag(FLAGS_address);
   const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
-  const std::string health_address = absl::GetFlag(FLAGS_health_address);
   const auth::AuthFiles* authorizer = security->auth.get();
   ClickdService service(
       &registry, limits, update_health, &rpc_metrics, &snapshotter,
@@ -432,51 +487,14 @@ int Serve() {
   // (the health service alone is added too late for its check).
   ClickdService refusing_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
                                  {authorizer, auth::MethodSet::kNone});
-  WarnIfExposed("--address", address, *security);
-  if (!admin_address.empty()) WarnIfExposed("--admin_address", admin_address, *security);
 
-  std::optional<grpc::ResourceQuota> quota;
-  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
-    quota.emplace("clickd");
-    quota->SetMaxThreads(threads);
-  }
-  const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
-  int port = 0;
-  std::unique_ptr<grpc::Server> server =
-      StartServer(address, security->credentials, {&service}, limits, shared_quota, &port);
-  if (server == nullptr) {
-    std::cerr << "clickd: cannot listen on " << address << "\n";
+  auto servers = StartServers(*security, limits, {&service, &admin_service, &refusing_service});
+  if (!servers.ok()) {
+    std::cerr << "clickd: " << servers.status().message() << "\n";
     return 1;
   }
-  std::vector<grpc::Server*> servers = {server.get()};
-  std::unique_ptr<grpc::Server> admin_server;
-  if (!admin_address.empty()) {
-    int admin_port = 0;
-    admin_server = StartServer(admin_address, security->credentials, {&admin_service}, limits,
-                               shared_quota, &admin_port);
-    if (admin_server == nullptr) {
-      std::cerr << "clickd: cannot listen on " << admin_address << " (--admin_address)\n";
-      return 1;
-    }
-    servers.push_back(admin_server.get());
-    std::cout << "clickd: admin methods on " << admin_address << " (port " << admin_port << ")"
-              << std::endl;
-  }
-  std::unique_ptr<grpc::Server> health_server;
-  if (!health_address.empty()) {
-    int health_port = 0;
-    health_server = StartServer(health_address, grpc::InsecureServerCredentials(),
-                                {&refusing_service}, limits, shared_quota, &health_port);
-    if (health_server == nullptr) {
-      std::cerr << "clickd: cannot listen on " << health_address << " (--health_address)\n";
-      return 1;
-    }
-    servers.push_back(health_server.get());
-    std::cout << "clickd: grpc.health.v1 only, plaintext, on " << health_address << " (port "
-              << health_port << ")" << std::endl;
-  }
-  for (size_t i = 0; i < servers.size(); ++i) {
-    health[i].store(servers[i]->GetHealthCheckService());
+  for (size_t i = 0; i < servers->all.size(); ++i) {
+    health[i].store(servers->all[i]->GetHealthCheckService());
   }
   update_health();
   if (security->tls) {
@@ -495,16 +513,16 @@ int Serve() {
     if (reload > 0) auth_reloader.emplace(security->auth.get(), std::chrono::seconds(reload));
   }
   std::cout << "clickd: serving " << registry.size() << " model(s) on " << address << " (port "
-            << port << ")" << std::endl;
+            << servers->port << ")" << std::endl;
 
   int received = 0;
   sigwait(&signals, &received);
   std::cout << "clickd: signal " << received << ", draining" << std::endl;
-  for (grpc::Server* s : servers) s->GetHealthCheckService()->SetServingStatus(false);
+  for (auto& s : servers->all) s->GetHealthCheckService()->SetServingStatus(false);
   const auto grace = std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
   const auto deadline = std::chrono::system_clock::now() + grace;
-  for (grpc::Server* s : servers) s->Shutdown(deadline);
-  for (grpc::Server* s : servers) s->Wait();
+  for (auto& s : servers->all) s->Shutdown(deadline);
+  for (auto& s : servers->all) s->Wait();
   if (registry.durable() && absl::GetFlag(FLAGS_snapshot_on_shutdown)) {
     const int failures = snapshotter.SnapshotChanged();
     if (failures > 0) {
