@@ -132,8 +132,8 @@ class Authorizer {
 
   // Identifies a caller from its `authorization` header value (nullopt: no
   // header) and the names of its verified client certificate (empty: none).
-  // A header, when present, decides alone: a wrong token is not rescued by
-  // a certificate.
+  // With tokens configured, a header, when present, decides alone: a wrong
+  // token is not rescued by a certificate. Without, the header is ignored.
   Identity Identify(std::optional<absl::string_view> authorization,
                     const std::vector<std::string>& cert_names) const;
 
