@@ -43,8 +43,10 @@ USER 10001:10001
 WORKDIR /var/lib/clickd
 # Snapshots and the update log (--data_dir; docs/durability.md).
 VOLUME /var/lib/clickd
-# gRPC (clickd.v1.Clickd, grpc.health.v1, reflection) and Prometheus /metrics.
-EXPOSE 50051 9464
+# gRPC (clickd.v1.Clickd, grpc.health.v1; reflection only with --reflection),
+# admin gRPC and plaintext health when --admin_address and --health_address
+# are given (docs/security.md), and Prometheus /metrics.
+EXPOSE 50051 50052 50053 9464
 ENTRYPOINT ["/usr/local/bin/clickd"]
 # Only flags this image's clickd knows: an unknown flag stops it at start
 # (scripts/build_image.sh's smoke test runs exactly this command).

@@ -1,7 +1,7 @@
-// Startup checks of clickd's flags. Each returns InvalidArgument naming the
-// flag, its value and what it may be, so that a typo such as
-// --address=127.0.0.1:99999 or --threads=-5 stops the server at once (exit 2)
-// instead of being accepted and misbehaving later. Pure functions.
+// Startup checks of clickd's numeric flags: InvalidArgument naming the
+// flag, its value and its range, so that a typo such as --threads=-5 stops
+// the server at once (exit 2) instead of being accepted and misbehaving
+// later. (Addresses: auth::CheckAddress in server/auth/tls.h.) Pure.
 #ifndef CLICKD_SERVER_FLAG_CHECKS_H_
 #define CLICKD_SERVER_FLAG_CHECKS_H_
 
@@ -14,14 +14,6 @@ namespace clickd {
 
 // `value` must be in [lo, hi]: "--threads=-5 must be in [0, 1024]".
 absl::Status CheckFlagRange(std::string_view flag, int64_t value, int64_t lo, int64_t hi);
-
-// A gRPC listening address: HOST:PORT, [IPV6]:PORT or unix:PATH, with a port
-// in 0..65535 (0: any free port) and a non-empty host.
-absl::Status CheckListenAddress(std::string_view flag, std::string_view address);
-
-// True for an address gRPC would only accept loopback connections on
-// (127.0.0.0/8, [::1], localhost, unix sockets).
-bool IsLoopbackAddress(std::string_view address);
 
 }  // namespace clickd
 

@@ -4,10 +4,22 @@
 //          [--data_dir=DIR] [--update_log_sync=every_request|interval|none]
 //          [--snapshot_interval=5m] [--keep_snapshots=2]
 //          [--metrics_address=127.0.0.1] [--metrics_port=9464]
+//          [--tls_cert_file=F --tls_key_file=F [--tls_client_ca_file=F]]
+//          [--auth_tokens_file=F] [--auth_cert_roles_file=F] [--auth_reload_interval_seconds=60]
+//          [--admin_address=HOST:PORT] [--health_address=HOST:PORT] [--reflection]
 //
 // Serves clickd.v1.Clickd, grpc.health.v1 (SERVING once a model is loaded)
-// and server reflection, and Prometheus metrics at
+// and, with --reflection, server reflection, and Prometheus metrics at
 // http://METRICS_ADDRESS:METRICS_PORT/metrics (docs/metrics.md).
+//
+// Security (docs/security.md): TLS or mTLS from PEM files that are re-read
+// every --tls_refresh_interval_seconds; per-role authorization from bearer
+// tokens and client-certificate names (files re-read when they change); the admin methods on their
+// own
+// --admin_address; a plaintext --health_address serving only
+// grpc.health.v1 for probes that cannot speak TLS (Kubernetes' gRPC probes).
+// Without TLS flags the server listens in plaintext, and says so loudly when
+// that is not on a loopback address.
 //
 // With --data_dir every model is durable (docs/durability.md): restored at
 // startup (newest valid snapshot + update-log replay) before the server
@@ -17,15 +29,20 @@
 // that changed, stops the metrics server and exits 0.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -37,6 +54,9 @@
 #include "core/base/mutex.h"
 #include "core/model/registry.h"
 #include "google/protobuf/descriptor.h"
+#include "server/auth/authorizer.h"
+#include "server/auth/call_auth.h"
+#include "server/auth/tls.h"
 #include "server/metrics/clickd_metrics.h"
 #include "server/metrics/durability_metrics.h"
 #include "server/metrics/http_exporter.h"
@@ -78,6 +98,31 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
           "address of the Prometheus /metrics endpoint (0.0.0.0 to expose it, e.g. in a "
           "container)");
 ABSL_FLAG(int, metrics_port, 9464, "port of the Prometheus /metrics endpoint; 0 disables it");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the server: with --tls_key_file, gRPC is served over TLS "
+          "(empty: plaintext)");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: clients must present a certificate it signed (mTLS)");
+ABSL_FLAG(int, tls_refresh_interval_seconds, 60,
+          "how often the TLS files are re-read: rotated certificates are served to new "
+          "connections without a restart");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "file of `ROLE TOKEN` lines (roles predict, learn, admin): calls need "
+          "`authorization: Bearer TOKEN` (docs/security.md)");
+ABSL_FLAG(std::string, auth_cert_roles_file, "",
+          "file of `ROLE NAME` lines: a client certificate whose CN or SAN is NAME has ROLE "
+          "(needs --tls_client_ca_file)");
+ABSL_FLAG(int, auth_reload_interval_seconds, 60,
+          "how often the auth files are checked for changes and re-read (0: read at start "
+          "only)");
+ABSL_FLAG(std::string, admin_address, "",
+          "HOST:PORT serving CreateModel, DeleteModel and SnapshotModel, which --address then "
+          "refuses (empty: --address serves them)");
+ABSL_FLAG(std::string, health_address, "",
+          "HOST:PORT serving only grpc.health.v1, in plaintext, for probes that cannot use TLS "
+          "(empty: none)");
+ABSL_FLAG(bool, reflection, false, "serve gRPC server reflection (on every address)");
 
 namespace clickd {
 namespace {
@@ -207,6 +252,161 @@ absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> StartMetrics(
   return metrics::HttpExporter::Start(absl::GetFlag(FLAGS_metrics_address), port, registry);
 }
 
+// The security flags, checked: what the servers are built with.
+struct Security {
+  std::shared_ptr<grpc::ServerCredentials> credentials;  // of --address and --admin_address
+  bool tls = false;
+  std::unique_ptr<auth::AuthFiles> auth;  // null: auth is off
+};
+
+absl::StatusOr<Security> SecurityFromFlags() {
+  const std::pair<const char*, std::string> addresses[] = {
+      {"--admin_address", absl::GetFlag(FLAGS_admin_address)},
+      {"--health_address", absl::GetFlag(FLAGS_health_address)}};
+  for (const auto& [flag, address] : addresses) {
+    if (address.empty()) continue;
+    if (absl::Status s = auth::CheckAddress(flag, address); !s.ok()) return s;
+  }
+  Security security;
+  auth::TlsFiles files;
+  files.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  files.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  files.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  files.refresh_interval_seconds = absl::GetFlag(FLAGS_tls_refresh_interval_seconds);
+  security.tls = !files.cert_file.empty() || !files.key_file.empty();
+  if (!security.tls && !files.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca_file needs --tls_cert_file and --tls_key_file");
+  }
+  if (security.tls) {
+    auto credentials = auth::TlsServerCredentialsFromFiles(files);
+    if (!credentials.ok()) return credentials.status();
+    security.credentials = *std::move(credentials);
+  } else {
+    security.credentials = grpc::InsecureServerCredentials();
+  }
+  const std::string tokens = absl::GetFlag(FLAGS_auth_tokens_file);
+  const std::string cert_roles = absl::GetFlag(FLAGS_auth_cert_roles_file);
+  if (!cert_roles.empty() && files.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--auth_cert_roles_file needs --tls_client_ca_file (client certificates under mTLS)");
+  }
+  const int reload = absl::GetFlag(FLAGS_auth_reload_interval_seconds);
+  if (reload < 0 || reload > 86'400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth_reload_interval_seconds=", reload, " must be in [0, 86400]"));
+  }
+  if (!tokens.empty() || !cert_roles.empty()) {
+    auto loaded = auth::AuthFiles::Load(tokens, cert_roles);
+    if (!loaded.ok()) return loaded.status();
+    security.auth = *std::move(loaded);
+  }
+  return security;
+}
+
+// Warns about a gRPC address that other hosts can reach without TLS.
+void WarnIfExposed(const std::string& flag, const std::string& address, const Security& security) {
+  if (security.tls || auth::IsLoopbackAddress(address)) return;
+  std::cerr << "clickd: WARNING: " << flag << "=" << address
+            << " listens on a non-loopback address WITHOUT TLS"
+            << (security.auth != nullptr ? ": bearer tokens travel in cleartext" : "")
+            << "; set --tls_cert_file and --tls_key_file (docs/security.md)" << std::endl;
+}
+
+// Drops the server reflection plugin from a builder. Linking
+// grpc++_reflection registers the plugin for every builder (a static
+// initializer), so turning reflection off takes this option.
+class NoReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+                                    return plugin->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
+
+// Builds and starts a gRPC server on `address` with `services` (and
+// reflection with --reflection); null if it cannot listen. The servers of
+// one process share `quota` (null: gRPC's default), so --threads bounds
+// them all together.
+std::unique_ptr<grpc::Server> StartServer(const std::string& address,
+                                          std::shared_ptr<grpc::ServerCredentials> credentials,
+                                          const std::vector<grpc::Service*>& services,
+                                          const Limits& limits, const grpc::ResourceQuota* quota,
+                                          int* port) {
+  grpc::ServerBuilder builder;
+  // Without this, gRPC sets SO_REUSEPORT and a second clickd on a busy port
+  // would start and split the connections with the first.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(address, std::move(credentials), port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  if (!absl::GetFlag(FLAGS_reflection)) builder.SetOption(std::make_unique<NoReflectionOption>());
+  builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
+  if (quota != nullptr) builder.SetResourceQuota(*quota);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) return nullptr;
+  return server;
+}
+
+// The process's gRPC servers: --address first, then --admin_address and
+// --health_address when they are set.
+struct Servers {
+  std::vector<std::unique_ptr<grpc::Server>> all;
+  int port = 0;  // of --address
+};
+
+// What each address serves; the services must outlive the servers.
+struct ServedServices {
+  grpc::Service* main;
+  grpc::Service* admin;
+  grpc::Service* health;  // refuses every clickd method
+};
+
+// Starts the servers of the address flags, warning about plaintext on a
+// non-loopback address.
+absl::StatusOr<Servers> StartServers(const Security& security, const Limits& limits,
+                                     const ServedServices& services) {
+  std::optional<grpc::ResourceQuota> quota;
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
+    quota.emplace("clickd");
+    quota->SetMaxThreads(threads);
+  }
+  const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
+  Servers servers;
+  const std::string address = absl::GetFlag(FLAGS_address);
+  WarnIfExposed("--address", address, security);
+  servers.all.push_back(StartServer(address, security.credentials, {services.main}, limits,
+                                    shared_quota, &servers.port));
+  if (servers.all.back() == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  if (const std::string admin = absl::GetFlag(FLAGS_admin_address); !admin.empty()) {
+    WarnIfExposed("--admin_address", admin, security);
+    int port = 0;
+    servers.all.push_back(
+        StartServer(admin, security.credentials, {services.admin}, limits, shared_quota, &port));
+    if (servers.all.back() == nullptr) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", admin, " (--admin_address)"));
+    }
+    std::cout << "clickd: admin methods on " << admin << " (port " << port << ")" << std::endl;
+  }
+  if (const std::string health = absl::GetFlag(FLAGS_health_address); !health.empty()) {
+    int port = 0;
+    servers.all.push_back(StartServer(health, grpc::InsecureServerCredentials(), {services.health},
+                                      limits, shared_quota, &port));
+    if (servers.all.back() == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", health, " (--health_address)"));
+    }
+    std::cout << "clickd: grpc.health.v1 only, plaintext, on " << health << " (port " << port << ")"
+              << std::endl;
+  }
+  return servers;
+}
+
 Limits LimitsFromFlags() {
   Limits limits;
   limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
@@ -244,6 +444,11 @@ int Serve() {
     if (result.ok()) durability_metrics.ObserveSnapshot(model.name(), result->seconds);
     LogSnapshot(model, result);
   };
+  auto security = SecurityFromFlags();
+  if (!security.ok()) {
+    std::cerr << "clickd: " << security.status().message() << "\n";
+    return 2;
+  }
   ModelRegistry registry(*std::move(durability));
   if (absl::Status s = RecoverModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
@@ -263,15 +468,18 @@ int Serve() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
-  // Set once the server has started; RPC threads may call update_health
-  // before that, hence the atomic.
-  std::atomic<grpc::HealthCheckServiceInterface*> health{nullptr};
+  // Each server's health service (main, admin, health address), set once
+  // that server has started; RPC threads may call update_health before
+  // that, hence the atomics.
+  std::array<std::atomic<grpc::HealthCheckServiceInterface*>, 3> health{};
   // Serialized so that a create and a delete racing cannot leave the status
   // of the one that read the model count first.
   Mutex health_mu;
   auto update_health = [&registry, &health, &health_mu] {
     MutexLock lock(&health_mu);
-    if (auto* h = health.load()) h->SetServingStatus(registry.size() > 0);
+    for (auto& service : health) {
+      if (auto* h = service.load()) h->SetServingStatus(registry.size() > 0);
+    }
   };
   metrics::RegisterProcessMetrics(&metrics_registry, start_time);
   metrics::RegisterModelMetrics(&metrics_registry, &registry);
@@ -288,38 +496,55 @@ int Serve() {
   }
 
   const Limits limits = LimitsFromFlags();
-  ClickdService service(&registry, limits, update_health, &rpc_metrics, &snapshotter);
+  const std::string address = absl::GetFlag(FLAGS_address);
+  const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
+  const auth::AuthFiles* authorizer = security->auth.get();
+  ClickdService service(
+      &registry, limits, update_health, &rpc_metrics, &snapshotter,
+      {authorizer, admin_address.empty() ? auth::MethodSet::kAll : auth::MethodSet::kNoAdmin});
+  ClickdService admin_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
+                              {authorizer, auth::MethodSet::kAdminOnly});
+  // The health address refuses every clickd method; registering the
+  // service gives that server the callback queue gRPC requires of a server
+  // (the health service alone is added too late for its check).
+  ClickdService refusing_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
+                                 {authorizer, auth::MethodSet::kNone});
 
-  grpc::ServerBuilder builder;
-  int port = 0;
-  // Without this, gRPC sets SO_REUSEPORT and a second clickd on a busy port
-  // would start and split the connections with the first.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(absl::GetFlag(FLAGS_address), grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
-  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) {
-    grpc::ResourceQuota quota("clickd");
-    quota.SetMaxThreads(threads);
-    builder.SetResourceQuota(quota);
-  }
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "clickd: cannot listen on " << absl::GetFlag(FLAGS_address) << "\n";
+  auto servers = StartServers(*security, limits, {&service, &admin_service, &refusing_service});
+  if (!servers.ok()) {
+    std::cerr << "clickd: " << servers.status().message() << "\n";
     return 1;
   }
-  health.store(server->GetHealthCheckService());
+  for (size_t i = 0; i < servers->all.size(); ++i) {
+    health[i].store(servers->all[i]->GetHealthCheckService());
+  }
   update_health();
-  std::cout << "clickd: serving " << registry.size() << " model(s) on "
-            << absl::GetFlag(FLAGS_address) << " (port " << port << ")" << std::endl;
+  if (security->tls) {
+    std::cout << "clickd: TLS"
+              << (absl::GetFlag(FLAGS_tls_client_ca_file).empty() ? ""
+                                                                  : " with client certificates")
+              << ", files re-read every " << absl::GetFlag(FLAGS_tls_refresh_interval_seconds)
+              << " s" << std::endl;
+  }
+  std::optional<auth::AuthFilesReloader> auth_reloader;
+  if (security->auth != nullptr) {
+    const int reload = absl::GetFlag(FLAGS_auth_reload_interval_seconds);
+    std::cout << "clickd: calls need credentials (--auth_tokens_file, --auth_cert_roles_file"
+              << (reload > 0 ? absl::StrCat(", re-read every ", reload, " s") : "") << ")"
+              << std::endl;
+    if (reload > 0) auth_reloader.emplace(security->auth.get(), std::chrono::seconds(reload));
+  }
+  std::cout << "clickd: serving " << registry.size() << " model(s) on " << address << " (port "
+            << servers->port << ")" << std::endl;
 
   int received = 0;
   sigwait(&signals, &received);
   std::cout << "clickd: signal " << received << ", draining" << std::endl;
-  server->GetHealthCheckService()->SetServingStatus(false);
+  for (auto& s : servers->all) s->GetHealthCheckService()->SetServingStatus(false);
   const auto grace = std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
-  server->Shutdown(std::chrono::system_clock::now() + grace);
-  server->Wait();
+  const auto deadline = std::chrono::system_clock::now() + grace;
+  for (auto& s : servers->all) s->Shutdown(deadline);
+  for (auto& s : servers->all) s->Wait();
   if (registry.durable() && absl::GetFlag(FLAGS_snapshot_on_shutdown)) {
     const int failures = snapshotter.SnapshotChanged();
     if (failures > 0) {

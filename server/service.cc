@@ -16,12 +16,19 @@ using SteadyClock = std::chrono::steady_clock;
 
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
                              std::function<void()> on_models_changed,
-                             metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter)
+                             metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter,
+                             auth::AccessControl access)
     : registry_(registry),
       limits_(limits),
       on_models_changed_(std::move(on_models_changed)),
       rpc_metrics_(rpc_metrics),
-      snapshotter_(snapshotter) {}
+      snapshotter_(snapshotter),
+      access_(access) {}
+
+absl::Status ClickdService::CheckAccess(const grpc::CallbackServerContext* context,
+                                        std::string_view method) const {
+  return auth::CheckCall(access_, *context, method);
+}
 
 void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code,
                                   double seconds) const {
@@ -33,7 +40,8 @@ grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* cont
                                                std::string_view method, Work&& work) {
   const SteadyClock::time_point start = SteadyClock::now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const absl::Status status = DeadlinePassed(context) ? DeadlinePassedError() : work();
+  absl::Status status = CheckAccess(context, method);
+  if (status.ok()) status = DeadlinePassed(context) ? DeadlinePassedError() : work();
   RecordRequest(method, status.code(), SecondsSince(start));
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
@@ -191,8 +199,10 @@ grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerConte
     response->set_seconds(report->seconds);
     return absl::OkStatus();
   };
+  // Refused calls take the synchronous path, whose Unary refuses them.
   auto served = Lookup(request->model(), "model");
-  if (snapshotter_ == nullptr || !served.ok() || !(*served)->durable() || DeadlinePassed(context)) {
+  if (!CheckAccess(context, "SnapshotModel").ok() || snapshotter_ == nullptr || !served.ok() ||
+      !(*served)->durable() || DeadlinePassed(context)) {
     return Unary(context, "SnapshotModel", [&]() -> absl::Status {
       if (!served.ok()) return served.status();
       return fill((*served)->Snapshot());

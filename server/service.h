@@ -11,6 +11,9 @@
 // Every finished call, failures included, is recorded in the request
 // metrics (server/metrics/rpc_metrics.h) when the service has them.
 //
+// Every handler first checks access (server/auth/call_auth.h): whether the
+// method is served on this address and whether the caller's role allows it.
+//
 // Thread safety: safe for concurrent calls; all shared state is in the
 // registry, the models and the metrics, which synchronize themselves.
 #ifndef CLICKD_SERVER_SERVICE_H_
@@ -23,6 +26,7 @@
 
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "core/model/registry.h"
+#include "server/auth/call_auth.h"
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/snapshotter.h"
@@ -35,8 +39,11 @@ class ClickdService final : public v1::Clickd::CallbackService {
   // server uses it to keep the health status current). `rpc_metrics`, if
   // not null, must outlive the service. `snapshotter`, if not null, runs
   // SnapshotModel off the gRPC threads (without it, on the calling thread).
+  // `access` says which methods this instance serves and who may call them
+  // (by default: all, to everyone).
   ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed,
-                metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr);
+                metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr,
+                auth::AccessControl access = {});
 
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const v1::PredictRequest* request,
@@ -77,6 +84,11 @@ class ClickdService final : public v1::Clickd::CallbackService {
   absl::StatusOr<std::shared_ptr<ServedModel>> Lookup(const std::string& name,
                                                       const char* field) const;
 
+  // OK if this service serves `method` and the caller may call it; else
+  // PERMISSION_DENIED or UNAUTHENTICATED. Every handler calls it first.
+  absl::Status CheckAccess(const grpc::CallbackServerContext* context,
+                           std::string_view method) const;
+
   // Records a finished call of `method` (its name in clickd.v1.Clickd) in
   // the request metrics, if any.
   void RecordRequest(std::string_view method, absl::StatusCode code, double seconds) const;
@@ -93,6 +105,7 @@ class ClickdService final : public v1::Clickd::CallbackService {
   const std::function<void()> on_models_changed_;
   metrics::RpcMetrics* const rpc_metrics_;
   Snapshotter* const snapshotter_;
+  const auth::AccessControl access_;
 };
 
 }  // namespace clickd

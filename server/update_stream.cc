@@ -95,6 +95,10 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
         response_(response),
         start_(SteadyClock::now()),
         updater_(service, context) {
+    if (absl::Status s = service->CheckAccess(context, "UpdateStream"); !s.ok()) {
+      FinishAndRecord(s);
+      return;
+    }
     StartRead(&request_);
   }
 
@@ -150,6 +154,10 @@ class AckedUpdateStreamReactor final
         context_(context),
         start_(SteadyClock::now()),
         updater_(service, context) {
+    if (absl::Status s = service->CheckAccess(context, "UpdateStreamAcked"); !s.ok()) {
+      FinishAndRecord(s);
+      return;
+    }
     StartRead(&request_);
   }
 

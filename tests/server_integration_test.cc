@@ -354,7 +354,7 @@ TEST(ClickdHealth, ServingExactlyWhileAModelExists) {
 
 TEST(ClickdReflection, ListsClickdAndServesItsDescriptor) {
   namespace reflection = ::grpc::reflection::v1alpha;
-  auto server = StartServer();
+  auto server = StartServer({"--reflection"});
   ASSERT_NE(server, nullptr);
   auto stub = reflection::ServerReflection::NewStub(server->NewChannel());
   grpc::ClientContext context;

@@ -178,7 +178,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(ServerOption
     }
     // From here the destructor stops the server and removes the log on
     // every return but the successful one.
-    std::unique_ptr<ServerProcess> server(new ServerProcess(*pid, address, *log_path));
+    std::unique_ptr<ServerProcess> server(
+        new ServerProcess(*pid, address, *log_path, options.channel_credentials));
     while (Clock::now() < deadline) {
       if (server->Poll()) break;
       if (absl::StrContains(server->Output(), kReadyLine) &&
@@ -216,12 +217,17 @@ ServerProcess::~ServerProcess() {
 }
 
 std::shared_ptr<grpc::Channel> ServerProcess::NewChannel() const {
+  return NewChannel(credentials_ != nullptr ? credentials_ : grpc::InsecureChannelCredentials());
+}
+
+std::shared_ptr<grpc::Channel> ServerProcess::NewChannel(
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials) const {
   // A channel argument that no other channel has, so that each channel
   // gets its own connection rather than sharing a global subchannel.
   static std::atomic<int> next_channel{0};
   grpc::ChannelArguments args;
   args.SetInt("clickd.test.channel", next_channel.fetch_add(1));
-  return grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address_, credentials, args);
 }
 
 std::unique_ptr<v1::Clickd::Stub> ServerProcess::NewStub() const {

@@ -31,6 +31,7 @@
 #define CLICKD_TESTS_SERVER_PROCESS_H_
 
 #include <grpcpp/channel.h>
+#include <grpcpp/security/credentials.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -70,6 +71,9 @@ struct ServerOptions {
   // another clickd that took the port goes unnoticed: see the disabled
   // ClickdStartup test.)
   int port_attempts = 5;
+  // How NewChannel() and the readiness check connect (null: plaintext), for
+  // a server started with TLS flags.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
 };
 
 class ServerProcess {
@@ -88,8 +92,11 @@ class ServerProcess {
   const std::string& address() const { return address_; }
   pid_t pid() const { return pid_; }
 
-  // A new channel (its own connection) to the server.
+  // A new channel (its own connection) to the server, with the options'
+  // channel_credentials or with `credentials`.
   std::shared_ptr<grpc::Channel> NewChannel() const;
+  std::shared_ptr<grpc::Channel> NewChannel(
+      const std::shared_ptr<grpc::ChannelCredentials>& credentials) const;
   std::unique_ptr<v1::Clickd::Stub> NewStub() const;
 
   // Sends `signal` to the server's PID (if it is still running).
@@ -109,8 +116,12 @@ class ServerProcess {
   std::string Output() const;
 
  private:
-  ServerProcess(pid_t pid, std::string address, std::string log_path)
-      : pid_(pid), address_(std::move(address)), log_path_(std::move(log_path)) {}
+  ServerProcess(pid_t pid, std::string address, std::string log_path,
+                std::shared_ptr<grpc::ChannelCredentials> credentials)
+      : pid_(pid),
+        address_(std::move(address)),
+        log_path_(std::move(log_path)),
+        credentials_(std::move(credentials)) {}
 
   // Reaps the child if it has exited; true if it has.
   bool Poll();
@@ -118,6 +129,7 @@ class ServerProcess {
   const pid_t pid_;
   const std::string address_;
   const std::string log_path_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::optional<ExitStatus> exit_;
 };
 

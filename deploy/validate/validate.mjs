@@ -10,6 +10,10 @@
 //    ports; mounts have volumes; the config file and the ConfigMap key exist;
 //    the grace period covers --shutdown_grace_seconds, preStop and the final
 //    snapshot; non-root, resources, gRPC probes; kustomization lists every file.
+//    Security (docs/security.md): gRPC over TLS with authentication unless it
+//    listens on loopback only; every TLS and auth file in a mounted Secret;
+//    the probes on the plaintext --health_address; a NetworkPolicy that
+//    selects the pods and admits each port only from labelled peers.
 // 3. With --clickd: every flag in the container's args is one the binary
 //    knows (or is listed in --undefok, reported as pending), and the real
 //    clickd starts with the ConfigMap's models.json and serves its models.
@@ -28,6 +32,11 @@ const SNAPSHOT_BUDGET_SECONDS = 60;
 const DATA_DIR = '/var/lib/clickd';
 const GRPC_PORT = 50051;
 const METRICS_PORT = 9464;
+const ADMIN_PORT = 50052;
+const HEALTH_PORT = 50053;
+// The flags naming files that must come from a mounted Secret.
+const SECRET_FILE_FLAGS = ['tls_cert_file', 'tls_key_file', 'tls_client_ca_file', 'auth_tokens_file',
+  'auth_cert_roles_file'];
 
 // Returns the model class for an object, or throws.
 async function modelClass(obj) {
@@ -136,15 +145,30 @@ function checkPodSpec(doc, byKind, errors) {
   const ports = new Map((clickd.ports ?? []).map((p) => [p.name, p.containerPort]));
   if (ports.get('grpc') !== GRPC_PORT) errors.push(`${cw}: no port grpc ${GRPC_PORT}`);
   if (ports.get('metrics') !== METRICS_PORT) errors.push(`${cw}: no port metrics ${METRICS_PORT}`);
+  const flags = parseFlags(clickd.args);
+  // With TLS on the gRPC port, the kubelet's gRPC probes (which cannot do
+  // TLS) need the plaintext --health_address.
+  const probePort = flags.has('health_address') ? HEALTH_PORT : GRPC_PORT;
   for (const kind of ['readinessProbe', 'livenessProbe']) {
     const grpc = clickd[kind]?.grpc;
-    if (!grpc || grpc.port !== GRPC_PORT || (grpc.service ?? '') !== '') {
-      errors.push(`${cw}: ${kind} must be a native gRPC probe on ${GRPC_PORT}, service ""`);
+    if (!grpc || grpc.port !== probePort || (grpc.service ?? '') !== '') {
+      errors.push(`${cw}: ${kind} must be a native gRPC probe on ${probePort}, service ""`);
     }
   }
-  const flags = parseFlags(clickd.args);
   const address = flags.get('address') ?? '';
   if (!address.endsWith(`:${GRPC_PORT}`)) errors.push(`${cw}: --address ${address} is not on port ${GRPC_PORT}`);
+  for (const [flag, name, port] of [['admin_address', 'grpc-admin', ADMIN_PORT], ['health_address', 'health', HEALTH_PORT]]) {
+    if (!flags.has(flag)) continue;
+    if (!flags.get(flag).endsWith(`:${port}`)) errors.push(`${cw}: --${flag} is not on port ${port}`);
+    if (ports.get(name) !== port) errors.push(`${cw}: --${flag} without a container port ${name} ${port}`);
+  }
+  const loopback = /^(127\.|localhost:|\[::1\]:)/.test(address);
+  if (!loopback && !flags.has('tls_cert_file')) {
+    errors.push(`${cw}: --address ${address} is not loopback and has no --tls_cert_file (plaintext gRPC)`);
+  }
+  if (!loopback && !flags.has('auth_tokens_file') && !flags.has('auth_cert_roles_file')) {
+    errors.push(`${cw}: --address ${address} is not loopback and has no --auth_tokens_file or --auth_cert_roles_file`);
+  }
   if (flags.has('metrics_port') && Number(flags.get('metrics_port')) !== METRICS_PORT) {
     errors.push(`${cw}: --metrics_port is not ${METRICS_PORT}`);
   }
@@ -154,21 +178,26 @@ function checkPodSpec(doc, byKind, errors) {
   if (!dataMount || !(spec.volumeClaimTemplates ?? []).some((t) => t.metadata?.name === dataMount.name)) {
     errors.push(`${cw}: ${DATA_DIR} is not mounted from a volumeClaimTemplate`);
   }
-  // --config must be a key of a mounted ConfigMap in this set.
-  const config = flags.get('config');
-  if (!config) {
-    errors.push(`${cw}: no --config`);
-  } else {
-    const mount = mounts.find((m) => config.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
+  // A file flag's path must be a key of a mounted ConfigMap or Secret in
+  // this set: --config a ConfigMap's, the TLS and auth files a Secret's.
+  const checkMountedFile = (flag, kind) => {
+    const path = flags.get(flag);
+    const mount = mounts.find((m) => path.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
     const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
-    const cmName = volume?.configMap?.name;
-    const cm = (byKind.ConfigMap ?? []).find((d) => d.obj.metadata?.name === cmName);
-    const key = mount ? config.slice(mount.mountPath.replace(/\/$/, '').length + 1) : '';
-    if (!cm) {
-      errors.push(`${cw}: --config=${config} is not in a mounted ConfigMap of these manifests`);
-    } else if (!(key in (cm.obj.data ?? {}))) {
-      errors.push(`${cw}: ConfigMap ${cmName} has no key ${key} for --config=${config}`);
+    const source = kind === 'ConfigMap' ? volume?.configMap?.name : volume?.secret?.secretName;
+    const obj = (byKind[kind] ?? []).find((d) => d.obj.metadata?.name === source);
+    const key = mount ? path.slice(mount.mountPath.replace(/\/$/, '').length + 1) : '';
+    const keys = { ...(obj?.obj.data ?? {}), ...(obj?.obj.stringData ?? {}) };
+    if (!obj) {
+      errors.push(`${cw}: --${flag}=${path} is not in a mounted ${kind} of these manifests`);
+    } else if (!(key in keys)) {
+      errors.push(`${cw}: ${kind} ${source} has no key ${key} for --${flag}=${path}`);
     }
+  };
+  if (!flags.get('config')) errors.push(`${cw}: no --config`);
+  else checkMountedFile('config', 'ConfigMap');
+  for (const flag of SECRET_FILE_FLAGS) {
+    if (flags.has(flag)) checkMountedFile(flag, 'Secret');
   }
   // SIGTERM: preStop runs first, then clickd drains and writes its final snapshot.
   const grace = Number(flags.get('shutdown_grace_seconds') ?? 10);
@@ -181,13 +210,52 @@ function checkPodSpec(doc, byKind, errors) {
   }
 }
 
+// The pods' ingress: some NetworkPolicy selects them for Ingress; every rule
+// admits only labelled pods (or IP blocks) to named container ports; the
+// gRPC, admin and metrics ports are each admitted by some rule.
+function checkNetworkPolicies(w, policies, errors) {
+  const labels = w.obj.spec.template.metadata?.labels ?? {};
+  const cports = (w.obj.spec.template.spec.containers ?? []).flatMap((c) => c.ports ?? []);
+  const selecting = policies.filter((p) => labelsMatch(p.obj.spec?.podSelector?.matchLabels, labels) &&
+    Object.keys(p.obj.spec?.podSelector?.matchLabels ?? {}).length > 0 &&
+    (p.obj.spec?.policyTypes ?? []).includes('Ingress'));
+  if (!selecting.length) {
+    errors.push(`${nameOf(w)}: no NetworkPolicy selects its pods for Ingress`);
+    return;
+  }
+  const admitted = new Set();
+  for (const p of selecting) {
+    for (const [i, rule] of (p.obj.spec.ingress ?? []).entries()) {
+      const where = `${nameOf(p)} ingress[${i}]`;
+      const peers = rule.from ?? [];
+      if (!peers.length) errors.push(`${where}: admits every source (no from)`);
+      for (const peer of peers) {
+        const labelled = Object.keys(peer.podSelector?.matchLabels ?? {}).length > 0;
+        if (!labelled && !peer.ipBlock) errors.push(`${where}: a peer without pod labels or ipBlock admits whole namespaces`);
+      }
+      if (!(rule.ports ?? []).length) errors.push(`${where}: admits every port`);
+      for (const port of rule.ports ?? []) {
+        const known = cports.find((c) => (typeof port.port === 'string' ? c.name === port.port : c.containerPort === port.port));
+        if (!known) errors.push(`${where}: port ${port.port} is not a container port of ${nameOf(w)}`);
+        else admitted.add(known.name);
+      }
+    }
+  }
+  for (const name of ['grpc', 'grpc-admin', 'metrics']) {
+    if (cports.some((c) => c.name === name) && !admitted.has(name)) {
+      errors.push(`${nameOf(w)}: no NetworkPolicy rule admits its ${name} port`);
+    }
+  }
+}
+
 function checkConsistency(files, docs, errors) {
   const byKind = {};
   for (const d of docs) (byKind[d.obj.kind] ??= []).push(d);
   checkKustomization(files, docs, errors);
   const workloads = [...(byKind.StatefulSet ?? []), ...(byKind.Deployment ?? [])];
   if (!(byKind.StatefulSet ?? []).length) errors.push('no StatefulSet');
-  for (const kind of ['Service', 'ConfigMap', 'PodDisruptionBudget', 'PodMonitor', 'PrometheusRule']) {
+  for (const kind of ['Service', 'ConfigMap', 'PodDisruptionBudget', 'PodMonitor', 'PrometheusRule',
+    'NetworkPolicy']) {
     if (!(byKind[kind] ?? []).length) errors.push(`no ${kind}`);
   }
   const podsOf = (selector) => workloads.filter((w) => labelsMatch(selector, w.obj.spec?.template?.metadata?.labels));
@@ -235,6 +303,7 @@ function checkConsistency(files, docs, errors) {
       }
     }
   }
+  for (const w of workloads) checkNetworkPolicies(w, byKind.NetworkPolicy ?? [], errors);
   for (const r of byKind.PrometheusRule ?? []) {
     if (!(r.obj.spec?.groups ?? []).length) errors.push(`${nameOf(r)}: no rule groups`);
   }
@@ -344,6 +413,19 @@ const BREAKAGES = {
   'grace period shorter than the drain': (d) => { podSpec(d).terminationGracePeriodSeconds = 30; },
   'mount without a volume': (d) => { podSpec(d).volumes = podSpec(d).volumes.filter((v) => v.name !== 'config'); },
   'running as root': (d) => { podSpec(d).securityContext.runAsNonRoot = false; },
+  'NetworkPolicy admitting every source': (d) => { delete find(d, 'NetworkPolicy').spec.ingress[0].from; },
+  'NetworkPolicy admitting a whole namespace': (d) => {
+    find(d, 'NetworkPolicy').spec.ingress[0].from = [{ namespaceSelector: {} }];
+  },
+  'plaintext gRPC on the pod address': (d) => {
+    const c = podSpec(d).containers[0];
+    c.args = c.args.filter((a) => !a.startsWith('--tls_'));
+  },
+  'TLS key not in the Secret': (d) => {
+    const c = podSpec(d).containers[0];
+    c.args = c.args.map((a) => (a.startsWith('--tls_key_file=') ? '--tls_key_file=/etc/clickd/tls/other.key' : a));
+  },
+  'probes on the TLS port': (d) => { podSpec(d).containers[0].livenessProbe.grpc.port = GRPC_PORT; },
   '--config not in the ConfigMap': (d) => {
     const c = podSpec(d).containers[0];
     c.args = c.args.map((a) => (a.startsWith('--config=') ? '--config=/etc/clickd/other.json' : a));
