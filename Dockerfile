@@ -10,7 +10,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config libabsl-dev libxxhash-dev libeigen3-dev libgtest-dev \
       libgmock-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-      libcpp-httplib-dev \
+      libcpp-httplib-dev libssl-dev \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev libxxhash-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcpp-httplib-dev  # /metrics; the metrics tests use prometheus and promtool (below) too
+  libssl-dev openssl  # TLS certificate checks and token digests; the security tests make certificates
   python3 python3-xxhash python3-matplotlib
   prometheus python3-yaml nodejs  # deploy tests: promtool, YAML, node for deploy/validate
 )
