@@ -29,6 +29,8 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& proto);
 v1::ModelConfig ToProto(const ModelConfig& config);
 v1::ProgressiveMetrics ToProto(const MetricsSummary& metrics);
 v1::ModelInfo ToModelInfo(const Model& model, const MetricsSummary& progressive);
+v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
+                          const MetricsSummary& progressive);
 
 }  // namespace clickd
 

@@ -8,20 +8,41 @@
 #include "core/model/state_digest.h"
 #include "server/call_util.h"
 #include "server/convert.h"
+#include "server/request_cost.h"
 #include "server/status.h"
 #include "server/update_stream.h"
 
 namespace clickd {
 using SteadyClock = std::chrono::steady_clock;
 
+namespace {
+
+// A model's description without waiting for its learners (cached stats).
+v1::ModelInfo CachedModelInfo(const ServedModel& served) {
+  return ToModelInfo(served.model().config(), served.CachedStats(), served.ProgressiveSummary());
+}
+
+}  // namespace
+
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
                              std::function<void()> on_models_changed,
-                             metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter)
+                             metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter,
+                             Executor* executor)
     : registry_(registry),
       limits_(limits),
       on_models_changed_(std::move(on_models_changed)),
       rpc_metrics_(rpc_metrics),
-      snapshotter_(snapshotter) {}
+      snapshotter_(snapshotter),
+      executor_(executor) {}
+
+void ClickdService::RunCallWork(std::string_view key, std::function<void()> run,
+                                std::function<void(const absl::Status&)> refuse) {
+  if (executor_ == nullptr) {
+    run();
+    return;
+  }
+  if (absl::Status s = executor_->Submit(key, {std::move(run), refuse}); !s.ok()) refuse(s);
+}
 
 void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code,
                                   double seconds) const {
@@ -30,12 +51,20 @@ void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code
 
 template <typename Work>
 grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* context,
-                                               std::string_view method, Work&& work) {
+                                               std::string_view method, Work&& work,
+                                               std::string_view key) {
   const SteadyClock::time_point start = SteadyClock::now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const absl::Status status = DeadlinePassed(context) ? DeadlinePassedError() : work();
-  RecordRequest(method, status.code(), SecondsSince(start));
-  reactor->Finish(ToGrpcStatus(status));
+  auto finish = [this, method, reactor, start](const absl::Status& status) {
+    RecordRequest(method, status.code(), SecondsSince(start));
+    reactor->Finish(ToGrpcStatus(status));
+  };
+  RunCallWork(
+      key,
+      [context, finish, work = std::forward<Work>(work)]() mutable {
+        finish(DeadlinePassed(context) ? DeadlinePassedError() : work());
+      },
+      finish);
   return reactor;
 }
 
@@ -58,6 +87,10 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   if (n > limits_.max_candidates) {
     return absl::ResourceExhaustedError(
         absl::StrCat("candidates has ", n, " entries; the limit is ", limits_.max_candidates));
+  }
+  if (absl::Status s = CheckPredictCost((*served)->model().config().hashing, request, limits_);
+      !s.ok()) {
+    return s;
   }
   auto context = ToExample(request.context(), "context", limits_);
   if (!context.ok()) return context.status();
@@ -93,6 +126,10 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
   if (total > limits_.max_examples_per_update) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the update has ", total, " examples; the limit is ", limits_.max_examples_per_update));
+  }
+  if (absl::Status s = CheckUpdateCost(served.model().config().hashing, request, limits_);
+      !s.ok()) {
+    return s;
   }
   // Convert everything first; the TrainingExamples point into these vectors,
   // which are sized up front so that the pointers stay valid.
@@ -156,18 +193,21 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
 grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* context,
                                                  const v1::PredictRequest* request,
                                                  v1::PredictResponse* response) {
-  return Unary(context, "Predict", [&] { return ScorePredictRequest(*request, response); });
+  return Unary(context, "Predict", [=, this] { return ScorePredictRequest(*request, response); });
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,
                                                 const v1::UpdateRequest* request,
                                                 v1::UpdateResponse* response) {
-  return Unary(context, "Update", [&]() -> absl::Status {
-    auto served = Lookup(request->model(), "model");
-    if (!served.ok()) return served.status();
-    std::vector<ScoredExample> scored;
-    return ApplyUpdate(**served, *request, response, &scored);
-  });
+  return Unary(
+      context, "Update",
+      [=, this]() -> absl::Status {
+        auto served = Lookup(request->model(), "model");
+        if (!served.ok()) return served.status();
+        std::vector<ScoredExample> scored;
+        return ApplyUpdate(**served, *request, response, &scored);
+      },
+      request->model());
 }
 
 grpc::ServerReadReactor<v1::UpdateRequest>* ClickdService::UpdateStream(
@@ -193,7 +233,7 @@ grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerConte
   };
   auto served = Lookup(request->model(), "model");
   if (snapshotter_ == nullptr || !served.ok() || !(*served)->durable() || DeadlinePassed(context)) {
-    return Unary(context, "SnapshotModel", [&]() -> absl::Status {
+    return Unary(context, "SnapshotModel", [=]() -> absl::Status {
       if (!served.ok()) return served.status();
       return fill((*served)->Snapshot());
     });
@@ -214,13 +254,13 @@ grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext* context,
                                                      const v1::CreateModelRequest* request,
                                                      v1::CreateModelResponse* response) {
-  return Unary(context, "CreateModel", [&]() -> absl::Status {
+  return Unary(context, "CreateModel", [=, this]() -> absl::Status {
     auto config = ToModelConfig(request->config());
     if (!config.ok()) return config.status();
     auto served = registry_->Create(*config);
     if (!served.ok()) return served.status();
     on_models_changed_();
-    *response->mutable_model() = ToModelInfo((*served)->model(), (*served)->ProgressiveSummary());
+    *response->mutable_model() = CachedModelInfo(**served);
     return absl::OkStatus();
   });
 }
@@ -228,23 +268,30 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* context,
                                                   const v1::GetModelRequest* request,
                                                   v1::GetModelResponse* response) {
-  return Unary(context, "GetModel", [&]() -> absl::Status {
-    auto served = Lookup(request->model(), "model");
-    if (!served.ok()) return served.status();
-    *response->mutable_model() = ToModelInfo((*served)->model(), (*served)->ProgressiveSummary());
-    if (request->state_digest()) {
-      response->mutable_model()->set_state_digest(StateDigest((*served)->model()));
-    }
-    return absl::OkStatus();
-  });
+  // The digest reads every coordinate under its shard's lock and may wait
+  // for learners: it runs under the model's key, and a deadline that
+  // passes meanwhile still fails the call.
+  return Unary(
+      context, "GetModel",
+      [=, this]() -> absl::Status {
+        auto served = Lookup(request->model(), "model");
+        if (!served.ok()) return served.status();
+        *response->mutable_model() = CachedModelInfo(**served);
+        if (request->state_digest()) {
+          response->mutable_model()->set_state_digest(StateDigest((*served)->model()));
+          if (DeadlinePassed(context)) return DeadlinePassedError();
+        }
+        return absl::OkStatus();
+      },
+      request->state_digest() ? request->model() : std::string());
 }
 
 grpc::ServerUnaryReactor* ClickdService::ListModels(grpc::CallbackServerContext* context,
                                                     const v1::ListModelsRequest* request,
                                                     v1::ListModelsResponse* response) {
-  return Unary(context, "ListModels", [&]() -> absl::Status {
+  return Unary(context, "ListModels", [=, this]() -> absl::Status {
     for (const auto& served : registry_->List()) {
-      *response->add_models() = ToModelInfo(served->model(), served->ProgressiveSummary());
+      *response->add_models() = CachedModelInfo(*served);
     }
     return absl::OkStatus();
   });
@@ -253,12 +300,16 @@ grpc::ServerUnaryReactor* ClickdService::ListModels(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* ClickdService::DeleteModel(grpc::CallbackServerContext* context,
                                                      const v1::DeleteModelRequest* request,
                                                      v1::DeleteModelResponse* response) {
-  return Unary(context, "DeleteModel", [&]() -> absl::Status {
-    if (request->model().empty()) return absl::InvalidArgumentError("model is empty");
-    absl::Status s = registry_->Delete(request->model());
-    if (s.ok()) on_models_changed_();
-    return s;
-  });
+  // Closing a model's journal waits for its learners: under the model's key.
+  return Unary(
+      context, "DeleteModel",
+      [=, this]() -> absl::Status {
+        if (request->model().empty()) return absl::InvalidArgumentError("model is empty");
+        absl::Status s = registry_->Delete(request->model());
+        if (s.ok()) on_models_changed_();
+        return s;
+      },
+      request->model());
 }
 
 }  // namespace clickd

@@ -2,11 +2,19 @@
 //
 // Thin by design: each handler converts the request (server/convert.h),
 // calls core (core/model/serving.h, core/model/registry.h) and converts the
-// status once, after checking the call's deadline. Predict does CPU work
-// only. The update calls of a durable model wait for the update log's sync
-// (--update_log_sync=every_request) and SnapshotModel writes a file, on the
-// gRPC callback thread: a sync is short and shared by concurrent callers
-// (group commit), and these calls are few next to Predict.
+// status once, after checking the call's deadline.
+//
+// Isolation: the handlers only hand the call's work to the executor
+// (server/executor.h) and return; a worker runs it and finishes the call,
+// so gRPC's callback threads (which also serve the health service) never
+// wait for a model. Work that can wait on one model's locks (Update and
+// stream messages, GetModel with state_digest, DeleteModel) carries the
+// model's name as its executor key, so one busy model cannot take every
+// worker. Before any work, a request's cost (features after interactions,
+// server/request_cost.h) is checked against the limits. GetModel without
+// state_digest reads the model's cached statistics and never waits for a
+// learner. SnapshotModel runs on the snapshotter's own thread. Without an
+// executor (unit tests), work runs on the calling thread.
 //
 // Every finished call, failures included, is recorded in the request
 // metrics (server/metrics/rpc_metrics.h) when the service has them.
@@ -23,6 +31,7 @@
 
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "core/model/registry.h"
+#include "server/executor.h"
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/snapshotter.h"
@@ -35,8 +44,11 @@ class ClickdService final : public v1::Clickd::CallbackService {
   // server uses it to keep the health status current). `rpc_metrics`, if
   // not null, must outlive the service. `snapshotter`, if not null, runs
   // SnapshotModel off the gRPC threads (without it, on the calling thread).
+  // `executor`, if not null, runs every call's work (without it, on the
+  // calling thread); it must outlive the calls.
   ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed,
-                metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr);
+                metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr,
+                Executor* executor = nullptr);
 
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const v1::PredictRequest* request,
@@ -77,22 +89,31 @@ class ClickdService final : public v1::Clickd::CallbackService {
   absl::StatusOr<std::shared_ptr<ServedModel>> Lookup(const std::string& name,
                                                       const char* field) const;
 
+  // Runs `run` on the executor under `key` (a model's name, or empty), or
+  // calls `refuse` with the executor's refusal (overloaded, shutting down)
+  // or its cancellation at shutdown. Without an executor, runs it here.
+  void RunCallWork(std::string_view key, std::function<void()> run,
+                   std::function<void(const absl::Status&)> refuse);
+
   // Records a finished call of `method` (its name in clickd.v1.Clickd) in
   // the request metrics, if any.
   void RecordRequest(std::string_view method, absl::StatusCode code, double seconds) const;
 
  private:
-  // Runs a unary call of `method`: checks the deadline, runs `work`,
-  // records the call and finishes it with work's status.
+  // Runs a unary call of `method` on the executor under `key`: checks the
+  // deadline, runs `work`, records the call and finishes it with work's
+  // status. `work` runs after the handler returned: it must capture the
+  // request and response pointers by value.
   template <typename Work>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view method,
-                                  Work&& work);
+                                  Work&& work, std::string_view key = {});
 
   ModelRegistry* const registry_;
   const Limits limits_;
   const std::function<void()> on_models_changed_;
   metrics::RpcMetrics* const rpc_metrics_;
   Snapshotter* const snapshotter_;
+  Executor* const executor_;
 };
 
 }  // namespace clickd

@@ -103,6 +103,18 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
       FinishWithSummary();
       return;
     }
+    // The next read starts once the worker has applied this message, so
+    // the stream's messages are applied one at a time, in order.
+    service_->RunCallWork(
+        request_.model(), [this] { ApplyAndReadNext(); },
+        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); });
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // On a worker: applies the message just read, then reads the next.
+  void ApplyAndReadNext() {
     v1::UpdateResponse unused;
     if (absl::Status s = updater_.Apply(request_, &unused); !s.ok()) {
       FinishAndRecord(updater_.StreamError(s));
@@ -111,9 +123,6 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
     StartRead(&request_);
   }
 
-  void OnDone() override { delete this; }
-
- private:
   void FinishWithSummary() {
     response_->set_requests(updater_.requests());
     response_->set_applied(updater_.applied());
@@ -139,9 +148,9 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
   v1::UpdateRequest request_;
 };
 
-// Reads a message, applies it, writes its ack, and only then reads the next:
-// one message in flight per stream keeps the order of acks trivially the
-// order of application.
+// Reads a message, applies it (on a worker), writes its ack, and only then
+// reads the next: one message in flight per stream keeps the order of acks
+// trivially the order of application.
 class AckedUpdateStreamReactor final
     : public grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck> {
  public:
@@ -158,17 +167,9 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(absl::OkStatus());
       return;
     }
-    v1::UpdateResponse response;
-    if (absl::Status s = updater_.Apply(request_, &response); !s.ok()) {
-      FinishAndRecord(updater_.StreamError(s));
-      return;
-    }
-    ack_.set_request_id(request_.request_id());
-    ack_.set_applied(response.applied());
-    ack_.set_acknowledged(updater_.applied());
-    ack_.set_model_version(response.model_version());
-    ack_.mutable_margins()->Swap(response.mutable_margins());
-    StartWrite(&ack_);
+    service_->RunCallWork(
+        request_.model(), [this] { ApplyAndAck(); },
+        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -182,6 +183,22 @@ class AckedUpdateStreamReactor final
   void OnDone() override { delete this; }
 
  private:
+  // On a worker: applies the message just read and writes its ack; the
+  // next read starts when the ack is written.
+  void ApplyAndAck() {
+    v1::UpdateResponse response;
+    if (absl::Status s = updater_.Apply(request_, &response); !s.ok()) {
+      FinishAndRecord(updater_.StreamError(s));
+      return;
+    }
+    ack_.set_request_id(request_.request_id());
+    ack_.set_applied(response.applied());
+    ack_.set_acknowledged(updater_.applied());
+    ack_.set_model_version(response.model_version());
+    ack_.mutable_margins()->Swap(response.mutable_margins());
+    StartWrite(&ack_);
+  }
+
   void FinishAndRecord(const absl::Status& status) {
     const absl::StatusCode code =
         status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
