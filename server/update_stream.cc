@@ -100,7 +100,11 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client closed the stream
-      FinishWithSummary();
+      // The exact summary sorts every margin of the stream: on a worker
+      // too (or here, if the executor refuses it).
+      service_->RunCallWork(
+          "", [this] { FinishWithSummary(); },
+          [this](const absl::Status&) { FinishWithSummary(); });
       return;
     }
     // The next read starts once the worker has applied this message, so
