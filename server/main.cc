@@ -320,6 +320,12 @@ int Serve() {
     std::cerr << "clickd: " << durability.status().message() << "\n";
     return 2;
   }
+  // Checked before restoring models, which may take long.
+  auto isolation = IsolationFromFlags();
+  if (!isolation.ok()) {
+    std::cerr << "clickd: " << isolation.status().message() << "\n";
+    return 2;
+  }
   durability->sync_observer = [&durability_metrics](const std::string& model) {
     return durability_metrics.SyncObserver(model);
   };
@@ -367,11 +373,6 @@ int Serve() {
   }
 
   const Limits limits = LimitsFromFlags();
-  auto isolation = IsolationFromFlags();
-  if (!isolation.ok()) {
-    std::cerr << "clickd: " << isolation.status().message() << "\n";
-    return 2;
-  }
   Executor executor(*isolation);
   ClickdService service(&registry, limits, update_health, &rpc_metrics, &snapshotter, &executor);
 
