@@ -202,6 +202,10 @@ v1::ModelInfo ToModelInfo(const Model& model, const MetricsSummary& progressive)
   return ToModelInfo(model.config(), model.Stats(), progressive);
 }
 
+v1::ModelInfo ToModelInfo(const ServedModel& served) {
+  return ToModelInfo(served.model().config(), served.CachedStats(), served.ProgressiveSummary());
+}
+
 v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
                           const MetricsSummary& progressive) {
   v1::ModelInfo info;

@@ -8,21 +8,13 @@
 #include "core/model/state_digest.h"
 #include "server/call_util.h"
 #include "server/convert.h"
+#include "server/get_model_digest.h"
 #include "server/request_cost.h"
 #include "server/status.h"
 #include "server/update_stream.h"
 
 namespace clickd {
 using SteadyClock = std::chrono::steady_clock;
-
-namespace {
-
-// A model's description without waiting for its learners (cached stats).
-v1::ModelInfo CachedModelInfo(const ServedModel& served) {
-  return ToModelInfo(served.model().config(), served.CachedStats(), served.ProgressiveSummary());
-}
-
-}  // namespace
 
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
                              std::function<void()> on_models_changed,
@@ -260,7 +252,7 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
     auto served = registry_->Create(*config);
     if (!served.ok()) return served.status();
     on_models_changed_();
-    *response->mutable_model() = CachedModelInfo(**served);
+    *response->mutable_model() = ToModelInfo(**served);
     return absl::OkStatus();
   });
 }
@@ -270,13 +262,16 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
                                                   v1::GetModelResponse* response) {
   // The digest reads every coordinate under its shard's lock and may wait
   // for learners: it runs under the model's key, and a deadline that
-  // passes meanwhile still fails the call.
+  // passes meanwhile still fails the call (server/get_model_digest.h).
+  if (request->state_digest() && executor_ != nullptr) {
+    return GetModelWithDigest(this, context, request, response);
+  }
   return Unary(
       context, "GetModel",
       [=, this]() -> absl::Status {
         auto served = Lookup(request->model(), "model");
         if (!served.ok()) return served.status();
-        *response->mutable_model() = CachedModelInfo(**served);
+        *response->mutable_model() = ToModelInfo(**served);
         if (request->state_digest()) {
           response->mutable_model()->set_state_digest(StateDigest((*served)->model()));
           if (DeadlinePassed(context)) return DeadlinePassedError();
@@ -291,7 +286,7 @@ grpc::ServerUnaryReactor* ClickdService::ListModels(grpc::CallbackServerContext*
                                                     v1::ListModelsResponse* response) {
   return Unary(context, "ListModels", [=, this]() -> absl::Status {
     for (const auto& served : registry_->List()) {
-      *response->add_models() = CachedModelInfo(*served);
+      *response->add_models() = ToModelInfo(*served);
     }
     return absl::OkStatus();
   });
