@@ -13,7 +13,8 @@
 // worker. Before any work, a request's cost (features after interactions,
 // server/request_cost.h) is checked against the limits. GetModel without
 // state_digest reads the model's cached statistics and never waits for a
-// learner. SnapshotModel runs on the snapshotter's own thread. Without an
+// learner; with it, the call ends at its deadline even while the digest
+// waits (server/get_model_digest.h). SnapshotModel runs on the snapshotter's own thread. Without an
 // executor (unit tests), work runs on the calling thread.
 //
 // Every finished call, failures included, is recorded in the request
