@@ -199,9 +199,17 @@ v1::ModelConfig ToProto(const ModelConfig& c) { return ModelConfigToProto(c); }
 v1::ProgressiveMetrics ToProto(const MetricsSummary& m) { return MetricsToProto(m); }
 
 v1::ModelInfo ToModelInfo(const Model& model, const MetricsSummary& progressive) {
+  return ToModelInfo(model.config(), model.Stats(), progressive);
+}
+
+v1::ModelInfo ToModelInfo(const ServedModel& served) {
+  return ToModelInfo(served.model().config(), served.CachedStats(), served.ProgressiveSummary());
+}
+
+v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
+                          const MetricsSummary& progressive) {
   v1::ModelInfo info;
-  *info.mutable_config() = ToProto(model.config());
-  const ModelStats stats = model.Stats();
+  *info.mutable_config() = ToProto(config);
   info.set_updates(stats.updates);
   info.set_coordinates(stats.coordinates);
   info.set_bytes(stats.bytes);

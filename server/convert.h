@@ -14,6 +14,7 @@
 #include "core/features/example.h"
 #include "core/model/model.h"
 #include "core/model/model_config.h"
+#include "core/model/served_model.h"
 #include "server/limits.h"
 
 namespace clickd {
@@ -29,6 +30,11 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& proto);
 v1::ModelConfig ToProto(const ModelConfig& config);
 v1::ProgressiveMetrics ToProto(const MetricsSummary& metrics);
 v1::ModelInfo ToModelInfo(const Model& model, const MetricsSummary& progressive);
+v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
+                          const MetricsSummary& progressive);
+// A served model's info from its cached statistics: never waits for a
+// learner (ServedModel::CachedStats).
+v1::ModelInfo ToModelInfo(const ServedModel& served);
 
 }  // namespace clickd
 

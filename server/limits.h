@@ -4,12 +4,18 @@
 #define CLICKD_SERVER_LIMITS_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace clickd {
 
 struct Limits {
   size_t max_candidates = 1000;            // per Predict
   size_t max_features_per_example = 4096;  // per context, candidate or example
+  // Features after the model's interactions, dense values included
+  // (server/request_cost.h): per example (a candidate with its context),
+  // and per request (Predict, or an Update message).
+  uint64_t max_features_after_interactions = 65536;
+  uint64_t max_features_per_request = 4'000'000;
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
   size_t max_namespaces_per_example = 256;
   size_t max_name_bytes = 1024;  // namespace and feature names

@@ -26,7 +26,13 @@
 // reports SERVING, every update logged before it is acknowledged, snapshots
 // written periodically, on demand and at shutdown. SIGTERM or SIGINT drains
 // in-flight calls (up to --shutdown_grace_seconds), snapshots the models
-// that changed, stops the metrics server and exits 0.
+// that changed, stops the metrics server and exits 0; calls still running
+// at the end of the grace period do not hold the process (it then exits 0
+// without shutdown snapshots: the update log has every acknowledged update).
+//
+// Model work runs on --worker_threads workers, never on gRPC's threads
+// (server/executor.h); requests are checked against their cost in features
+// after interactions before any work (server/request_cost.h).
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
@@ -38,10 +44,13 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -57,6 +66,8 @@
 #include "server/auth/authorizer.h"
 #include "server/auth/call_auth.h"
 #include "server/auth/tls.h"
+#include "server/executor.h"
+#include "server/flag_checks.h"
 #include "server/metrics/clickd_metrics.h"
 #include "server/metrics/durability_metrics.h"
 #include "server/metrics/http_exporter.h"
@@ -77,6 +88,24 @@ ABSL_FLAG(uint64_t, max_candidates, 1000, "limit on candidates per Predict");
 ABSL_FLAG(uint64_t, max_features_per_example, 4096, "limit on features per example");
 ABSL_FLAG(uint64_t, max_examples_per_update, 10000, "limit on examples per Update message");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "limit on a request's size");
+ABSL_FLAG(uint64_t, max_features_after_interactions, 65536,
+          "limit on the features one example yields after the model's interactions, dense "
+          "values and bias included (for Predict: a candidate with its context)");
+ABSL_FLAG(uint64_t, max_features_per_request, 4'000'000,
+          "limit on the features after interactions of a whole Predict (the context once plus "
+          "each candidate's) or Update message (every example)");
+ABSL_FLAG(int, worker_threads, 0,
+          "threads that run the model work of calls, off gRPC's threads (0: four per core; "
+          "durable learners spend most of their time waiting for a disk sync, and several "
+          "learners of one model share a sync)");
+ABSL_FLAG(int, max_queued_calls, 1024,
+          "calls waiting for a worker before new ones are refused with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_learners_per_model, 0,
+          "calls that may learn (or wait on) one model at once; further ones wait without a "
+          "worker (0: half the workers, at least 1)");
+ABSL_FLAG(uint64_t, max_models, 256,
+          "limit on the models one process holds; CreateModel beyond it is RESOURCE_EXHAUSTED "
+          "(models restored from --data_dir always load)");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long SIGTERM waits for in-flight calls");
 ABSL_FLAG(std::string, data_dir, "",
           "directory for the models' snapshots and update logs (empty: models live in memory "
@@ -407,13 +436,121 @@ absl::StatusOr<Servers> StartServers(const Security& security, const Limits& lim
   return servers;
 }
 
+// The flags of the listening address, gRPC and the request limits, checked
+// before anything starts: a typo stops the server with exit 2 naming the
+// flag and its range (docs/operations.md lists them).
+absl::Status CheckServingFlags() {
+  if (absl::Status s = auth::CheckAddress("--address", absl::GetFlag(FLAGS_address)); !s.ok()) {
+    return s;
+  }
+  const struct {
+    const char* name;
+    int64_t value, lo, hi;
+  } ranges[] = {
+      {"threads", absl::GetFlag(FLAGS_threads), 0, 1024},
+      {"max_candidates", static_cast<int64_t>(absl::GetFlag(FLAGS_max_candidates)), 1, 1'000'000},
+      {"max_features_per_example",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_features_per_example)), 1, 1 << 20},
+      {"max_examples_per_update",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_examples_per_update)), 1, 1'000'000},
+      {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, 1 << 30},
+      {"max_models", static_cast<int64_t>(absl::GetFlag(FLAGS_max_models)), 1, 100'000},
+      {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
+  };
+  for (const auto& r : ranges) {
+    // uint64 flags above INT64_MAX read as negative here, and are refused too.
+    if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 Limits LimitsFromFlags() {
   Limits limits;
   limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   limits.max_features_per_example = absl::GetFlag(FLAGS_max_features_per_example);
   limits.max_examples_per_update = absl::GetFlag(FLAGS_max_examples_per_update);
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  limits.max_features_after_interactions = absl::GetFlag(FLAGS_max_features_after_interactions);
+  limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);
   return limits;
+}
+
+// The flags of the request costs and of the executor (server/executor.h),
+// checked: the limits must hold at least one example and stay small enough
+// that an accepted request, and its replay at restart, fits in memory.
+absl::StatusOr<ExecutorOptions> IsolationFromFlags() {
+  constexpr uint64_t kMaxPerExample = uint64_t{1} << 26;  // 64M features: 1 GiB hashed
+  const uint64_t per_example = absl::GetFlag(FLAGS_max_features_after_interactions);
+  if (per_example < 1 || per_example > kMaxPerExample) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_features_after_interactions=", per_example, " must be in [1, ",
+                     kMaxPerExample, "]"));
+  }
+  const uint64_t per_request = absl::GetFlag(FLAGS_max_features_per_request);
+  if (per_request < per_example || per_request > (uint64_t{1} << 32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_features_per_request=", per_request,
+                     " must be in [--max_features_after_interactions, 2^32]"));
+  }
+  const int grace = absl::GetFlag(FLAGS_shutdown_grace_seconds);
+  if (grace < 0 || grace > 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shutdown_grace_seconds=", grace, " must be in [0, 3600]"));
+  }
+  ExecutorOptions options;
+  const int threads = absl::GetFlag(FLAGS_worker_threads);
+  if (threads < 0 || threads > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--worker_threads=", threads, " must be in [0, 1024]"));
+  }
+  options.threads = threads > 0
+                        ? threads
+                        : 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int queued = absl::GetFlag(FLAGS_max_queued_calls);
+  if (queued < 1 || queued > 1'000'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_queued_calls=", queued, " must be in [1, 1000000]"));
+  }
+  options.max_queued = static_cast<size_t>(queued);
+  const int learners = absl::GetFlag(FLAGS_max_learners_per_model);
+  if (learners < 0 || learners > options.threads) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_learners_per_model=", learners,
+                                                   " must be in [0, ", options.threads,
+                                                   "] (the worker threads)"));
+  }
+  options.max_running_per_key = learners > 0 ? learners : std::max(1, options.threads / 2);
+  return options;
+}
+
+// Stops the server within `grace`: gRPC stops accepting calls and the
+// executor finishes those in flight; at the deadline gRPC cancels the
+// calls still open and the executor cancels the queued ones (UNAVAILABLE).
+// Returns false if calls still run shortly after the deadline (a worker
+// stuck in a long learn): the caller then exits without waiting for them.
+bool DrainAndStop(const std::vector<std::unique_ptr<grpc::Server>>& servers, Executor* executor,
+                  std::chrono::seconds grace) {
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  std::promise<void> stopped;
+  std::future<void> done = stopped.get_future();
+  // The thread owns the promise: it may outlive this function (see below).
+  std::thread stopper([&servers, grace, stopped = std::move(stopped)]() mutable {
+    const auto shutdown_deadline = std::chrono::system_clock::now() + grace;
+    for (const auto& server : servers) server->Shutdown(shutdown_deadline);
+    stopped.set_value();
+  });
+  const absl::Status closing = absl::UnavailableError("the server is shutting down");
+  if (done.wait_until(deadline) != std::future_status::ready) {
+    executor->Close(closing);
+    // Calls gRPC cancelled finish at once; only a running learn may not.
+    if (done.wait_for(std::chrono::seconds(2)) != std::future_status::ready) {
+      stopper.detach();
+      return false;
+    }
+  }
+  stopper.join();
+  for (const auto& server : servers) server->Wait();
+  executor->Close(closing);
+  return true;
 }
 
 int Serve() {
@@ -436,6 +573,12 @@ int Serve() {
     std::cerr << "clickd: " << durability.status().message() << "\n";
     return 2;
   }
+  // Checked before restoring models, which may take long.
+  auto isolation = IsolationFromFlags();
+  if (!isolation.ok()) {
+    std::cerr << "clickd: " << isolation.status().message() << "\n";
+    return 2;
+  }
   durability->sync_observer = [&durability_metrics](const std::string& model) {
     return durability_metrics.SyncObserver(model);
   };
@@ -449,7 +592,12 @@ int Serve() {
     std::cerr << "clickd: " << security.status().message() << "\n";
     return 2;
   }
-  ModelRegistry registry(*std::move(durability));
+  if (absl::Status s = CheckServingFlags(); !s.ok()) {
+    std::cerr << "clickd: " << s.message() << "\n";
+    return 2;
+  }
+  ModelRegistry registry(*std::move(durability),
+                         RegistryLimits{.max_models = absl::GetFlag(FLAGS_max_models)});
   if (absl::Status s = RecoverModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
     if (s.code() == absl::StatusCode::kDataLoss) {
@@ -475,7 +623,9 @@ int Serve() {
   // Serialized so that a create and a delete racing cannot leave the status
   // of the one that read the model count first.
   Mutex health_mu;
-  auto update_health = [&registry, &health, &health_mu] {
+  auto update_health = [&registry, &health, &health_mu, &durability_metrics] {
+    // A deleted model's histogram series go with it.
+    durability_metrics.RemoveDeletedModels(registry);
     MutexLock lock(&health_mu);
     for (auto& service : health) {
       if (auto* h = service.load()) h->SetServingStatus(registry.size() > 0);
@@ -499,16 +649,17 @@ int Serve() {
   const std::string address = absl::GetFlag(FLAGS_address);
   const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
   const auth::AuthFiles* authorizer = security->auth.get();
+  Executor executor(*isolation);
   ClickdService service(
-      &registry, limits, update_health, &rpc_metrics, &snapshotter,
+      &registry, limits, update_health, &rpc_metrics, &snapshotter, &executor,
       {authorizer, admin_address.empty() ? auth::MethodSet::kAll : auth::MethodSet::kNoAdmin});
   ClickdService admin_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
-                              {authorizer, auth::MethodSet::kAdminOnly});
+                              &executor, {authorizer, auth::MethodSet::kAdminOnly});
   // The health address refuses every clickd method; registering the
   // service gives that server the callback queue gRPC requires of a server
   // (the health service alone is added too late for its check).
   ClickdService refusing_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
-                                 {authorizer, auth::MethodSet::kNone});
+                                 &executor, {authorizer, auth::MethodSet::kNone});
 
   auto servers = StartServers(*security, limits, {&service, &admin_service, &refusing_service});
   if (!servers.ok()) {
@@ -542,9 +693,16 @@ int Serve() {
   std::cout << "clickd: signal " << received << ", draining" << std::endl;
   for (auto& s : servers->all) s->GetHealthCheckService()->SetServingStatus(false);
   const auto grace = std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
-  const auto deadline = std::chrono::system_clock::now() + grace;
-  for (auto& s : servers->all) s->Shutdown(deadline);
-  for (auto& s : servers->all) s->Wait();
+  if (!DrainAndStop(servers->all, &executor, grace)) {
+    // Snapshots would wait for the running learn; the update log already
+    // holds every update that was acknowledged (and maybe the running one).
+    std::cout << "clickd: " << executor.running()
+              << " call(s) still running after the grace period; exiting without shutdown "
+                 "snapshots"
+              << std::endl;
+    std::cerr.flush();
+    std::_Exit(0);
+  }
   if (registry.durable() && absl::GetFlag(FLAGS_snapshot_on_shutdown)) {
     const int failures = snapshotter.SnapshotChanged();
     if (failures > 0) {

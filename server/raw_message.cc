@@ -21,6 +21,7 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, google::protobuf::Messa
 }
 
 absl::Status SerializeResponse(const google::protobuf::Message& message, grpc::ByteBuffer* out) {
+  out->Clear();  // the writer needs an empty buffer
   const size_t size = message.ByteSizeLong();
   grpc::ProtoBufferWriter writer(out, grpc::kProtoBufferWriterMaxBufferLength,
                                  static_cast<int>(size));

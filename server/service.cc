@@ -1,28 +1,46 @@
 #include "server/service.h"
 
 #include <chrono>
+#include <iostream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/quote.h"
 #include "core/model/serving.h"
 #include "core/model/state_digest.h"
 #include "server/call_util.h"
 #include "server/convert.h"
+#include "server/get_model_digest.h"
+#include "server/request_cost.h"
 #include "server/status.h"
+#include "server/unary_call.h"
 #include "server/update_stream.h"
 
 namespace clickd {
-using SteadyClock = std::chrono::steady_clock;
+namespace {
+
+// No executor key: the work never waits on one model's locks.
+std::string NoKey(const google::protobuf::Message&) { return std::string(); }
+
+// The executor key of work that may wait on the request's model.
+template <typename Request>
+std::string ModelKey(const Request& request) {
+  return request.model();
+}
+
+}  // namespace
 
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
                              std::function<void()> on_models_changed,
                              metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter,
-                             auth::AccessControl access)
+                             Executor* executor, auth::AccessControl access)
     : registry_(registry),
       limits_(limits),
       on_models_changed_(std::move(on_models_changed)),
       rpc_metrics_(rpc_metrics),
       snapshotter_(snapshotter),
+      executor_(executor),
       access_(access) {}
 
 absl::Status ClickdService::CheckAccess(const grpc::CallbackServerContext* context,
@@ -30,21 +48,53 @@ absl::Status ClickdService::CheckAccess(const grpc::CallbackServerContext* conte
   return auth::CheckCall(access_, *context, method);
 }
 
+void ClickdService::RunCallWork(std::string_view key, std::function<void()> run,
+                                std::function<void(const absl::Status&)> refuse) {
+  if (executor_ == nullptr) {
+    run();
+    return;
+  }
+  if (absl::Status s = executor_->Submit(key, {std::move(run), refuse}); !s.ok()) refuse(s);
+}
+
 void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code,
                                   double seconds) const {
   if (rpc_metrics_ != nullptr) rpc_metrics_->Record(method, code, seconds);
 }
 
-template <typename Work>
+grpc::Status ClickdService::ToCallerStatus(std::string_view method,
+                                           const absl::Status& status) const {
+  const std::string& data_dir = registry_->data_dir();
+  const bool names_data_dir = !data_dir.empty() && absl::StrContains(status.message(), data_dir);
+  if (names_data_dir || status.code() == absl::StatusCode::kInternal ||
+      status.code() == absl::StatusCode::kDataLoss) {
+    std::cerr << "clickd: " << method << ": " << absl::StatusCodeToString(status.code()) << ": "
+              << status.message() << std::endl;
+  }
+  return ToGrpcStatus(status, data_dir);
+}
+
+template <typename Request, typename Response, typename KeyOf, typename Work>
 grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* context,
-                                               std::string_view method, Work&& work) {
-  const SteadyClock::time_point start = SteadyClock::now();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                               std::string_view method, const Bytes* request_bytes,
+                                               Bytes* response_bytes, KeyOf key_of, Work work) {
+  auto call = std::make_shared<UnaryCall<ClickdService, Request, Response>>(this, context, method,
+                                                                            response_bytes);
   absl::Status status = CheckAccess(context, method);
-  if (status.ok()) status = DeadlinePassed(context) ? DeadlinePassedError() : work();
-  RecordRequest(method, status.code(), SecondsSince(start));
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  if (status.ok()) status = ParseRequest(*request_bytes, &call->request());
+  if (!status.ok()) {
+    call->Finish(status);
+    return call->reactor();
+  }
+  const std::string key = key_of(call->request());
+  RunCallWork(
+      key,
+      [call, context, method, work = std::move(work)]() mutable {
+        auto run = [&] { return work(call->request(), call->response()); };
+        call->Finish(DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run));
+      },
+      [call](const absl::Status& refused) { call->Finish(refused); });
+  return call->reactor();
 }
 
 absl::StatusOr<std::shared_ptr<ServedModel>> ClickdService::Lookup(const std::string& name,
@@ -52,7 +102,7 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ClickdService::Lookup(const std::st
   if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
   std::shared_ptr<ServedModel> served = registry_->Get(name);
   if (served == nullptr) {
-    return absl::NotFoundError(absl::StrCat(field, " \"", name, "\" not found"));
+    return absl::NotFoundError(absl::StrCat(field, " ", Quote(name), " not found"));
   }
   return served;
 }
@@ -66,6 +116,10 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   if (n > limits_.max_candidates) {
     return absl::ResourceExhaustedError(
         absl::StrCat("candidates has ", n, " entries; the limit is ", limits_.max_candidates));
+  }
+  if (absl::Status s = CheckPredictCost((*served)->model().config().hashing, request, limits_);
+      !s.ok()) {
+    return s;
   }
   auto context = ToExample(request.context(), "context", limits_);
   if (!context.ok()) return context.status();
@@ -101,6 +155,10 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
   if (total > limits_.max_examples_per_update) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the update has ", total, " examples; the limit is ", limits_.max_examples_per_update));
+  }
+  if (absl::Status s = CheckUpdateCost(served.model().config().hashing, request, limits_);
+      !s.ok()) {
+    return s;
   }
   // Convert everything first; the TrainingExamples point into these vectors,
   // which are sized up front so that the pointers stay valid.
@@ -162,113 +220,142 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
 }
 
 grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* context,
-                                                 const v1::PredictRequest* request,
-                                                 v1::PredictResponse* response) {
-  return Unary(context, "Predict", [&] { return ScorePredictRequest(*request, response); });
+                                                 const Bytes* request, Bytes* response) {
+  return Unary<v1::PredictRequest, v1::PredictResponse>(
+      context, "Predict", request, response, NoKey,
+      [this](const v1::PredictRequest& req, v1::PredictResponse* resp) {
+        return ScorePredictRequest(req, resp);
+      });
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,
-                                                const v1::UpdateRequest* request,
-                                                v1::UpdateResponse* response) {
-  return Unary(context, "Update", [&]() -> absl::Status {
-    auto served = Lookup(request->model(), "model");
-    if (!served.ok()) return served.status();
-    std::vector<ScoredExample> scored;
-    return ApplyUpdate(**served, *request, response, &scored);
-  });
+                                                const Bytes* request, Bytes* response) {
+  return Unary<v1::UpdateRequest, v1::UpdateResponse>(
+      context, "Update", request, response, ModelKey<v1::UpdateRequest>,
+      [this](const v1::UpdateRequest& req, v1::UpdateResponse* resp) -> absl::Status {
+        auto served = Lookup(req.model(), "model");
+        if (!served.ok()) return served.status();
+        std::vector<ScoredExample> scored;
+        return ApplyUpdate(**served, req, resp, &scored);
+      });
 }
 
-grpc::ServerReadReactor<v1::UpdateRequest>* ClickdService::UpdateStream(
-    grpc::CallbackServerContext* context, v1::UpdateStreamResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* ClickdService::UpdateStream(
+    grpc::CallbackServerContext* context, Bytes* response) {
   return NewUpdateStreamReactor(this, context, response);
 }
 
-grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* ClickdService::UpdateStreamAcked(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ClickdService::UpdateStreamAcked(
     grpc::CallbackServerContext* context) {
   return NewAckedUpdateStreamReactor(this, context);
 }
 
 grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerContext* context,
-                                                       const v1::SnapshotModelRequest* request,
-                                                       v1::SnapshotModelResponse* response) {
-  auto fill = [response](const absl::StatusOr<SnapshotReport>& report) {
-    if (!report.ok()) return report.status();
-    response->set_sequence(report->sequence);
-    response->set_bytes(report->bytes);
-    response->set_coordinates(report->coordinates);
-    response->set_seconds(report->seconds);
-    return absl::OkStatus();
-  };
-  // Refused calls take the synchronous path, whose Unary refuses them.
-  auto served = Lookup(request->model(), "model");
-  if (!CheckAccess(context, "SnapshotModel").ok() || snapshotter_ == nullptr || !served.ok() ||
-      !(*served)->durable() || DeadlinePassed(context)) {
-    return Unary(context, "SnapshotModel", [&]() -> absl::Status {
-      if (!served.ok()) return served.status();
-      return fill((*served)->Snapshot());
+                                                       const Bytes* request_bytes,
+                                                       Bytes* response_bytes) {
+  using Call = UnaryCall<ClickdService, v1::SnapshotModelRequest, v1::SnapshotModelResponse>;
+  auto call = std::make_shared<Call>(this, context, "SnapshotModel", response_bytes);
+  auto finish = [call](const absl::StatusOr<SnapshotReport>& report) {
+    if (!report.ok()) return call->Finish(report.status());
+    return call->Finish(absl::OkStatus(), [&] {
+      v1::SnapshotModelResponse* response = call->response();
+      response->set_sequence(report->sequence);
+      response->set_bytes(report->bytes);
+      response->set_coordinates(report->coordinates);
+      response->set_seconds(report->seconds);
     });
+  };
+  absl::Status status = CheckAccess(context, "SnapshotModel");
+  if (status.ok()) status = ParseRequest(*request_bytes, &call->request());
+  auto served = status.ok() ? Lookup(call->request().model(), "model")
+                            : absl::StatusOr<std::shared_ptr<ServedModel>>(status);
+  if (!served.ok()) {
+    call->Finish(served.status());
+  } else if (DeadlinePassed(context)) {
+    call->Finish(DeadlinePassedError());
+  } else if (snapshotter_ == nullptr || !(*served)->durable()) {
+    // A memory-only model answers FailedPrecondition at once.
+    finish((*served)->Snapshot());
+  } else {
+    // A snapshot of a large model takes seconds: run it on the
+    // snapshotter's low-priority thread and finish the call from there.
+    snapshotter_->SnapshotAsync(
+        *std::move(served), [finish](absl::StatusOr<SnapshotReport> report) { finish(report); });
   }
-  // A snapshot of a large model takes seconds: run it on the snapshotter's
-  // low-priority thread and finish the call from there.
-  const SteadyClock::time_point start = SteadyClock::now();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  snapshotter_->SnapshotAsync(*std::move(served),
-                              [this, reactor, fill, start](absl::StatusOr<SnapshotReport> report) {
-                                const absl::Status status = fill(report);
-                                RecordRequest("SnapshotModel", status.code(), SecondsSince(start));
-                                reactor->Finish(ToGrpcStatus(status));
-                              });
-  return reactor;
+  return call->reactor();
 }
 
 grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext* context,
-                                                     const v1::CreateModelRequest* request,
-                                                     v1::CreateModelResponse* response) {
-  return Unary(context, "CreateModel", [&]() -> absl::Status {
-    auto config = ToModelConfig(request->config());
-    if (!config.ok()) return config.status();
-    auto served = registry_->Create(*config);
-    if (!served.ok()) return served.status();
-    on_models_changed_();
-    *response->mutable_model() = ToModelInfo((*served)->model(), (*served)->ProgressiveSummary());
-    return absl::OkStatus();
-  });
+                                                     const Bytes* request, Bytes* response) {
+  return Unary<v1::CreateModelRequest, v1::CreateModelResponse>(
+      context, "CreateModel", request, response, NoKey,
+      [this](const v1::CreateModelRequest& req, v1::CreateModelResponse* resp) -> absl::Status {
+        auto config = ToModelConfig(req.config());
+        if (!config.ok()) return config.status();
+        auto served = registry_->Create(*config);
+        if (!served.ok()) return served.status();
+        on_models_changed_();
+        *resp->mutable_model() = ToModelInfo(**served);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* context,
-                                                  const v1::GetModelRequest* request,
-                                                  v1::GetModelResponse* response) {
-  return Unary(context, "GetModel", [&]() -> absl::Status {
-    auto served = Lookup(request->model(), "model");
-    if (!served.ok()) return served.status();
-    *response->mutable_model() = ToModelInfo((*served)->model(), (*served)->ProgressiveSummary());
-    if (request->state_digest()) {
-      response->mutable_model()->set_state_digest(StateDigest((*served)->model()));
-    }
-    return absl::OkStatus();
-  });
+                                                  const Bytes* request_bytes,
+                                                  Bytes* response_bytes) {
+  using Call = UnaryCall<ClickdService, v1::GetModelRequest, v1::GetModelResponse>;
+  auto call = std::make_shared<Call>(this, context, "GetModel", response_bytes);
+  absl::Status status = CheckAccess(context, "GetModel");
+  if (status.ok()) status = ParseRequest(*request_bytes, &call->request());
+  if (!status.ok()) {
+    call->Finish(status);
+    return call->reactor();
+  }
+  // The digest reads every coordinate under its shard's lock and may wait
+  // for learners: it runs under the model's key, and a deadline that
+  // passes meanwhile still fails the call (server/get_model_digest.h).
+  if (call->request().state_digest()) {
+    GetModelWithDigest(this, context, call);
+    return call->reactor();
+  }
+  RunCallWork(
+      "",
+      [this, call, context] {
+        auto served = Lookup(call->request().model(), "model");
+        if (!served.ok()) {
+          call->Finish(served.status());
+        } else if (DeadlinePassed(context)) {
+          call->Finish(DeadlinePassedError());
+        } else {
+          call->Finish(absl::OkStatus(),
+                       [&] { *call->response()->mutable_model() = ToModelInfo(**served); });
+        }
+      },
+      [call](const absl::Status& refused) { call->Finish(refused); });
+  return call->reactor();
 }
 
 grpc::ServerUnaryReactor* ClickdService::ListModels(grpc::CallbackServerContext* context,
-                                                    const v1::ListModelsRequest* request,
-                                                    v1::ListModelsResponse* response) {
-  return Unary(context, "ListModels", [&]() -> absl::Status {
-    for (const auto& served : registry_->List()) {
-      *response->add_models() = ToModelInfo(served->model(), served->ProgressiveSummary());
-    }
-    return absl::OkStatus();
-  });
+                                                    const Bytes* request, Bytes* response) {
+  return Unary<v1::ListModelsRequest, v1::ListModelsResponse>(
+      context, "ListModels", request, response, NoKey,
+      [this](const v1::ListModelsRequest&, v1::ListModelsResponse* resp) {
+        for (const auto& served : registry_->List()) *resp->add_models() = ToModelInfo(*served);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* ClickdService::DeleteModel(grpc::CallbackServerContext* context,
-                                                     const v1::DeleteModelRequest* request,
-                                                     v1::DeleteModelResponse* response) {
-  return Unary(context, "DeleteModel", [&]() -> absl::Status {
-    if (request->model().empty()) return absl::InvalidArgumentError("model is empty");
-    absl::Status s = registry_->Delete(request->model());
-    if (s.ok()) on_models_changed_();
-    return s;
-  });
+                                                     const Bytes* request, Bytes* response) {
+  // Closing a model's journal waits for its learners: under the model's key.
+  return Unary<v1::DeleteModelRequest, v1::DeleteModelResponse>(
+      context, "DeleteModel", request, response, ModelKey<v1::DeleteModelRequest>,
+      [this](const v1::DeleteModelRequest& req, v1::DeleteModelResponse*) -> absl::Status {
+        if (req.model().empty()) return absl::InvalidArgumentError("model is empty");
+        absl::Status s = registry_->Delete(req.model());
+        if (s.ok()) on_models_changed_();
+        return s;
+      });
 }
 
 }  // namespace clickd

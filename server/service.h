@@ -2,17 +2,36 @@
 //
 // Thin by design: each handler converts the request (server/convert.h),
 // calls core (core/model/serving.h, core/model/registry.h) and converts the
-// status once, after checking the call's deadline. Predict does CPU work
-// only. The update calls of a durable model wait for the update log's sync
-// (--update_log_sync=every_request) and SnapshotModel writes a file, on the
-// gRPC callback thread: a sync is short and shared by concurrent callers
-// (group commit), and these calls are few next to Predict.
+// status once, after checking the call's deadline.
+//
+// Isolation: the handlers only hand the call's work to the executor
+// (server/executor.h) and return; a worker runs it and finishes the call,
+// so gRPC's callback threads (which also serve the health service) never
+// wait for a model. Work that can wait on one model's locks (Update and
+// stream messages, GetModel with state_digest, DeleteModel) carries the
+// model's name as its executor key, so one busy model cannot take every
+// worker. Before any work, a request's cost (features after interactions,
+// server/request_cost.h) is checked against the limits. GetModel without
+// state_digest reads the model's cached statistics and never waits for a
+// learner; with it, the call ends at its deadline even while the digest
+// waits (server/get_model_digest.h). SnapshotModel runs on the
+// snapshotter's own thread. Without an executor (unit tests), work runs on
+// the calling thread.
 //
 // Every finished call, failures included, is recorded in the request
 // metrics (server/metrics/rpc_metrics.h) when the service has them.
 //
 // Every handler first checks access (server/auth/call_auth.h): whether the
 // method is served on this address and whether the caller's role allows it.
+//
+// Every method is registered raw (ByteBuffer in and out) and parses its
+// request itself (server/raw_message.h, server/unary_call.h): gRPC's typed
+// handler answers a request it cannot parse with UNIMPLEMENTED and no
+// message, and ends a stream at an unparsable message as if the client had
+// closed it. Here the caller gets INVALID_ARGUMENT naming the message type.
+// An exception from the work becomes INTERNAL (RESOURCE_EXHAUSTED for
+// std::bad_alloc) with a message, instead of the same empty UNIMPLEMENTED.
+// Messages callers see never hold the data directory's path (ToCallerStatus).
 //
 // Thread safety: safe for concurrent calls; all shared state is in the
 // registry, the models and the metrics, which synchronize themselves.
@@ -27,49 +46,57 @@
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "core/model/registry.h"
 #include "server/auth/call_auth.h"
+#include "server/executor.h"
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/snapshotter.h"
 
 namespace clickd {
 
-class ClickdService final : public v1::Clickd::CallbackService {
+// The generated service with every method registered raw.
+using RawClickdService = v1::Clickd::WithRawCallbackMethod_Predict<
+    v1::Clickd::WithRawCallbackMethod_Update<v1::Clickd::WithRawCallbackMethod_UpdateStream<
+        v1::Clickd::WithRawCallbackMethod_UpdateStreamAcked<
+            v1::Clickd::WithRawCallbackMethod_CreateModel<
+                v1::Clickd::WithRawCallbackMethod_GetModel<
+                    v1::Clickd::WithRawCallbackMethod_ListModels<
+                        v1::Clickd::WithRawCallbackMethod_DeleteModel<
+                            v1::Clickd::WithRawCallbackMethod_SnapshotModel<
+                                v1::Clickd::Service>>>>>>>>>;
+
+class ClickdService final : public RawClickdService {
  public:
   // `on_models_changed` runs after every successful create or delete (the
   // server uses it to keep the health status current). `rpc_metrics`, if
   // not null, must outlive the service. `snapshotter`, if not null, runs
   // SnapshotModel off the gRPC threads (without it, on the calling thread).
-  // `access` says which methods this instance serves and who may call them
-  // (by default: all, to everyone).
+  // `executor`, if not null, runs every call's work (without it, on the
+  // calling thread); it must outlive the calls. `access` says which methods
+  // this instance serves and who may call them (by default: all, to
+  // everyone).
   ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed,
                 metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr,
-                auth::AccessControl access = {});
+                Executor* executor = nullptr, auth::AccessControl access = {});
 
-  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
-                                    const v1::PredictRequest* request,
-                                    v1::PredictResponse* response) override;
-  grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* context,
-                                   const v1::UpdateRequest* request,
-                                   v1::UpdateResponse* response) override;
-  grpc::ServerReadReactor<v1::UpdateRequest>* UpdateStream(
-      grpc::CallbackServerContext* context, v1::UpdateStreamResponse* response) override;
-  grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* UpdateStreamAcked(
+  using Bytes = grpc::ByteBuffer;
+  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context, const Bytes* request,
+                                    Bytes* response) override;
+  grpc::ServerUnaryReactor* Update(grpc::CallbackServerContext* context, const Bytes* request,
+                                   Bytes* response) override;
+  grpc::ServerReadReactor<Bytes>* UpdateStream(grpc::CallbackServerContext* context,
+                                               Bytes* response) override;
+  grpc::ServerBidiReactor<Bytes, Bytes>* UpdateStreamAcked(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* SnapshotModel(grpc::CallbackServerContext* context,
-                                          const v1::SnapshotModelRequest* request,
-                                          v1::SnapshotModelResponse* response) override;
-  grpc::ServerUnaryReactor* CreateModel(grpc::CallbackServerContext* context,
-                                        const v1::CreateModelRequest* request,
-                                        v1::CreateModelResponse* response) override;
-  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
-                                     const v1::GetModelRequest* request,
-                                     v1::GetModelResponse* response) override;
-  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
-                                       const v1::ListModelsRequest* request,
-                                       v1::ListModelsResponse* response) override;
-  grpc::ServerUnaryReactor* DeleteModel(grpc::CallbackServerContext* context,
-                                        const v1::DeleteModelRequest* request,
-                                        v1::DeleteModelResponse* response) override;
+                                          const Bytes* request, Bytes* response) override;
+  grpc::ServerUnaryReactor* CreateModel(grpc::CallbackServerContext* context, const Bytes* request,
+                                        Bytes* response) override;
+  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context, const Bytes* request,
+                                     Bytes* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context, const Bytes* request,
+                                       Bytes* response) override;
+  grpc::ServerUnaryReactor* DeleteModel(grpc::CallbackServerContext* context, const Bytes* request,
+                                        Bytes* response) override;
 
   // Validates and learns one UpdateRequest (a unary call or one stream
   // message) on `served`; all or nothing. Appends the pre-update scores.
@@ -89,22 +116,37 @@ class ClickdService final : public v1::Clickd::CallbackService {
   absl::Status CheckAccess(const grpc::CallbackServerContext* context,
                            std::string_view method) const;
 
+  // Runs `run` on the executor under `key` (a model's name, or empty), or
+  // calls `refuse` with the executor's refusal (overloaded, shutting down)
+  // or its cancellation at shutdown. Without an executor, runs it here.
+  void RunCallWork(std::string_view key, std::function<void()> run,
+                   std::function<void(const absl::Status&)> refuse);
+
   // Records a finished call of `method` (its name in clickd.v1.Clickd) in
   // the request metrics, if any.
   void RecordRequest(std::string_view method, absl::StatusCode code, double seconds) const;
 
+  // The status a caller of `method` gets for `status`: the data directory
+  // is hidden and long messages cut (server/status.h). Internal errors, and
+  // any message that named the data directory, are logged whole to stderr.
+  grpc::Status ToCallerStatus(std::string_view method, const absl::Status& status) const;
+
  private:
-  // Runs a unary call of `method`: checks the deadline, runs `work`,
-  // records the call and finishes it with work's status.
-  template <typename Work>
+  // Runs a unary call of `method`: checks access, parses the request, then
+  // on the executor under key_of(request) checks the deadline, runs
+  // work(request, response), records the call and finishes it with work's
+  // status and the serialized response.
+  template <typename Request, typename Response, typename KeyOf, typename Work>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view method,
-                                  Work&& work);
+                                  const Bytes* request_bytes, Bytes* response_bytes, KeyOf key_of,
+                                  Work work);
 
   ModelRegistry* const registry_;
   const Limits limits_;
   const std::function<void()> on_models_changed_;
   metrics::RpcMetrics* const rpc_metrics_;
   Snapshotter* const snapshotter_;
+  Executor* const executor_;
   const auth::AccessControl access_;
 };
 

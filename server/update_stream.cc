@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/base/quote.h"
 #include "core/eval/metrics.h"
 #include "server/call_util.h"
 #include "server/convert.h"
+#include "server/raw_message.h"
 #include "server/service.h"
 #include "server/status.h"
 
@@ -30,7 +32,8 @@ class StreamUpdater {
     if (DeadlinePassed(context_)) return DeadlinePassedError();
     if (absl::Status s = CheckModel(request.model()); !s.ok()) return s;
     scored_.clear();
-    absl::Status status = service_->ApplyUpdate(*served_, request, response, &scored_);
+    auto apply = [&] { return service_->ApplyUpdate(*served_, request, response, &scored_); };
+    absl::Status status = Guarded("an update stream", apply);
     if (!status.ok()) return status;
     for (const ScoredExample& s : scored_) metrics_->Add(s.margin, s.label, s.importance);
     applied_ += scored_.size();
@@ -64,9 +67,9 @@ class StreamUpdater {
       return absl::OkStatus();
     }
     if (name != served_->name()) {
-      return absl::InvalidArgumentError(absl::StrCat("model is \"", name,
-                                                     "\"; every message of a stream must name \"",
-                                                     served_->name(), "\""));
+      return absl::InvalidArgumentError(absl::StrCat("model is ", Quote(name),
+                                                     "; every message of a stream must name ",
+                                                     Quote(served_->name())));
     }
     if (service_->Lookup(name, "model").value_or(nullptr) != served_) {
       // Learning into a deleted (or deleted and re-created) model would
@@ -86,44 +89,62 @@ class StreamUpdater {
   uint64_t applied_ = 0;
 };
 
-class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateRequest> {
+class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   UpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context,
-                      v1::UpdateStreamResponse* response)
+                      grpc::ByteBuffer* response_bytes)
       : service_(service),
         context_(context),
-        response_(response),
+        response_bytes_(response_bytes),
         start_(SteadyClock::now()),
         updater_(service, context) {
     if (absl::Status s = service->CheckAccess(context, "UpdateStream"); !s.ok()) {
       FinishAndRecord(s);
       return;
     }
-    StartRead(&request_);
+    StartRead(&bytes_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client closed the stream
-      FinishWithSummary();
+      // The exact summary sorts every margin of the stream: on a worker
+      // too (or here, if the executor refuses it).
+      service_->RunCallWork(
+          "", [this] { FinishWithSummary(); },
+          [this](const absl::Status&) { FinishWithSummary(); });
       return;
     }
-    v1::UpdateResponse unused;
-    if (absl::Status s = updater_.Apply(request_, &unused); !s.ok()) {
+    if (absl::Status s = ParseRequest(bytes_, &request_); !s.ok()) {
       FinishAndRecord(updater_.StreamError(s));
       return;
     }
-    StartRead(&request_);
+    // The next read starts once the worker has applied this message, so
+    // the stream's messages are applied one at a time, in order.
+    service_->RunCallWork(
+        request_.model(), [this] { ApplyAndReadNext(); },
+        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); });
   }
 
   void OnDone() override { delete this; }
 
  private:
+  // On a worker: applies the message just read, then reads the next.
+  void ApplyAndReadNext() {
+    v1::UpdateResponse unused;
+    if (absl::Status s = updater_.Apply(request_, &unused); !s.ok()) {
+      FinishAndRecord(updater_.StreamError(s));
+      return;
+    }
+    StartRead(&bytes_);
+  }
+
   void FinishWithSummary() {
-    response_->set_requests(updater_.requests());
-    response_->set_applied(updater_.applied());
-    response_->set_model_version(updater_.model_version());
-    if (auto summary = updater_.summary()) *response_->mutable_metrics() = ToProto(*summary);
-    FinishAndRecord(absl::OkStatus());
+    v1::UpdateStreamResponse response;
+    response.set_requests(updater_.requests());
+    response.set_applied(updater_.applied());
+    response.set_model_version(updater_.model_version());
+    if (auto summary = updater_.summary()) *response.mutable_metrics() = ToProto(*summary);
+    FinishAndRecord(SerializeResponse(response, response_bytes_));
   }
 
   // Finishes the call and records it; a stream the client cancelled counts
@@ -132,22 +153,23 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<v1::UpdateReque
     const absl::StatusCode code =
         status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
     service_->RecordRequest("UpdateStream", code, SecondsSince(start_));
-    Finish(ToGrpcStatus(status));
+    Finish(service_->ToCallerStatus("UpdateStream", status));
   }
 
   ClickdService* const service_;
   grpc::CallbackServerContext* const context_;
-  v1::UpdateStreamResponse* const response_;
+  grpc::ByteBuffer* const response_bytes_;
   const SteadyClock::time_point start_;
   StreamUpdater updater_;
-  v1::UpdateRequest request_;
+  grpc::ByteBuffer bytes_;     // the message being read
+  v1::UpdateRequest request_;  // ... parsed
 };
 
-// Reads a message, applies it, writes its ack, and only then reads the next:
-// one message in flight per stream keeps the order of acks trivially the
-// order of application.
+// Reads a message, applies it (on a worker), writes its ack, and only then
+// reads the next: one message in flight per stream keeps the order of acks
+// trivially the order of application.
 class AckedUpdateStreamReactor final
-    : public grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   AckedUpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context)
       : service_(service),
@@ -158,7 +180,7 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(s);
       return;
     }
-    StartRead(&request_);
+    StartRead(&bytes_);
   }
 
   void OnReadDone(bool ok) override {
@@ -166,6 +188,29 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(absl::OkStatus());
       return;
     }
+    if (absl::Status s = ParseRequest(bytes_, &request_); !s.ok()) {
+      FinishAndRecord(updater_.StreamError(s));
+      return;
+    }
+    service_->RunCallWork(
+        request_.model(), [this] { ApplyAndAck(); },
+        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {  // the client went away; what it was not told about is still applied
+      FinishAndRecord(absl::CancelledError("the client stopped reading acks"));
+      return;
+    }
+    StartRead(&bytes_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // On a worker: applies the message just read and writes its ack; the
+  // next read starts when the ack is written.
+  void ApplyAndAck() {
     v1::UpdateResponse response;
     if (absl::Status s = updater_.Apply(request_, &response); !s.ok()) {
       FinishAndRecord(updater_.StreamError(s));
@@ -176,44 +221,38 @@ class AckedUpdateStreamReactor final
     ack_.set_acknowledged(updater_.applied());
     ack_.set_model_version(response.model_version());
     ack_.mutable_margins()->Swap(response.mutable_margins());
-    StartWrite(&ack_);
-  }
-
-  void OnWriteDone(bool ok) override {
-    if (!ok) {  // the client went away; what it was not told about is still applied
-      FinishAndRecord(absl::CancelledError("the client stopped reading acks"));
+    if (absl::Status s = SerializeResponse(ack_, &ack_bytes_); !s.ok()) {
+      FinishAndRecord(s);
       return;
     }
-    StartRead(&request_);
+    StartWrite(&ack_bytes_);
   }
 
-  void OnDone() override { delete this; }
-
- private:
   void FinishAndRecord(const absl::Status& status) {
     const absl::StatusCode code =
         status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
     service_->RecordRequest("UpdateStreamAcked", code, SecondsSince(start_));
-    Finish(ToGrpcStatus(status));
+    Finish(service_->ToCallerStatus("UpdateStreamAcked", status));
   }
 
   ClickdService* const service_;
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
   StreamUpdater updater_;
-  v1::UpdateRequest request_;
+  grpc::ByteBuffer bytes_;     // the message being read
+  v1::UpdateRequest request_;  // ... parsed
   v1::UpdateAck ack_;
+  grpc::ByteBuffer ack_bytes_;  // ... serialized, being written
 };
 
 }  // namespace
 
-grpc::ServerReadReactor<v1::UpdateRequest>* NewUpdateStreamReactor(
-    ClickdService* service, grpc::CallbackServerContext* context,
-    v1::UpdateStreamResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* NewUpdateStreamReactor(
+    ClickdService* service, grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   return new UpdateStreamReactor(service, context, response);
 }
 
-grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* NewAckedUpdateStreamReactor(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewAckedUpdateStreamReactor(
     ClickdService* service, grpc::CallbackServerContext* context) {
   return new AckedUpdateStreamReactor(service, context);
 }

@@ -5,7 +5,9 @@
 //                      loses the server mid-stream knows what was kept.
 // In both, every message must name the stream's model, each message is all
 // or nothing, and a rejected message ends the stream with its error (the
-// messages before it stay applied).
+// messages before it stay applied). Messages arrive as bytes (the service's
+// methods are raw) and are parsed here: an unparsable one ends the stream
+// with INVALID_ARGUMENT, not as if the client had closed it.
 #ifndef CLICKD_SERVER_UPDATE_STREAM_H_
 #define CLICKD_SERVER_UPDATE_STREAM_H_
 
@@ -15,11 +17,12 @@ namespace clickd {
 
 class ClickdService;
 
-grpc::ServerReadReactor<v1::UpdateRequest>* NewUpdateStreamReactor(
-    ClickdService* service, grpc::CallbackServerContext* context,
-    v1::UpdateStreamResponse* response);
+// `response` receives the serialized UpdateStreamResponse.
+grpc::ServerReadReactor<grpc::ByteBuffer>* NewUpdateStreamReactor(
+    ClickdService* service, grpc::CallbackServerContext* context, grpc::ByteBuffer* response);
 
-grpc::ServerBidiReactor<v1::UpdateRequest, v1::UpdateAck>* NewAckedUpdateStreamReactor(
+// Reads UpdateRequest bytes, writes UpdateAck bytes.
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewAckedUpdateStreamReactor(
     ClickdService* service, grpc::CallbackServerContext* context);
 
 }  // namespace clickd

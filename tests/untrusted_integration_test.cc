@@ -212,8 +212,9 @@ TEST(CallerErrors, ServerPathsStayInTheServerLog) {
   const std::string dir = NewDataDir("paths");
   auto server = Start({"--data_dir=" + dir});
   ASSERT_NE(server, nullptr);
-  // A file where the model's directory would go makes the create fail.
-  { std::ofstream(dir + "/models/blocked") << "not a directory"; }
+  // A symbolic link that points at itself where the model's directory
+  // would go makes the create fail (ELOOP) with a message naming the path.
+  std::filesystem::create_symlink("blocked", dir + "/models/blocked");
   auto stub = server->NewStub();
   const grpc::Status s = CreateModel(*stub, Named("blocked"));
   EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
@@ -232,7 +233,7 @@ TEST(StartupFlags, OutOfRangeFlagsStopTheServer) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"--address=127.0.0.1:99999", "--address=\"127.0.0.1:99999\" must be HOST:PORT"},
+      {"--address=127.0.0.1:99999", "--address=127.0.0.1:99999 is not HOST:PORT"},
       {"--max_message_bytes=-1", "--max_message_bytes=-1 must be in ["},
       {"--threads=-5", "--threads=-5 must be in ["},
       {"--max_models=0", "--max_models=0 must be in ["},

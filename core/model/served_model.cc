@@ -18,13 +18,23 @@ ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJour
       recent_(model_->config().loss) {
   snapshot_stats_.last_success_unix_seconds = recovery_.snapshot_unix_seconds;
   snapshot_stats_.last_bytes = recovery_.snapshot_bytes;
+  RefreshStats();
+}
+
+void ServedModel::RefreshStats() {
+  const ModelStats stats = model_->Stats();  // outside stats_mu_: it may wait for shards
+  MutexLock lock(&stats_mu_);
+  if (stats.updates >= stats_.updates) stats_ = stats;
 }
 
 absl::StatusOr<std::vector<ScoredExample>> ServedModel::Learn(
     absl::Span<const TrainingExample> batch) {
   absl::StatusOr<std::vector<ScoredExample>> scored =
       journal_ != nullptr ? journal_->Learn(*model_, batch) : LearnBatch(*model_, batch);
-  if (scored.ok()) RecordProgressive(*scored);
+  if (scored.ok()) {
+    RecordProgressive(*scored);
+    RefreshStats();
+  }
   return scored;
 }
 

@@ -106,6 +106,15 @@ class ServedModel {
     return recent_.Summary(now);
   }
 
+  // The model's statistics as of its last learned batch (or its creation),
+  // read without waiting for a learner: Model::Stats reads every shard
+  // under its lock, which a learner holds for a whole step. What GetModel
+  // and ListModels report.
+  ModelStats CachedStats() const {
+    MutexLock lock(&stats_mu_);
+    return stats_;
+  }
+
   // Counts candidates scored for Predict.
   void RecordPredictions(uint64_t candidates) {
     predictions_.fetch_add(candidates, std::memory_order_relaxed);
@@ -116,6 +125,10 @@ class ServedModel {
   uint64_t update_examples() const { return update_examples_.load(std::memory_order_relaxed); }
 
  private:
+  // Publishes model_->Stats() unless a later learner has already published
+  // newer figures (learners may finish out of order).
+  void RefreshStats();
+
   const std::unique_ptr<Model> model_;
   const std::unique_ptr<ModelJournal> journal_;
   const RecoveryReport recovery_;
@@ -126,6 +139,8 @@ class ServedModel {
   mutable Mutex metrics_mu_;
   StreamingMetrics metrics_ ABSL_GUARDED_BY(metrics_mu_);
   WindowedMetrics recent_ ABSL_GUARDED_BY(metrics_mu_);
+  mutable Mutex stats_mu_;  // held only to copy stats_
+  ModelStats stats_ ABSL_GUARDED_BY(stats_mu_);
   mutable Mutex snapshot_stats_mu_;
   SnapshotStats snapshot_stats_ ABSL_GUARDED_BY(snapshot_stats_mu_);
 };

@@ -75,5 +75,24 @@ TEST(ServedModel, CountsPredictionsAndExamplesFromManyThreads) {
   EXPECT_EQ(served->RecentProgressiveSummary().examples, 4000u);
 }
 
+// GetModel reads CachedStats instead of Model::Stats (which waits for
+// learners' shard locks): it must be current after every learned batch.
+TEST(ServedModel, CachedStatsFollowEveryLearnedBatch) {
+  auto served = NewServedModel([] { return std::chrono::steady_clock::now(); });
+  EXPECT_EQ(served->CachedStats().updates, 0u);
+  EXPECT_EQ(served->CachedStats().coordinates, 0u);
+  Example example;
+  example.namespaces.push_back({"ad", {Feature::Named("a"), Feature::Named("b")}});
+  const std::vector<TrainingExample> batch = {{nullptr, &example, 1.0f, 1.0f},
+                                              {nullptr, &example, 0.0f, 1.0f}};
+  ASSERT_TRUE(served->Learn(batch).ok());
+  const ModelStats cached = served->CachedStats();
+  const ModelStats live = served->model().Stats();
+  EXPECT_EQ(cached.updates, 2u);
+  EXPECT_EQ(cached.coordinates, live.coordinates);
+  EXPECT_EQ(cached.bytes, live.bytes);
+  EXPECT_EQ(cached.coordinates, 3u);  // a, b and the bias
+}
+
 }  // namespace
 }  // namespace clickd

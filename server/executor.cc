@@ -1,0 +1,124 @@
+#include "server/executor.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace clickd {
+
+Executor::Executor(ExecutorOptions options) : options_(options) {
+  const int threads = std::max(1, options_.threads);
+  workers_.reserve(threads);
+  for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+Executor::~Executor() {
+  Close(absl::UnavailableError("the server is shutting down"));
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  for (std::thread& t : workers_) t.join();
+}
+
+absl::Status Executor::Submit(std::string_view key, Task task) {
+  MutexLock lock(&mu_);
+  if (!closed_.ok()) return closed_;
+  if (queued_ >= options_.max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "server overloaded: ", queued_, " calls queued; the limit is ", options_.max_queued));
+  }
+  ++queued_;
+  if (!key.empty()) {
+    KeyState& state = keys_[std::string(key)];
+    if (state.admitted >= std::max(1, options_.max_running_per_key)) {
+      state.waiting.push_back(std::move(task));
+      return absl::OkStatus();
+    }
+    ++state.admitted;
+  }
+  ready_.push_back({std::string(key), std::move(task)});
+  changed_.SignalAll();
+  return absl::OkStatus();
+}
+
+void Executor::AdmitNext(const std::string& key) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  KeyState& state = it->second;
+  --state.admitted;
+  if (!state.waiting.empty()) {
+    ++state.admitted;
+    ready_.push_back({key, std::move(state.waiting.front())});
+    state.waiting.pop_front();
+  } else if (state.admitted == 0) {
+    keys_.erase(it);
+  }
+}
+
+void Executor::WorkerLoop() {
+  for (;;) {
+    Queued next;
+    {
+      MutexLock lock(&mu_);
+      while (ready_.empty() && !stopping_) changed_.Wait(&mu_);
+      if (ready_.empty()) return;  // stopping, nothing left
+      next = std::move(ready_.front());
+      ready_.pop_front();
+      --queued_;
+      ++running_;
+    }
+    if (next.task.run) next.task.run();
+    next.task = Task();  // destroy the task's captures outside the lock
+    MutexLock lock(&mu_);
+    --running_;
+    if (!next.key.empty()) AdmitNext(next.key);
+    changed_.SignalAll();
+  }
+}
+
+bool Executor::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(&mu_);
+  while (queued_ > 0 || running_ > 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    changed_.WaitFor(&mu_, deadline - now);
+  }
+  return true;
+}
+
+void Executor::Close(const absl::Status& reason) {
+  std::vector<Task> cancelled;
+  {
+    MutexLock lock(&mu_);
+    if (closed_.ok()) closed_ = reason.ok() ? absl::UnavailableError("closed") : reason;
+    for (Queued& q : ready_) cancelled.push_back(std::move(q.task));
+    ready_.clear();
+    for (auto& [key, state] : keys_) {
+      for (Task& t : state.waiting) cancelled.push_back(std::move(t));
+      state.waiting.clear();
+    }
+    // Running tasks find no state for their key when they finish (see
+    // AdmitNext); nothing is admitted after a close.
+    keys_.clear();
+    queued_ = 0;
+    changed_.SignalAll();
+  }
+  for (Task& t : cancelled) {
+    if (t.cancel) t.cancel(reason);
+  }
+}
+
+size_t Executor::queued() const {
+  MutexLock lock(&mu_);
+  return queued_;
+}
+
+size_t Executor::running() const {
+  MutexLock lock(&mu_);
+  return running_;
+}
+
+}  // namespace clickd

@@ -1,0 +1,37 @@
+// The cost of a request, known before any work starts: the features its
+// examples yield after the model's interactions (core/features/
+// feature_count.h), counted from the request's protos (before they are
+// converted or hashed), plus their dense values. Checked against
+//   Limits::max_features_after_interactions  per example (for Predict, a
+//                                            candidate with the context)
+//   Limits::max_features_per_request         per request: Predict's context
+//                                            once plus each candidate's own
+//                                            and crossed features, or every
+//                                            example of an Update message
+// with RESOURCE_EXHAUSTED naming the field, the count and the limit.
+//
+// The update log records only what these checks accepted, so replaying a
+// record at restart is bounded by the limits that accepted it; replay does
+// not check them again (a lowered limit must not refuse what was already
+// acknowledged).
+//
+// Pure functions.
+#ifndef CLICKD_SERVER_REQUEST_COST_H_
+#define CLICKD_SERVER_REQUEST_COST_H_
+
+#include "absl/status/status.h"
+#include "clickd/v1/clickd.pb.h"
+#include "core/features/hasher.h"
+#include "server/limits.h"
+
+namespace clickd {
+
+absl::Status CheckPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
+                              const Limits& limits);
+
+absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
+                             const Limits& limits);
+
+}  // namespace clickd
+
+#endif  // CLICKD_SERVER_REQUEST_COST_H_

@@ -1,0 +1,87 @@
+#include "server/request_cost.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace clickd {
+namespace {
+
+void AddNamespace(v1::Example* example, const std::string& name, int features) {
+  v1::Namespace* ns = example->add_namespaces();
+  ns->set_name(name);
+  for (int i = 0; i < features; ++i) ns->add_features()->set_name(absl::StrCat("f", i));
+}
+
+HashingConfig UserTimesAd() {
+  HashingConfig hashing;
+  hashing.interactions = {{"user", "ad"}};
+  return hashing;
+}
+
+// A context of `user` features and candidates of `ad` features each yield
+// user + ad + user * ad + 1 (bias) features.
+TEST(RequestCost, PredictChecksEachCandidateWithTheContext) {
+  v1::PredictRequest request;
+  AddNamespace(request.mutable_context(), "user", 10);
+  AddNamespace(request.add_candidates(), "ad", 9);  // 10 + 9 + 90 + 1 = 110
+  Limits limits;
+  limits.max_features_after_interactions = 110;
+  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  AddNamespace(request.add_candidates(), "ad", 10);  // 10 + 10 + 100 + 1 = 121
+  const absl::Status s = CheckPredictCost(UserTimesAd(), request, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "candidates[1] (with the context) yields 121 features after interactions; the limit "
+            "is 110 (max_features_after_interactions)");
+}
+
+TEST(RequestCost, PredictCountsTheContextOnceInTheRequestTotal) {
+  v1::PredictRequest request;
+  AddNamespace(request.mutable_context(), "user", 10);
+  for (int i = 0; i < 3; ++i) AddNamespace(request.add_candidates(), "ad", 9);
+  // Context: 10 + 1; each candidate adds 9 + 90.
+  Limits limits;
+  limits.max_features_per_request = 11 + 3 * 99;
+  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  limits.max_features_per_request -= 1;
+  const absl::Status s = CheckPredictCost(UserTimesAd(), request, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("308 features after interactions in total; the limit is 307"),
+            std::string::npos)
+      << s;
+}
+
+TEST(RequestCost, UpdateCountsEveryExampleAndDenseValues) {
+  v1::UpdateRequest request;
+  v1::Example* plain = request.add_examples()->mutable_example();
+  AddNamespace(plain, "user", 3);
+  AddNamespace(plain, "ad", 3);          // 3 + 3 + 9 + 1 = 16
+  plain->add_dense()->add_values(0.5f);  // + 1
+  v1::Impression* imp = request.add_impressions();
+  AddNamespace(imp->mutable_context(), "user", 2);
+  AddNamespace(imp->add_candidates()->mutable_example(), "ad", 2);  // 2 + 2 + 4 + 1 = 9
+  // A zero-valued feature is dropped by hashing and not counted.
+  imp->mutable_candidates(0)
+      ->mutable_example()
+      ->mutable_namespaces(0)
+      ->mutable_features(0)
+      ->set_value(0.0f);  // now 2 + 1 + 2 + 1 = 6
+  Limits limits;
+  limits.max_features_after_interactions = 17;
+  limits.max_features_per_request = 23;
+  EXPECT_TRUE(CheckUpdateCost(UserTimesAd(), request, limits).ok());
+  limits.max_features_per_request = 22;
+  EXPECT_EQ(CheckUpdateCost(UserTimesAd(), request, limits).code(),
+            absl::StatusCode::kResourceExhausted);
+  limits.max_features_per_request = 23;
+  limits.max_features_after_interactions = 16;
+  const absl::Status s = CheckUpdateCost(UserTimesAd(), request, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("examples[0].example yields 17 features"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace clickd
