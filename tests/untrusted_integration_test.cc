@@ -11,6 +11,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -187,6 +188,75 @@ TEST(CallerErrors, UnparsableRequestsAreInvalidArgument) {
   get.set_model("default");
   v1::GetModelResponse got;
   EXPECT_TRUE(stub->GetModel(Context().get(), get, &got).ok());  // still serving
+}
+
+// Sends `messages` (raw bytes) on an UpdateStreamAcked call and returns its
+// final status and how many acks came back.
+class RawAckedStream : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  RawAckedStream(grpc::GenericStub* stub, std::vector<std::string> messages)
+      : messages_(std::move(messages)) {
+    context_.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    stub->PrepareBidiStreamingCall(&context_, "/clickd.v1.Clickd/UpdateStreamAcked",
+                                   grpc::StubOptions(), this);
+    StartRead(&ack_);
+    WriteNext();
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok) WriteNext();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    ++acks_;
+    StartRead(&ack_);
+  }
+  void OnDone(const grpc::Status& status) override { done_.set_value(status); }
+
+  grpc::Status Await() { return done_.get_future().get(); }
+  int acks() const { return acks_; }
+
+ private:
+  void WriteNext() {
+    if (next_ == messages_.size()) {
+      StartWritesDone();
+      return;
+    }
+    grpc::Slice slice(messages_[next_++]);
+    out_ = grpc::ByteBuffer(&slice, 1);
+    StartWrite(&out_);
+  }
+
+  grpc::ClientContext context_;
+  std::vector<std::string> messages_;
+  size_t next_ = 0;
+  grpc::ByteBuffer out_, ack_;
+  std::atomic<int> acks_{0};
+  std::promise<grpc::Status> done_;
+};
+
+// An unparsable message in a stream ended it as if the client had closed
+// it (OK, fewer acks); now it is INVALID_ARGUMENT naming the message.
+TEST(CallerErrors, UnparsableStreamMessageEndsTheStreamWithInvalidArgument) {
+  auto server = Start({});
+  ASSERT_NE(server, nullptr);
+  v1::UpdateRequest good;
+  good.set_model("default");
+  v1::LabeledExample* e = good.add_examples();
+  e->set_label(1);
+  v1::Namespace* ns = e->mutable_example()->add_namespaces();
+  ns->set_name("ad");
+  ns->add_features()->set_name("x");
+  grpc::GenericStub generic(server->NewChannel());
+  RawAckedStream stream(&generic,
+                        {good.SerializeAsString(), "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+                         good.SerializeAsString()});
+  const grpc::Status status = stream.Await();
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_EQ(status.error_message(),
+            "message 1 (1 examples applied before it): the request is not a valid "
+            "clickd.v1.UpdateRequest (11 bytes)");
+  EXPECT_EQ(stream.acks(), 1);
 }
 
 TEST(CallerErrors, HugeNamesAreCutInMessages) {
