@@ -96,6 +96,11 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         " is a binary classifier and takes loss hinge (labels -1/+1, prediction the margin)"));
   }
   if (absl::Status s = ValidateDenseParts(config); !s.ok()) return s;
+  // Unused dense parameters too: the config is stored and shown whole.
+  if (absl::Status s = ValidateDenseOptimizerRanges(config.dense_optimizer, "dense_optimizer");
+      !s.ok()) {
+    return s;
+  }
   return ValidateHashingConfig(config.hashing);
 }
 
