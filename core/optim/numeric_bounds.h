@@ -75,6 +75,13 @@ inline double ClampGradient(double g) {
   return std::clamp(g, -kMaxCoordinateGradient, kMaxCoordinateGradient);
 }
 
+// A finite double as a finite float: beyond +-FLT_MAX it saturates (a
+// margin stored as float for progressive validation).
+inline float ToFiniteFloat(double v) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  return static_cast<float>(std::clamp(v, -kMax, kMax));
+}
+
 // Saturates every float of a per-coordinate State at +-kMaxStateValue. Every
 // optimizer's State is a struct of floats only (numeric_bounds_test checks
 // each); an infinity produced by one step becomes the bound.
