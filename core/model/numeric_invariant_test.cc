@@ -100,6 +100,77 @@ TEST(NumericInvariant, ExtremeAcceptedInputsRepeatedKeepEveryPredictionFinite) {
   }
 }
 
+// A dense block under each learner, squared loss, values and labels at their
+// limits: the dense margin stays finite (dense metagrad's covariance update
+// once turned NaN here).
+TEST(NumericInvariant, DenseLearnersStayFiniteAtTheLimits) {
+  const float v = static_cast<float>(kMaxDenseValue);
+  Example e = Ex("u", {Feature::Named("u1", static_cast<float>(kMaxFeatureValue))});
+  for (DenseOptimizerType type :
+       {DenseOptimizerType::kAdaDiag, DenseOptimizerType::kAdaDiagDa, DenseOptimizerType::kAdaFull,
+        DenseOptimizerType::kAdaFullDa, DenseOptimizerType::kAdaFd, DenseOptimizerType::kAdaFdDa,
+        DenseOptimizerType::kOns, DenseOptimizerType::kFdSon, DenseOptimizerType::kMetaGrad}) {
+    ModelConfig config;
+    config.optimizer.type = OptimizerType::kSgd;
+    config.optimizer.sgd.eta = kMaxRate;
+    config.loss = LossType::kSquared;
+    config.dense_namespaces = {{"d", 3}};
+    config.dense_optimizer.type = type;
+    config.dense_optimizer.tau = 2;
+    const std::string name(DenseOptimizerTypeName(type));
+    ASSERT_TRUE(ValidateModelConfig(config).ok()) << name;
+    auto model = *CreateModel(config);
+    e.dense = {{"d", {v, -v, v}}};
+    std::vector<TrainingExample> batch;
+    for (int i = 0; i < 4; ++i) {
+      batch.push_back({nullptr, &e, i % 2 ? 1e6f : -1e6f, static_cast<float>(kMaxImportance)});
+    }
+    ASSERT_TRUE(CheckDenseValues(*model, nullptr, "", e, "example").ok());
+    for (int round = 0; round < 50; ++round) {
+      for (const ScoredExample& s : LearnBatch(*model, batch)) {
+        ASSERT_TRUE(std::isfinite(s.margin)) << name << " round " << round;
+      }
+    }
+    EXPECT_TRUE(std::isfinite(ScoreCandidates(*model, Example{}, {&e, 1})[0].margin)) << name;
+  }
+}
+
+// The fuzzer's first finding (corpus file dense_metagrad_squared): sgd
+// diverging under squared loss drives the loss gradient to its clamp, and
+// dense metagrad's covariance update lost positive definiteness to rounding
+// and turned the margin NaN on the second pass.
+TEST(NumericInvariant, DenseMetaGradAfterClampedGradientsStaysFinite) {
+  ModelConfig config;
+  config.optimizer.type = OptimizerType::kSgd;
+  config.loss = LossType::kSquared;
+  config.hashing.bits = 1;
+  config.hashing.interactions = {{"a", "b"}};
+  config.dense_namespaces = {{"d", 1}};
+  config.dense_optimizer.type = DenseOptimizerType::kMetaGrad;
+  config.dense_optimizer.tau = 3;
+  auto model = *CreateModel(config);
+  auto with_dense = [](Example e, float d) {
+    e.dense = {{"d", {d}}};
+    return e;
+  };
+  Example ab;
+  ab.namespaces = {{"a", {Feature::WithId(5)}}, {"b", {Feature::WithId(5)}}};
+  const Example a3 =
+      Ex("a", {Feature::WithId(5), Feature::WithId(3), Feature::WithId(3), Feature::WithId(3)});
+  const std::vector<Example> examples = {with_dense(Example{}, 7.64704f), with_dense(ab, -1e6f),
+                                         with_dense(a3, 10), with_dense(Example{}, 10)};
+  const std::vector<TrainingExample> batch = {{nullptr, &examples[0], 1, 1},
+                                              {nullptr, &examples[1], 0, 1},
+                                              {nullptr, &examples[2], -1, 1},
+                                              {nullptr, &examples[3], -1, 1}};
+  ASSERT_TRUE(ValidateTrainingBatch(config.loss, batch, Field).ok());
+  for (int round = 0; round < 50; ++round) {
+    for (const ScoredExample& s : LearnBatch(*model, batch)) {
+      ASSERT_TRUE(std::isfinite(s.margin)) << "round " << round;
+    }
+  }
+}
+
 // Past the server's checks (an offline file, a direct caller): the learning
 // step's clamps keep even unvalidated magnitudes finite.
 TEST(NumericInvariant, LearningStepClampsUnvalidatedMagnitudes) {
