@@ -128,14 +128,14 @@ class MetaGrad final : public DenseOptimizer {
     // u = v eta sqrt(2 / c) so that Sigma stays exactly symmetric.
     v_.noalias() = s.sigma * g;
     double c = 1.0 + 2.0 * eta * eta * g.dot(v_);
-    if (c >= 1) {
+    if (c > 0) {
       u_ = v_ * (eta * std::sqrt(2.0 / c));
       s.sigma.noalias() -= u_ * u_.transpose();
     } else {
       // Sigma is positive definite, so c >= 1; only rounding after huge
-      // gradients (|g| ~ 1e21: core/optim/numeric_bounds.h) makes g^T Sigma g
-      // negative. Then Sigma keeps its value rather than turning sqrt(2 / c)
-      // into NaN; ordinary steps never take this branch.
+      // gradients (|g| ~ 1e21: core/optim/numeric_bounds.h) makes c <= 0.
+      // Then Sigma keeps its value rather than turning sqrt(2 / c) into NaN;
+      // every step that was finite before takes the branch above, unchanged.
       c = 1;
     }
     s.w -= (eta * MetaGradGradientScale(eta, r) / c) * v_;
