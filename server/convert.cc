@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/optim/dense/dense_optimizer_config.h"
 #include "core/optim/loss.h"
+#include "core/optim/numeric_bounds.h"
 #include "core/optim/optimizer_config.h"
 #include "wire/model_config_proto.h"
 
@@ -37,11 +38,7 @@ absl::Status ConvertFeature(const v1::Feature& proto, const std::string& field,
       return absl::InvalidArgumentError(absl::StrCat(field, " has neither name nor id"));
   }
   out->value = proto.has_value() ? proto.value() : 1.0f;
-  if (!std::isfinite(out->value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".value is ", out->value, "; must be finite"));
-  }
-  return absl::OkStatus();
+  return CheckFeatureValue(out->value, field + ".value");
 }
 
 // Copies an optional hyperparameter over its default.

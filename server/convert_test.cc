@@ -36,6 +36,14 @@ TEST(Convert, ErrorsNameThePath) {
   auto s = ToExample(e, "candidates[3]", Limits{}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "candidates[3].namespaces[0].features[1].value is nan; must be finite");
+  e.mutable_namespaces(0)->mutable_features(1)->set_value(1e20f);
+  s = ToExample(e, "candidates[3]", Limits{}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "candidates[3].namespaces[0].features[1].value is 1e+20; the limit is 1e+06 in "
+            "absolute value");
+  e.mutable_namespaces(0)->mutable_features(1)->set_value(-1e6f);  // at the limit
+  EXPECT_TRUE(ToExample(e, "candidates[3]", Limits{}).ok());
   e = ProtoExample();
   e.mutable_namespaces(0)->add_features();  // neither name nor id
   s = ToExample(e, "context", Limits{}).status();
@@ -139,8 +147,12 @@ TEST(Convert, MetaGradDiagParamsRoundTrip) {
   p.mutable_metagrad_diag()->set_gradient_bound(-1);
   EXPECT_EQ(ToModelConfig(p).status().message(),
             "config.metagrad_diag.gradient_bound is -1; must be finite and > 0");
-  // Another optimizer's params are not checked, and not echoed.
+  // Another optimizer's params are checked too (numeric bounds), and not
+  // echoed.
   p.set_optimizer("ftrl");
+  EXPECT_EQ(ToModelConfig(p).status().message(),
+            "config.metagrad_diag.gradient_bound is -1; must be finite and > 0");
+  p.mutable_metagrad_diag()->set_gradient_bound(2);
   c = ToModelConfig(p);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(ToProto(*c).has_metagrad_diag());

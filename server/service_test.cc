@@ -109,6 +109,28 @@ TEST(ClickdService, RejectedBatchAppliesNothing) {
   EXPECT_TRUE(scored.empty());
 }
 
+// The adversarial update of issue 10: a finite but huge importance used to
+// turn every prediction NaN a few updates later. It is refused whole, with
+// the model unchanged.
+TEST(ClickdService, HugeImportanceIsRefusedAndAppliesNothing) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  ClickdService service(&registry, Limits{}, [] {});
+  auto served = *service.Lookup("default", "model");
+  v1::UpdateResponse response;
+  std::vector<ScoredExample> scored;
+  ASSERT_TRUE(service.ApplyUpdate(*served, Clicks(4, 1), &response, &scored).ok());
+  const std::string before = served->model().SerializeState();
+  v1::UpdateRequest request = Clicks(4, 2);
+  request.mutable_impressions(0)->mutable_candidates(3)->set_importance(1e20f);
+  scored.clear();
+  const absl::Status s = service.ApplyUpdate(*served, request, &response, &scored);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "impressions[0].candidates[3].importance is 1e+20; the limit is 10000");
+  EXPECT_EQ(served->model().SerializeState(), before);
+  EXPECT_TRUE(scored.empty());
+}
+
 // A service over one durable default model whose files go through a
 // fault-injecting Env.
 class DurableService : public ::testing::Test {

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <random>
 
+#include "core/optim/numeric_bounds.h"
+
 namespace clickd {
 namespace {
 
@@ -210,7 +212,7 @@ void DrawCounts(std::mt19937_64& rng, std::vector<uint32_t>& counts) {
 ProgressiveMetrics::ProgressiveMetrics(LossType loss) : loss_(loss) {}
 
 void ProgressiveMetrics::Add(double margin, double label, double importance) {
-  scored_.push_back(ScoredExample{static_cast<float>(margin), static_cast<float>(label),
+  scored_.push_back(ScoredExample{ToFiniteFloat(margin), static_cast<float>(label),
                                   static_cast<float>(importance)});
 }
 
@@ -238,7 +240,7 @@ void StreamingMetrics::AllocateBins() {
 }
 
 void StreamingMetrics::Add(double margin, double label, double importance) {
-  const ScoredExample e{static_cast<float>(margin), static_cast<float>(label),
+  const ScoredExample e{ToFiniteFloat(margin), static_cast<float>(label),
                         static_cast<float>(importance)};
   AddTerm(MakeTerm(loss_, e, 0), 1, &sums_);
   if (std::isnan(margin)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "xxhash.h"
@@ -80,6 +81,17 @@ uint64_t FeatureHasher::BiasKey() const {
   return XXH3_64bits_withSeed(kBiasName.data(), kBiasName.size(), config_.seed);
 }
 
+namespace {
+
+// A finite float for a cross's product or a merged sum: +-inf (finite
+// values beyond FLT_MAX) becomes +-FLT_MAX, so every hashed value is finite.
+float SaturateFloat(float v) {
+  constexpr float kMax = std::numeric_limits<float>::max();
+  return std::clamp(v, -kMax, kMax);
+}
+
+}  // namespace
+
 uint64_t FeatureHasher::CrossKey(const uint64_t* keys, int count) const {
   unsigned char bytes[8 * kMaxCrossArity];
   for (int i = 0; i < count; ++i) PutLittleEndian64(keys[i], bytes + 8 * i);
@@ -92,7 +104,7 @@ void SortAndMerge(std::vector<HashedFeature>* features) {
   auto write = features->begin();
   for (auto read = features->begin(); read != features->end(); ++read) {
     if (write != features->begin() && (write - 1)->key == read->key) {
-      (write - 1)->value += read->value;
+      (write - 1)->value = SaturateFloat((write - 1)->value + read->value);
     } else {
       *write++ = *read;
     }
@@ -151,7 +163,7 @@ void MergeDuplicates(std::vector<HashedFeature>* features, size_t first) {
         break;
       }
       if (f[table[h] - 1].key == f[read].key) {
-        f[table[h] - 1].value += f[read].value;
+        f[table[h] - 1].value = SaturateFloat(f[table[h] - 1].value + f[read].value);
         break;
       }
     }
@@ -233,7 +245,8 @@ void FeatureHasher::AppendCrosses(const TermLists& context, const TermLists* can
         const HashedFeature& fb = at(1, b);
         const bool cand_ab = cand_a || b >= ctx[1]->size();
         keys[1] = fb.key;
-        const float ab = fa.value * fb.value;
+        // Saturated: a product of large finite values must not be inf.
+        const float ab = SaturateFloat(fa.value * fb.value);
         if (in.arity == 2) {
           out->push_back({CrossKey(keys, 2), ab});
           continue;
@@ -241,7 +254,7 @@ void FeatureHasher::AppendCrosses(const TermLists& context, const TermLists* can
         for (size_t c = first_position(2, b, cand_ab); c < n[2]; ++c) {
           const HashedFeature& fc = at(2, c);
           keys[2] = fc.key;
-          out->push_back({CrossKey(keys, 3), ab * fc.value});
+          out->push_back({CrossKey(keys, 3), SaturateFloat(ab * fc.value)});
         }
       }
     }

@@ -8,6 +8,8 @@
 //   bias            key = XXH3_64("clickd.bias", seed)
 //   cross a x b [x c] key = XXH3_64(key_a || key_b [|| key_c], seed), each as
 //                         8 little-endian bytes, value = product of values
+// A product or a merged sum beyond FLT_MAX saturates at +-FLT_MAX, so every
+// hashed value of finite inputs is finite.
 // Crosses use the unfolded keys; folding to 2^bits slots (VW's -b) is the last
 // step. A FeatureHasher is immutable after construction and safe to share.
 #ifndef CLICKD_CORE_FEATURES_HASHER_H_

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "core/optim/numeric_bounds.h"
 
 namespace clickd {
 
@@ -74,9 +75,9 @@ absl::Status DenseBlock::Check(const Example* context, std::string_view context_
                                                        "\" has dimension ", slot->second.dim));
       }
       for (size_t j = 0; j < d.values.size(); ++j) {
-        if (!std::isfinite(d.values[j])) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(at, ".values[", j, "] is ", d.values[j], "; must be finite"));
+        if (absl::Status s = CheckDenseValue(d.values[j], absl::StrCat(at, ".values[", j, "]"));
+            !s.ok()) {
+          return s;
         }
       }
       if (!given.insert(d.name).second) {

@@ -6,7 +6,7 @@
 //
 // An example carries its dense values as (namespace, values) pairs; a
 // namespace it leaves out contributes zeros. Values are checked (declared
-// namespace, exact dimension, finite, each namespace once across an
+// namespace, exact dimension, finite and bounded, each namespace once across an
 // impression's context and candidate) before anything is learned.
 //
 // Thread safety: safe for concurrent access. Margin takes the block's
@@ -52,9 +52,9 @@ class DenseBlock {
   void PlaceSparse(absl::Span<const HashedFeature> features, Eigen::VectorXd* x) const;
 
   // Checks the dense values of an example (and of its context, if any):
-  // every namespace declared, its values exactly its dimension, finite, no
-  // namespace twice. Errors name <field>.dense[i] (context_field for the
-  // context's) and the limit.
+  // every namespace declared, its values exactly its dimension, finite and
+  // within kMaxDenseValue (core/optim/numeric_bounds.h), no namespace twice. Errors name
+  // <field>.dense[i] (context_field for the context's) and the limit.
   absl::Status Check(const Example* context, std::string_view context_field, const Example& example,
                      std::string_view field) const;
 

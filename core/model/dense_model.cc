@@ -1,8 +1,10 @@
 #include "core/model/dense_model.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/optim/loss.h"
+#include "core/optim/numeric_bounds.h"
 
 namespace clickd {
 
@@ -22,10 +24,12 @@ double DenseModel::LearnWithDense(absl::Span<const HashedFeature> features,
   block->PlaceSparse(features, &x);
   MutexLock lock(&learn_mu_);
   const double margin = block->Margin(x);
-  const double dloss = LossGradient(config().loss, margin, label) * importance;
+  // Clamped and saturated as LinearModel does (core/optim/numeric_bounds.h).
+  const double dloss = ClampGradient(LossGradient(config().loss, margin, label) * importance);
   block->Update(x, dloss);
   round_.t += 1;
-  round_.sum_grad_norm_sq += dloss * dloss * x.squaredNorm();
+  round_.sum_grad_norm_sq =
+      std::min(round_.sum_grad_norm_sq + dloss * dloss * x.squaredNorm(), kMaxRoundSum);
   return margin;
 }
 

@@ -15,6 +15,7 @@
 #ifndef CLICKD_CORE_MODEL_LINEAR_MODEL_H_
 #define CLICKD_CORE_MODEL_LINEAR_MODEL_H_
 
+#include <algorithm>
 #include <concepts>
 #include <cstring>
 #include <string>
@@ -25,6 +26,7 @@
 #include "core/base/mutex.h"
 #include "core/model/model.h"
 #include "core/optim/loss.h"
+#include "core/optim/numeric_bounds.h"
 #include "core/optim/round.h"
 #include "core/store/sharded_store.h"
 
@@ -82,8 +84,14 @@ class LinearModel final : public Model {
       }
       if (block != nullptr) margin += block->Margin(*dense);
       const double dloss = LossGradient(config().loss, margin, label) * importance;
+      // The last line of the numeric invariant (core/optim/numeric_bounds.h):
+      // each coordinate's gradient is clamped and each state saturated, which
+      // leaves ordinary steps bit-identical.
       double grad_norm_sq = 0;
-      for (const HashedFeature& f : features) grad_norm_sq += dloss * f.value * (dloss * f.value);
+      for (const HashedFeature& f : features) {
+        const double g = ClampGradient(dloss * f.value);
+        grad_norm_sq += g * g;
+      }
       // Every key is inserted, even with a zero gradient: the example's
       // attributes have been seen (global OGD's diameter counts them).
       const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
@@ -92,16 +100,18 @@ class LinearModel final : public Model {
             optimizer_.PrepareStep(margin, label, importance, states, features);
         for (size_t i = 0; i < features.size(); ++i) {
           optimizer_.Apply(*states[i], features[i].value, step);
+          SaturateState(*states[i]);
         }
       } else {
         for (size_t i = 0; i < features.size(); ++i) {
-          optimizer_.Apply(*states[i], dloss * features[i].value, round);
+          optimizer_.Apply(*states[i], ClampGradient(dloss * features[i].value), round);
+          SaturateState(*states[i]);
         }
       }
       // Under the shard locks, so that a concurrent learner of the same
       // keys sees the dense part of this step too (lock order: shards, then
       // the dense block's).
-      if (block != nullptr) block->Update(*dense, dloss);
+      if (block != nullptr) block->Update(*dense, ClampGradient(dloss));
     });
     return margin;
   }
@@ -181,7 +191,7 @@ class LinearModel final : public Model {
   RoundContext AdvanceRound(double grad_norm_sq, uint64_t new_keys) {
     MutexLock lock(&round_mu_);
     round_.t += 1;
-    round_.sum_grad_norm_sq += grad_norm_sq;
+    round_.sum_grad_norm_sq = std::min(round_.sum_grad_norm_sq + grad_norm_sq, kMaxRoundSum);
     round_.coordinates += new_keys;
     return round_;
   }

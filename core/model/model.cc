@@ -1,6 +1,8 @@
 #include "core/model/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -8,6 +10,7 @@
 #include "core/base/quote.h"
 #include "core/model/dense_model.h"
 #include "core/model/linear_model.h"
+#include "core/optim/numeric_bounds.h"
 
 namespace clickd {
 
@@ -97,6 +100,11 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         " is a binary classifier and takes loss hinge (labels -1/+1, prediction the margin)"));
   }
   if (absl::Status s = ValidateDenseParts(config); !s.ok()) return s;
+  // Unused dense parameters too: the config is stored and shown whole.
+  if (absl::Status s = ValidateDenseOptimizerRanges(config.dense_optimizer, "dense_optimizer");
+      !s.ok()) {
+    return s;
+  }
   return ValidateHashingConfig(config.hashing);
 }
 
@@ -138,6 +146,16 @@ absl::StatusOr<std::unique_ptr<Model>> CreateLinearModel(const ModelConfig& conf
 }
 
 }  // namespace
+
+bool StateIsFinite(const Model::State& state) {
+  if (!std::isfinite(state.round.sum_grad_norm_sq)) return false;
+  const size_t record = sizeof(uint64_t) + state.state_size;
+  const std::string_view bytes = state.coordinates;
+  for (size_t at = 0; at + record <= bytes.size(); at += record) {
+    if (!FloatsAreFinite(bytes.substr(at + sizeof(uint64_t), state.state_size))) return false;
+  }
+  return true;
+}
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
   if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;

@@ -102,6 +102,12 @@ class Model {
   std::unique_ptr<DenseBlock> dense_;  // set once by CreateModel
 };
 
+// True if the state's round sum and every float of every coordinate's
+// State are finite (every State is floats only; core/optim/numeric_bounds.h).
+// The dense block's state is not inspected. For tests and fuzzers of the
+// numeric invariant.
+bool StateIsFinite(const Model::State& state);
+
 // Validates the config and builds the model for its optimizer.
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config);
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/optim/numeric_bounds.h"
 
 namespace clickd {
 
@@ -71,7 +72,7 @@ std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExa
     const bool has_dense = block != nullptr && block->Assemble(e.context, *e.example, &dense);
     const double margin =
         model.LearnWithDense(features, has_dense ? &dense : nullptr, e.label, e.importance);
-    scored.push_back({static_cast<float>(margin), e.label, e.importance});
+    scored.push_back({ToFiniteFloat(margin), e.label, e.importance});
   }
   return scored;
 }

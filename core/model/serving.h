@@ -40,9 +40,10 @@ struct TrainingExample {
   float importance;
 };
 
-// Checks every label against the loss and every importance (finite, >= 0)
-// before anything is learned, so a rejected batch applies nothing. Errors
-// name the failing entry with `field_of(i)`.
+// Checks every label against the loss (squared loss: |label| <=
+// kMaxSquaredLabel) and every importance (in [0, kMaxImportance]; see
+// core/optim/numeric_bounds.h) before anything is learned, so a rejected
+// batch applies nothing. Errors name the failing entry with `field_of(i)`.
 template <typename FieldOf>
 absl::Status ValidateTrainingBatch(LossType loss, absl::Span<const TrainingExample> batch,
                                    FieldOf&& field_of);

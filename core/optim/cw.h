@@ -31,9 +31,12 @@
 #ifndef CLICKD_CORE_OPTIM_CW_H_
 #define CLICKD_CORE_OPTIM_CW_H_
 
+#include <algorithm>
+
 #include "absl/types/span.h"
 #include "core/features/hasher.h"
 #include "core/optim/loss.h"
+#include "core/optim/numeric_bounds.h"
 #include "core/optim/round.h"
 
 namespace clickd {
@@ -81,7 +84,10 @@ class Cw {
       const double x = features[i].value;
       v += Variance(*states[i]) * x * x;
     }
-    const double alpha = importance * CwAlpha(y * margin, v, phi_);
+    // CwAlpha grows as 1/V; a vanishing variance (tiny values, saturated
+    // precisions) is capped so that alpha stays finite, even times 0.
+    const double alpha =
+        importance * std::min(CwAlpha(y * margin, v, phi_), double{kMaxStateValue});
     return Step{alpha * y, 2.0 * alpha * phi_};
   }
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "core/optim/numeric_bounds.h"
 
 namespace clickd {
 namespace {
@@ -20,6 +21,10 @@ absl::Status RequirePositive(std::string_view field, double value) {
 absl::Status ValidateMetaGradDiagParams(const MetaGradDiagParams& params) {
   absl::Status status = RequirePositive("diameter", params.diameter);
   status.Update(RequirePositive("gradient_bound", params.gradient_bound));
+  // The rates 1/(5 D G) and the surrogate losses stay finite in double.
+  status.Update(CheckParamInRange("metagrad_diag.diameter", params.diameter, kMinScale, kMaxScale));
+  status.Update(CheckParamInRange("metagrad_diag.gradient_bound", params.gradient_bound, kMinScale,
+                                  kMaxScale));
   return status;
 }
 

@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "core/optim/dense/metagrad_grid.h"
+#include "core/optim/numeric_bounds.h"
 #include "core/optim/round.h"
 
 namespace clickd {
@@ -45,8 +46,9 @@ struct MetaGradDiagParams {
   double gradient_bound = 1.0;
 };
 
-// Checks diameter and gradient_bound are finite and > 0; errors name the
-// field and the limit.
+// Checks diameter and gradient_bound are finite, > 0 and in [kMinScale,
+// kMaxScale] (core/optim/numeric_bounds.h); errors name the field and the
+// limit.
 absl::Status ValidateMetaGradDiagParams(const MetaGradDiagParams& params);
 
 class MetaGradDiag {
@@ -84,7 +86,10 @@ class MetaGradDiag {
       const double step =
           eta * MetaGradGradientScale(eta, r) * g / (inv_d2_ + 2 * eta * eta * sum_g2);
       s.slave_w[i] = static_cast<float>(std::clamp(wi - step, -radius_, radius_));
-      s.loss[i] = static_cast<float>(s.loss[i] + MetaGradSurrogateLoss(eta, r));
+      // Saturated before the float store: an infinite loss would turn the
+      // subtraction of the smallest below into inf - inf.
+      s.loss[i] = static_cast<float>(
+          std::min(s.loss[i] + MetaGradSurrogateLoss(eta, r), double{kMaxStateValue}));
       min_loss = std::min(min_loss, static_cast<double>(s.loss[i]));
     }
     for (float& loss : s.loss) loss = static_cast<float>(loss - min_loss);

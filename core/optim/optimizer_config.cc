@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/optim/numeric_bounds.h"
 
 namespace clickd {
 namespace {
@@ -67,45 +68,53 @@ bool IsBinaryClassifier(OptimizerType type) {
 }
 
 absl::Status ValidateOptimizerConfig(const OptimizerConfig& c) {
+  // Every optimizer's parameters, selected or not: a config is stored and
+  // shown whole, so no part of it may hold a value no step could take. The
+  // sign checks come first (their messages are the long-standing ones),
+  // then the ranges of core/optim/numeric_bounds.h.
   absl::Status s;
-  switch (c.type) {
-    case OptimizerType::kFtrl:
-      s.Update(RequirePositive("ftrl.alpha", c.ftrl.alpha));
-      s.Update(RequireNonNegative("ftrl.beta", c.ftrl.beta));
-      s.Update(RequireNonNegative("ftrl.lambda1", c.ftrl.lambda1));
-      s.Update(RequireNonNegative("ftrl.lambda2", c.ftrl.lambda2));
-      break;
-    case OptimizerType::kAdagrad:
-    case OptimizerType::kAdagradDa:
-      s.Update(RequirePositive("adagrad.eta", c.adagrad.eta));
-      s.Update(RequireNonNegative("adagrad.delta", c.adagrad.delta));
-      s.Update(RequireNonNegative("adagrad.lambda", c.adagrad.lambda));
-      break;
-    case OptimizerType::kPcOgd:
-      s.Update(RequirePositive("pc_ogd.radius", c.pc_ogd.radius));
-      s.Update(RequirePositive("pc_ogd.scale", c.pc_ogd.scale));
-      break;
-    case OptimizerType::kGlobalOgd:
-      s.Update(RequirePositive("global_ogd.radius", c.global_ogd.radius));
-      s.Update(RequirePositive("global_ogd.scale", c.global_ogd.scale));
-      break;
-    case OptimizerType::kSgd:
-      s.Update(RequirePositive("sgd.eta", c.sgd.eta));
-      break;
-    case OptimizerType::kPa:
-      s.Update(RequirePositive("pa.c", c.pa.c));
-      break;
-    case OptimizerType::kCw:
-      // phi = Phi^{-1}(eta) must be finite and > 0 for CW's closed form.
-      s.Update(RequireOpenInterval("cw.eta", c.cw.eta, 0.5, 1.0));
-      s.Update(RequirePositive("cw.a", c.cw.a));
-      break;
-    case OptimizerType::kMetaGradDiag:
-      s.Update(ValidateMetaGradDiagParams(c.metagrad_diag));
-      break;
-    case OptimizerType::kDense:  // ValidateModelConfig checks the dense learner
-      break;
-  }
+  s.Update(RequirePositive("ftrl.alpha", c.ftrl.alpha));
+  s.Update(RequireNonNegative("ftrl.beta", c.ftrl.beta));
+  s.Update(RequireNonNegative("ftrl.lambda1", c.ftrl.lambda1));
+  s.Update(RequireNonNegative("ftrl.lambda2", c.ftrl.lambda2));
+  s.Update(CheckParamInRange("ftrl.alpha", c.ftrl.alpha, kMinRate, kMaxRate));
+  // beta > 0 keeps the weight's denominator positive while n is still 0
+  // (a gradient whose square underflows).
+  s.Update(CheckParamInRange("ftrl.beta", c.ftrl.beta, kMinScale, kMaxScale));
+  s.Update(CheckParamInRange("ftrl.lambda1", c.ftrl.lambda1, 0, kMaxScale));
+  s.Update(CheckParamInRange("ftrl.lambda2", c.ftrl.lambda2, 0, kMaxScale));
+
+  s.Update(RequirePositive("adagrad.eta", c.adagrad.eta));
+  s.Update(RequireNonNegative("adagrad.delta", c.adagrad.delta));
+  s.Update(RequireNonNegative("adagrad.lambda", c.adagrad.lambda));
+  s.Update(CheckParamInRange("adagrad.eta", c.adagrad.eta, kMinRate, kMaxRate));
+  // delta > 0: H = delta + sqrt(sum g^2) divides the step, and is 0/0 on a
+  // zero gradient otherwise.
+  s.Update(CheckParamInRange("adagrad.delta", c.adagrad.delta, kMinScale, kMaxScale));
+  s.Update(CheckParamInRange("adagrad.lambda", c.adagrad.lambda, 0, kMaxScale));
+
+  s.Update(RequirePositive("pc_ogd.radius", c.pc_ogd.radius));
+  s.Update(RequirePositive("pc_ogd.scale", c.pc_ogd.scale));
+  s.Update(CheckParamInRange("pc_ogd.radius", c.pc_ogd.radius, kMinScale, kMaxScale));
+  s.Update(CheckParamInRange("pc_ogd.scale", c.pc_ogd.scale, kMinRate, kMaxRate));
+
+  s.Update(RequirePositive("global_ogd.radius", c.global_ogd.radius));
+  s.Update(RequirePositive("global_ogd.scale", c.global_ogd.scale));
+  s.Update(CheckParamInRange("global_ogd.radius", c.global_ogd.radius, kMinScale, kMaxScale));
+  s.Update(CheckParamInRange("global_ogd.scale", c.global_ogd.scale, kMinRate, kMaxRate));
+
+  s.Update(RequirePositive("sgd.eta", c.sgd.eta));
+  s.Update(CheckParamInRange("sgd.eta", c.sgd.eta, kMinRate, kMaxRate));
+
+  s.Update(RequirePositive("pa.c", c.pa.c));
+  s.Update(CheckParamInRange("pa.c", c.pa.c, kMinRate, kMaxScale));
+
+  // phi = Phi^{-1}(eta) must be finite and > 0 for CW's closed form.
+  s.Update(RequireOpenInterval("cw.eta", c.cw.eta, 0.5, 1.0));
+  s.Update(RequirePositive("cw.a", c.cw.a));
+  s.Update(CheckParamInRange("cw.a", c.cw.a, kMinScale, kMaxScale));
+
+  s.Update(ValidateMetaGradDiagParams(c.metagrad_diag));
   return s;
 }
 

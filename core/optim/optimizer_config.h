@@ -57,9 +57,10 @@ struct OptimizerConfig {
 // True for the binary classifiers (pa, cw), which take loss hinge only.
 bool IsBinaryClassifier(OptimizerType type);
 
-// Checks the selected optimizer's hyperparameters: finite, and positive or
-// non-negative (cw.eta: in (0.5, 1)) as each formula needs. Errors name the
-// field and the limit.
+// Checks every optimizer's hyperparameters, selected or not: finite, of the
+// sign each formula needs (cw.eta: in (0.5, 1)) and within the ranges of
+// core/optim/numeric_bounds.h (docs/optimizers.md, "Numeric bounds").
+// Errors name the field and the limit.
 absl::Status ValidateOptimizerConfig(const OptimizerConfig& config);
 
 }  // namespace clickd

@@ -83,9 +83,10 @@ TEST(OptimizerConfig, MetaGradDiagParametersNameFieldAndLimit) {
   c.metagrad_diag.gradient_bound = std::numeric_limits<double>::infinity();
   EXPECT_EQ(ValidateOptimizerConfig(c).message(),
             "metagrad_diag.gradient_bound is inf; must be finite and > 0");
-  // Only the selected optimizer's parameters are checked.
+  // Every optimizer's parameters are checked, selected or not.
   c.type = OptimizerType::kFtrl;
-  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+  EXPECT_EQ(ValidateOptimizerConfig(c).message(),
+            "metagrad_diag.gradient_bound is inf; must be finite and > 0");
   // Not a classifier: it minimises any of the losses.
   ModelConfig m;
   m.optimizer.type = OptimizerType::kMetaGradDiag;
@@ -114,9 +115,9 @@ TEST(OptimizerConfig, ClassifierParametersNameFieldAndLimit) {
   c.cw.eta = 0.9;
   c.cw.a = -1;
   EXPECT_EQ(ValidateOptimizerConfig(c).message(), "cw.a is -1; must be finite and > 0");
-  // Only the selected optimizer's parameters are checked.
+  // Every optimizer's parameters are checked, selected or not.
   c.type = OptimizerType::kPa;
-  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
+  EXPECT_EQ(ValidateOptimizerConfig(c).message(), "cw.a is -1; must be finite and > 0");
 }
 
 // PA and CW predict with the margin and take labels -1/+1: only hinge loss.

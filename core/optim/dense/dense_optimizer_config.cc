@@ -10,6 +10,7 @@
 #include "core/optim/dense/fd_son.h"
 #include "core/optim/dense/metagrad.h"
 #include "core/optim/dense/ons.h"
+#include "core/optim/numeric_bounds.h"
 
 namespace clickd {
 namespace {
@@ -49,29 +50,8 @@ absl::Status CheckDim(int dim, int limit, DenseOptimizerType type, std::string_v
                    limit, " dimensions; the dense block has ", dim));
 }
 
-}  // namespace
-
-absl::StatusOr<DenseOptimizerType> ParseDenseOptimizerType(std::string_view name) {
-  for (const auto& [type, type_name] : kNames) {
-    if (name == type_name) return type;
-  }
-  std::string expected;
-  for (size_t i = 0; i < std::size(kNames); ++i) {
-    absl::StrAppend(&expected, i == 0 ? "" : ", ", std::string(kNames[i].second));
-  }
-  return absl::InvalidArgumentError(absl::StrCat("dense optimizer \"", std::string(name),
-                                                 "\" is unknown; expected one of ", expected));
-}
-
-std::string_view DenseOptimizerTypeName(DenseOptimizerType type) {
-  for (const auto& [t, name] : kNames) {
-    if (t == type) return name;
-  }
-  return "unknown";
-}
-
-absl::Status ValidateDenseOptimizerConfig(const DenseOptimizerConfig& c, int dim,
-                                          std::string_view field) {
+absl::Status ValidateSelectedLearner(const DenseOptimizerConfig& c, int dim,
+                                     std::string_view field) {
   switch (c.type) {
     case DenseOptimizerType::kAdaDiag:
     case DenseOptimizerType::kAdaDiagDa:
@@ -96,6 +76,49 @@ absl::Status ValidateDenseOptimizerConfig(const DenseOptimizerConfig& c, int dim
       return Prefixed(ValidateMetaGradParams(MetaGradParamsOf(c)), field);
   }
   return absl::InvalidArgumentError(absl::StrCat(std::string(field), " type is unknown"));
+}
+
+}  // namespace
+
+absl::StatusOr<DenseOptimizerType> ParseDenseOptimizerType(std::string_view name) {
+  for (const auto& [type, type_name] : kNames) {
+    if (name == type_name) return type;
+  }
+  std::string expected;
+  for (size_t i = 0; i < std::size(kNames); ++i) {
+    absl::StrAppend(&expected, i == 0 ? "" : ", ", std::string(kNames[i].second));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("dense optimizer \"", std::string(name),
+                                                 "\" is unknown; expected one of ", expected));
+}
+
+std::string_view DenseOptimizerTypeName(DenseOptimizerType type) {
+  for (const auto& [t, name] : kNames) {
+    if (t == type) return name;
+  }
+  return "unknown";
+}
+
+absl::Status ValidateDenseOptimizerRanges(const DenseOptimizerConfig& c, std::string_view field) {
+  const std::string f(field);
+  absl::Status s = CheckParamInRange(f + ".eta", c.eta, kMinRate, kMaxRate);
+  s.Update(CheckParamInRange(f + ".delta", c.delta, kMinScale, kMaxScale));
+  s.Update(CheckParamInRange(f + ".weight_power", c.weight_power, 0, 1));
+  s.Update(CheckParamInRange(f + ".diameter", c.diameter, kMinScale, kMaxScale));
+  s.Update(CheckParamInRange(f + ".gradient_bound", c.gradient_bound, kMinScale, kMaxScale));
+  if (c.tau < 1 || c.tau > kMaxDenseDim) {
+    s.Update(absl::InvalidArgumentError(
+        absl::StrCat(f, ".tau is ", c.tau, "; must be in [1, ", kMaxDenseDim, "]")));
+  }
+  return s;
+}
+
+absl::Status ValidateDenseOptimizerConfig(const DenseOptimizerConfig& c, int dim,
+                                          std::string_view field) {
+  // The selected learner's own checks first (their messages name the
+  // learner's limits), then every field's range.
+  if (absl::Status s = ValidateSelectedLearner(c, dim, field); !s.ok()) return s;
+  return ValidateDenseOptimizerRanges(c, field);
 }
 
 absl::StatusOr<std::unique_ptr<DenseOptimizer>> NewDenseOptimizer(const DenseOptimizerConfig& c,

@@ -45,10 +45,18 @@ inline constexpr int kMaxFullMatrixDim = 2048;
 inline constexpr int kMaxMetaGradDim = 512;
 inline constexpr int kMaxDenseDim = 65536;
 
-// Checks the parameters the selected learner reads, and `dim` against its
-// limit. Errors name the field (prefixed by `field`, e.g. "dense_optimizer")
-// and the limit.
+// Checks the parameters the selected learner reads, `dim` against its
+// limit, and every field's range (ValidateDenseOptimizerRanges). Errors name
+// the field (prefixed by `field`, e.g. "dense_optimizer") and the limit.
 absl::Status ValidateDenseOptimizerConfig(const DenseOptimizerConfig& config, int dim,
+                                          std::string_view field);
+
+// Checks every numeric field, whichever learner reads it: eta in [kMinRate,
+// kMaxRate], delta, diameter and gradient_bound in [kMinScale, kMaxScale],
+// weight_power in [0, 1], tau in [1, kMaxDenseDim]
+// (core/optim/numeric_bounds.h). A model without a dense block is checked
+// too: its config is stored and shown whole.
+absl::Status ValidateDenseOptimizerRanges(const DenseOptimizerConfig& config,
                                           std::string_view field);
 
 // Builds the learner over R^dim, starting at w = 0.

@@ -127,9 +127,17 @@ class MetaGrad final : public DenseOptimizer {
     // Sigma_{t+1} = Sigma_t - (2 eta^2 / c) v v^T, subtracted as u u^T with
     // u = v eta sqrt(2 / c) so that Sigma stays exactly symmetric.
     v_.noalias() = s.sigma * g;
-    const double c = 1.0 + 2.0 * eta * eta * g.dot(v_);
-    u_ = v_ * (eta * std::sqrt(2.0 / c));
-    s.sigma.noalias() -= u_ * u_.transpose();
+    double c = 1.0 + 2.0 * eta * eta * g.dot(v_);
+    if (c > 0) {
+      u_ = v_ * (eta * std::sqrt(2.0 / c));
+      s.sigma.noalias() -= u_ * u_.transpose();
+    } else {
+      // Sigma is positive definite, so c >= 1; only rounding after huge
+      // gradients (|g| ~ 1e21: core/optim/numeric_bounds.h) makes c <= 0.
+      // Then Sigma keeps its value rather than turning sqrt(2 / c) into NaN;
+      // every step that was finite before takes the branch above, unchanged.
+      c = 1;
+    }
     s.w -= (eta * MetaGradGradientScale(eta, r) / c) * v_;
     const double radius = 0.5 * diameter_;
     return s.w.squaredNorm() <= radius * radius;
