@@ -252,8 +252,6 @@ TEST(HashingConfig, Validation) {
   EXPECT_NE(status.message().find("hashing.interactions[0]"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace clickd
 
 TEST(HashingConfig, InteractionCountAndNameLengthAreBounded) {
   HashingConfig config;
@@ -272,3 +270,6 @@ TEST(HashingConfig, InteractionCountAndNameLengthAreBounded) {
   EXPECT_EQ(ValidateHashingConfig(config).message(),
             "hashing.interactions[0][0] is 0 bytes long; must be 1..64");
 }
+
+}  // namespace
+}  // namespace clickd
