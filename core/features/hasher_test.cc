@@ -252,7 +252,6 @@ TEST(HashingConfig, Validation) {
   EXPECT_NE(status.message().find("hashing.interactions[0]"), std::string::npos);
 }
 
-
 TEST(HashingConfig, InteractionCountAndNameLengthAreBounded) {
   HashingConfig config;
   config.interactions.assign(kMaxInteractions, {"user", "ad"});
