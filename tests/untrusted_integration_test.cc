@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -294,6 +296,97 @@ TEST(CallerErrors, ServerPathsStayInTheServerLog) {
   stub.reset();
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
   EXPECT_NE(server->Output().find(dir + "/models/blocked"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// The poison of the adversarial report: one accepted Update with importance
+// 1e20, or a squared-loss label of 1e20, made every prediction NaN for
+// good (the record was in the update log); configs like ftrl.alpha=1e308
+// were accepted. Now each is refused naming the field and the limit, and
+// inputs at the limits, learned many times and replayed after kill -9,
+// leave every margin finite.
+TEST(NumericSafety, PoisonIsRefusedAndInputsAtTheLimitsStayFinite) {
+  const std::string dir = NewDataDir("poison");
+  auto server = Start({"--data_dir=" + dir});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::ModelConfig squared = Named("sq");
+  squared.set_loss("squared");
+  ASSERT_TRUE(CreateModel(*stub, squared).ok());
+
+  v1::ModelConfig bad = Named("bad");
+  bad.mutable_ftrl()->set_alpha(1e308);
+  grpc::Status s = CreateModel(*stub, bad);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("config.ftrl.alpha is 1e+308"), std::string::npos)
+      << s.error_message();
+  bad = Named("bad");
+  bad.mutable_sgd()->set_eta(1e300);  // sgd is not even the selected optimizer
+  s = CreateModel(*stub, bad);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("config.sgd.eta is 1e+300"), std::string::npos)
+      << s.error_message();
+
+  auto update_of = [](const std::string& model, float label, float importance, float value) {
+    v1::UpdateRequest update;
+    update.set_model(model);
+    v1::LabeledExample* e = update.add_examples();
+    e->set_label(label);
+    e->set_importance(importance);
+    v1::Namespace* ns = e->mutable_example()->add_namespaces();
+    ns->set_name("ad");
+    v1::Feature* f = ns->add_features();
+    f->set_name("x");
+    f->set_value(value);
+    return update;
+  };
+  v1::UpdateResponse updated;
+  s = stub->Update(Context().get(), update_of("default", 1, 1e20f, 1), &updated);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "examples[0].importance is 1e+20; the limit is 10000");
+  s = stub->Update(Context().get(), update_of("sq", 1e20f, 1, 1), &updated);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("the limit under squared loss is 1e+06"), std::string::npos)
+      << s.error_message();
+
+  // At the limits, again and again.
+  for (int i = 0; i < 200; ++i) {
+    const float sign = i % 2 == 0 ? 1.0f : -1.0f;
+    ASSERT_TRUE(
+        stub->Update(Context().get(), update_of("default", i % 2, 1e4f, sign * 1e6f), &updated)
+            .ok());
+    ASSERT_TRUE(
+        stub->Update(Context().get(), update_of("sq", sign * 1e6f, 1e4f, sign * 1e6f), &updated)
+            .ok());
+  }
+  auto all_finite = [](v1::Clickd::Stub& stub) {
+    for (const char* model : {"default", "sq"}) {
+      v1::PredictRequest predict;
+      predict.set_model(model);
+      for (const char* name : {"x", "never-seen"}) {
+        v1::Namespace* ns = predict.add_candidates()->add_namespaces();
+        ns->set_name("ad");
+        ns->add_features()->set_name(name);
+      }
+      v1::PredictResponse predicted;
+      const grpc::Status st = stub.Predict(Context().get(), predict, &predicted);
+      if (!st.ok() || predicted.predictions_size() != 2) return false;
+      for (const v1::Prediction& p : predicted.predictions()) {
+        if (!std::isfinite(p.margin()) || !std::isfinite(p.prediction())) return false;
+      }
+    }
+    return true;
+  };
+  EXPECT_TRUE(all_finite(*stub));
+  stub.reset();
+  server->Signal(SIGKILL);
+  server->WaitForExit(std::chrono::seconds(20));
+  auto restarted = Start({"--data_dir=" + dir});
+  ASSERT_NE(restarted, nullptr);
+  auto again = restarted->NewStub();
+  EXPECT_TRUE(all_finite(*again));
+  again.reset();
+  EXPECT_EQ(restarted->Stop().ToString(), "exit 0");
   std::filesystem::remove_all(dir);
 }
 
