@@ -20,7 +20,7 @@ for flavour in release asan tsan; do
   echo "== test $flavour"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp"
   log="build/$flavour/ctest.log"
   if ctest --test-dir "build/$flavour" --output-on-failure -j "${JOBS:-2}" | tee "$log"; then :; else
     echo "tests failed in $flavour build" >&2
