@@ -16,6 +16,11 @@ struct Limits {
   // and per request (Predict, or an Update message).
   uint64_t max_features_after_interactions = 65536;
   uint64_t max_features_per_request = 4'000'000;
+  // A Predict that yields at most this many features after interactions is
+  // scored on the gRPC thread that received it (0: never): handing it to a
+  // worker costs a thread switch, about 120 us at 1 in flight on the 2-core
+  // benchmark machine, which is more than scoring it (docs/limits.md).
+  uint64_t max_inline_predict_features = 1024;
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
   size_t max_namespaces_per_example = 256;
   size_t max_name_bytes = 1024;  // namespace and feature names

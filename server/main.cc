@@ -94,6 +94,9 @@ ABSL_FLAG(uint64_t, max_features_after_interactions, 65536,
 ABSL_FLAG(uint64_t, max_features_per_request, 4'000'000,
           "limit on the features after interactions of a whole Predict (the context once plus "
           "each candidate's) or Update message (every example)");
+ABSL_FLAG(uint64_t, max_inline_predict_features, 1024,
+          "a Predict yielding at most this many features after interactions is scored on the "
+          "gRPC thread that received it, since handing it to a worker costs more (0: never)");
 ABSL_FLAG(int, worker_threads, 0,
           "threads that run the model work of calls, off gRPC's threads (0: four per core; "
           "durable learners spend most of their time waiting for a disk sync, and several "
@@ -455,6 +458,8 @@ absl::Status CheckServingFlags() {
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_examples_per_update)), 1, 1'000'000},
       {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, 1 << 30},
       {"max_models", static_cast<int64_t>(absl::GetFlag(FLAGS_max_models)), 1, 100'000},
+      {"max_inline_predict_features",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_predict_features)), 0, 65536},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
   };
   for (const auto& r : ranges) {
@@ -472,6 +477,7 @@ Limits LimitsFromFlags() {
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_features_after_interactions = absl::GetFlag(FLAGS_max_features_after_interactions);
   limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);
+  limits.max_inline_predict_features = absl::GetFlag(FLAGS_max_inline_predict_features);
   return limits;
 }
 

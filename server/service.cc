@@ -74,10 +74,11 @@ grpc::Status ClickdService::ToCallerStatus(std::string_view method,
   return ToGrpcStatus(status, data_dir);
 }
 
-template <typename Request, typename Response, typename KeyOf, typename Work>
+template <typename Request, typename Response, typename KeyOf, typename Work, typename RunHere>
 grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* context,
                                                std::string_view method, const Bytes* request_bytes,
-                                               Bytes* response_bytes, KeyOf key_of, Work work) {
+                                               Bytes* response_bytes, KeyOf key_of, Work work,
+                                               RunHere run_here) {
   auto call = std::make_shared<UnaryCall<ClickdService, Request, Response>>(this, context, method,
                                                                             response_bytes);
   absl::Status status = CheckAccess(context, method);
@@ -86,14 +87,16 @@ grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* cont
     call->Finish(status);
     return call->reactor();
   }
-  const std::string key = key_of(call->request());
-  RunCallWork(
-      key,
-      [call, context, method, work = std::move(work)]() mutable {
-        auto run = [&] { return work(call->request(), call->response()); };
-        call->Finish(DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run));
-      },
-      [call](const absl::Status& refused) { call->Finish(refused); });
+  auto run_call = [call, context, method, work = std::move(work)]() mutable {
+    auto run = [&] { return work(call->request(), call->response()); };
+    call->Finish(DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run));
+  };
+  if (run_here(call->request())) {
+    run_call();
+    return call->reactor();
+  }
+  RunCallWork(key_of(call->request()), std::move(run_call),
+              [call](const absl::Status& refused) { call->Finish(refused); });
   return call->reactor();
 }
 
@@ -225,7 +228,20 @@ grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* co
       context, "Predict", request, response, NoKey,
       [this](const v1::PredictRequest& req, v1::PredictResponse* resp) {
         return ScorePredictRequest(req, resp);
-      });
+      },
+      [this](const v1::PredictRequest& req) { return ScoresInline(req); });
+}
+
+bool ClickdService::ScoresInline(const v1::PredictRequest& request) const {
+  if (limits_.max_inline_predict_features == 0 || executor_ == nullptr) return false;
+  std::shared_ptr<ServedModel> served = registry_->Get(request.model());
+  if (served == nullptr) return true;  // NotFound, answered at once
+  // The request's cost against the inline bound, by the same count that
+  // checks the limits (server/request_cost.h).
+  Limits small = limits_;
+  small.max_features_after_interactions = limits_.max_inline_predict_features;
+  small.max_features_per_request = limits_.max_inline_predict_features;
+  return CheckPredictCost(served->model().config().hashing, request, small).ok();
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,

@@ -15,7 +15,11 @@
 // state_digest reads the model's cached statistics and never waits for a
 // learner; with it, the call ends at its deadline even while the digest
 // waits (server/get_model_digest.h). SnapshotModel runs on the
-// snapshotter's own thread. Without an executor (unit tests), work runs on
+// snapshotter's own thread. The one exception: a small Predict (at most
+// Limits::max_inline_predict_features features after interactions) is
+// scored on the gRPC thread, since handing it over costs more than scoring
+// it; it takes no model-wide lock and waits at most for one learner's step
+// on a shard it reads. Without an executor (unit tests), work runs on
 // the calling thread.
 //
 // Every finished call, failures included, is recorded in the request
@@ -63,6 +67,11 @@ using RawClickdService = v1::Clickd::WithRawCallbackMethod_Predict<
                         v1::Clickd::WithRawCallbackMethod_DeleteModel<
                             v1::Clickd::WithRawCallbackMethod_SnapshotModel<
                                 v1::Clickd::Service>>>>>>>>>;
+
+// The default of ClickdService::Unary: every call's work goes to the executor.
+struct RunOnExecutor {
+  bool operator()(const google::protobuf::Message&) const { return false; }
+};
 
 class ClickdService final : public RawClickdService {
  public:
@@ -133,13 +142,19 @@ class ClickdService final : public RawClickdService {
 
  private:
   // Runs a unary call of `method`: checks access, parses the request, then
-  // on the executor under key_of(request) checks the deadline, runs
-  // work(request, response), records the call and finishes it with work's
-  // status and the serialized response.
-  template <typename Request, typename Response, typename KeyOf, typename Work>
+  // on the executor under key_of(request) (or right here if
+  // run_here(request)) checks the deadline, runs work(request, response),
+  // records the call and finishes it with work's status and the serialized
+  // response.
+  template <typename Request, typename Response, typename KeyOf, typename Work,
+            typename RunHere = RunOnExecutor>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view method,
                                   const Bytes* request_bytes, Bytes* response_bytes, KeyOf key_of,
-                                  Work work);
+                                  Work work, RunHere run_here = {});
+
+  // Whether a Predict is cheap enough (Limits::max_inline_predict_features)
+  // to score on the gRPC thread that received it.
+  bool ScoresInline(const v1::PredictRequest& request) const;
 
   ModelRegistry* const registry_;
   const Limits limits_;

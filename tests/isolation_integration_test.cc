@@ -402,7 +402,10 @@ TEST(ClickdIsolation, SigtermWhileAModelIsBusyExitsWithinTheGrace) {
 }
 
 TEST(ClickdIsolation, FullQueueIsRefusedAtOnce) {
-  auto server = StartServer(LongUpdateFlags({"--max_queued_calls=1"}));
+  // Small Predicts are scored on gRPC's threads and never queue
+  // (--max_inline_predict_features): send every Predict to the executor here.
+  auto server =
+      StartServer(LongUpdateFlags({"--max_queued_calls=1", "--max_inline_predict_features=0"}));
   ASSERT_NE(server, nullptr);
   Client client(*server);
   ASSERT_TRUE(client.CreateModel(ModelWith("a", {{"user", "ad", "site"}})).ok());
