@@ -74,29 +74,43 @@ grpc::Status ClickdService::ToCallerStatus(std::string_view method,
   return ToGrpcStatus(status, data_dir);
 }
 
+template <typename Request, typename Response>
+std::shared_ptr<UnaryCall<ClickdService, Request, Response>> ClickdService::StartCall(
+    grpc::CallbackServerContext* context, std::string_view method, const Bytes* request_bytes,
+    Bytes* response_bytes) {
+  auto call = std::make_shared<UnaryCall<ClickdService, Request, Response>>(this, context, method,
+                                                                            response_bytes);
+  absl::Status status = CheckAccess(context, method);
+  if (status.ok()) status = ParseRequest(*request_bytes, &call->request());
+  if (!status.ok()) call->Finish(status);
+  return call;
+}
+
+template <typename Call, typename Work>
+void ClickdService::RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
+                            std::string_view method, std::string_view key, bool here, Work work) {
+  auto run_call = [call, context, method, work = std::move(work)]() mutable {
+    auto run = [&] { return work(call->request(), call->response()); };
+    call->Finish(DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run));
+  };
+  if (here) {
+    run_call();
+    return;
+  }
+  RunCallWork(key, std::move(run_call),
+              [call](const absl::Status& refused) { call->Finish(refused); });
+}
+
 template <typename Request, typename Response, typename KeyOf, typename Work, typename RunHere>
 grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* context,
                                                std::string_view method, const Bytes* request_bytes,
                                                Bytes* response_bytes, KeyOf key_of, Work work,
                                                RunHere run_here) {
-  auto call = std::make_shared<UnaryCall<ClickdService, Request, Response>>(this, context, method,
-                                                                            response_bytes);
-  absl::Status status = CheckAccess(context, method);
-  if (status.ok()) status = ParseRequest(*request_bytes, &call->request());
-  if (!status.ok()) {
-    call->Finish(status);
-    return call->reactor();
+  auto call = StartCall<Request, Response>(context, method, request_bytes, response_bytes);
+  if (!call->finished()) {
+    RunCall(call, context, method, key_of(call->request()), run_here(call->request()),
+            std::move(work));
   }
-  auto run_call = [call, context, method, work = std::move(work)]() mutable {
-    auto run = [&] { return work(call->request(), call->response()); };
-    call->Finish(DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run));
-  };
-  if (run_here(call->request())) {
-    run_call();
-    return call->reactor();
-  }
-  RunCallWork(key_of(call->request()), std::move(run_call),
-              [call](const absl::Status& refused) { call->Finish(refused); });
   return call->reactor();
 }
 
@@ -269,8 +283,9 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ClickdService::Upda
 grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerContext* context,
                                                        const Bytes* request_bytes,
                                                        Bytes* response_bytes) {
-  using Call = UnaryCall<ClickdService, v1::SnapshotModelRequest, v1::SnapshotModelResponse>;
-  auto call = std::make_shared<Call>(this, context, "SnapshotModel", response_bytes);
+  auto call = StartCall<v1::SnapshotModelRequest, v1::SnapshotModelResponse>(
+      context, "SnapshotModel", request_bytes, response_bytes);
+  if (call->finished()) return call->reactor();  // refused or unparsable
   auto finish = [call](const absl::StatusOr<SnapshotReport>& report) {
     if (!report.ok()) return call->Finish(report.status());
     return call->Finish(absl::OkStatus(), [&] {
@@ -281,10 +296,7 @@ grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerConte
       response->set_seconds(report->seconds);
     });
   };
-  absl::Status status = CheckAccess(context, "SnapshotModel");
-  if (status.ok()) status = ParseRequest(*request_bytes, &call->request());
-  auto served = status.ok() ? Lookup(call->request().model(), "model")
-                            : absl::StatusOr<std::shared_ptr<ServedModel>>(status);
+  auto served = Lookup(call->request().model(), "model");
   if (!served.ok()) {
     call->Finish(served.status());
   } else if (DeadlinePassed(context)) {
@@ -319,14 +331,9 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* context,
                                                   const Bytes* request_bytes,
                                                   Bytes* response_bytes) {
-  using Call = UnaryCall<ClickdService, v1::GetModelRequest, v1::GetModelResponse>;
-  auto call = std::make_shared<Call>(this, context, "GetModel", response_bytes);
-  absl::Status status = CheckAccess(context, "GetModel");
-  if (status.ok()) status = ParseRequest(*request_bytes, &call->request());
-  if (!status.ok()) {
-    call->Finish(status);
-    return call->reactor();
-  }
+  auto call = StartCall<v1::GetModelRequest, v1::GetModelResponse>(context, "GetModel",
+                                                                   request_bytes, response_bytes);
+  if (call->finished()) return call->reactor();  // refused or unparsable
   // The digest reads every coordinate under its shard's lock and may wait
   // for learners: it runs under the model's key, and a deadline that
   // passes meanwhile still fails the call (server/get_model_digest.h).
@@ -334,20 +341,13 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
     GetModelWithDigest(this, context, call);
     return call->reactor();
   }
-  RunCallWork(
-      "",
-      [this, call, context] {
-        auto served = Lookup(call->request().model(), "model");
-        if (!served.ok()) {
-          call->Finish(served.status());
-        } else if (DeadlinePassed(context)) {
-          call->Finish(DeadlinePassedError());
-        } else {
-          call->Finish(absl::OkStatus(),
-                       [&] { *call->response()->mutable_model() = ToModelInfo(**served); });
-        }
-      },
-      [call](const absl::Status& refused) { call->Finish(refused); });
+  RunCall(call, context, "GetModel", /*key=*/"", /*here=*/false,
+          [this](const v1::GetModelRequest& req, v1::GetModelResponse* resp) -> absl::Status {
+            auto served = Lookup(req.model(), "model");
+            if (!served.ok()) return served.status();
+            *resp->mutable_model() = ToModelInfo(**served);
+            return absl::OkStatus();
+          });
   return call->reactor();
 }
 

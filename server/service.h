@@ -54,6 +54,7 @@
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/snapshotter.h"
+#include "server/unary_call.h"
 
 namespace clickd {
 
@@ -151,6 +152,19 @@ class ClickdService final : public RawClickdService {
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view method,
                                   const Bytes* request_bytes, Bytes* response_bytes, KeyOf key_of,
                                   Work work, RunHere run_here = {});
+
+  // Makes the call of `method`, checks access and parses its request; if
+  // either fails, the call is already finished (finished() is true).
+  template <typename Request, typename Response>
+  std::shared_ptr<UnaryCall<ClickdService, Request, Response>> StartCall(
+      grpc::CallbackServerContext* context, std::string_view method, const Bytes* request_bytes,
+      Bytes* response_bytes);
+
+  // Runs a started call's work: here if `here`, else on the executor under
+  // `key`; checks the deadline first and turns exceptions into statuses.
+  template <typename Call, typename Work>
+  void RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
+               std::string_view method, std::string_view key, bool here, Work work);
 
   // Whether a Predict is cheap enough (Limits::max_inline_predict_features)
   // to score on the gRPC thread that received it.
