@@ -12,7 +12,7 @@ PACKAGES=(
   libssl-dev openssl  # TLS certificate checks and token digests; the security tests make certificates
   python3 python3-xxhash python3-matplotlib
   prometheus python3-yaml nodejs  # deploy tests: promtool, YAML, node for deploy/validate
-  nats-server libnats-dev  # --replication=jetstream; the replication tests start a nats-server cluster
+  nats-server libnats-dev nlohmann-json3-dev  # --replication=jetstream; the replication tests start a nats-server cluster (JSON: its monitoring endpoint)
 )
 
 missing=()

@@ -1,6 +1,6 @@
 // Validates clickd's Kubernetes manifests offline, with no cluster:
 //
-//   node validate.mjs DIR [--clickd=PATH]
+//   node validate.mjs DIR [--clickd=PATH] [--nats_server=PATH]
 //
 // 1. Schema: every object in DIR/*.yaml against the Kubernetes OpenAPI schema
 //    of its apiVersion/kind (npm kubernetes-models; the Prometheus operator's
@@ -9,14 +9,26 @@
 //    Service target ports, probe ports and PodMonitor ports are container
 //    ports; mounts have volumes; the config file and the ConfigMap key exist;
 //    the grace period covers --shutdown_grace_seconds, preStop and the final
-//    snapshot; non-root, resources, gRPC probes; kustomization lists every file.
+//    snapshot; non-root, resources, gRPC probes; kustomization lists every file;
+//    every ConfigMap and Secret a pod mounts is in the set; every workload
+//    has a PodDisruptionBudget of maxUnavailable 1.
 //    Security (docs/security.md): gRPC over TLS with authentication unless it
 //    listens on loopback only; every TLS and auth file in a mounted Secret;
 //    the probes on the plaintext --health_address; a NetworkPolicy that
 //    selects the pods and admits each port only from labelled peers.
+//    Replication (--replication=jetstream, docs/replication.md): the NATS
+//    StatefulSet's nats.conf (its ConfigMap) listens on the container's
+//    client, cluster and monitor ports, routes to exactly its own pods
+//    through its headless governing Service, stores JetStream on its volume
+//    and carries clickd's largest request (--max_message_bytes <
+//    max_payload); clickd's --nats_url names every NATS pod on the client
+//    port; only clickd's pods reach the client port, only NATS pods the
+//    routes, and --nats_replicas fits the cluster.
 // 3. With --clickd: every flag in the container's args is one the binary
 //    knows (or is listed in --undefok, reported as pending), and the real
 //    clickd starts with the ConfigMap's models.json and serves its models.
+//    With --nats_server: the real nats-server accepts the ConfigMap's
+//    nats.conf (`nats-server -t`), and rejects a broken copy of it.
 // 4. Broken copies of the manifests (BREAKAGES below) must fail 1 and 2.
 //
 // Exit status 0 when all of that holds, 1 otherwise (one line per problem).
@@ -34,6 +46,12 @@ const GRPC_PORT = 50051;
 const METRICS_PORT = 9464;
 const ADMIN_PORT = 50052;
 const HEALTH_PORT = 50053;
+// The NATS servers' ports (nats-statefulset.yaml) and the payload limit the
+// replicated log needs (docs/replication.md).
+const NATS_PORTS = { client: 4222, cluster: 6222, monitor: 8222 };
+const NATS_MAX_PAYLOAD = 8 * 1024 * 1024;
+// The ports a NetworkPolicy must admit, by container.
+const ADMITTED_PORTS = { clickd: ['grpc', 'grpc-admin', 'metrics'], nats: ['client', 'cluster', 'monitor'] };
 // The flags naming files that must come from a mounted Secret.
 const SECRET_FILE_FLAGS = ['tls_cert_file', 'tls_key_file', 'tls_client_ca_file', 'auth_tokens_file',
   'auth_cert_roles_file'];
@@ -101,6 +119,28 @@ function checkKustomization(files, docs, errors) {
   }
 }
 
+const findNamed = (byKind, kind, name) => (byKind[kind] ?? []).find((d) => d.obj.metadata?.name === name);
+const containerPorts = (w) => (w.obj.spec.template.spec.containers ?? []).flatMap((c) => c.ports ?? []);
+const hasContainer = (w, name) => (w.obj.spec?.template?.spec?.containers ?? []).some((c) => c.name === name);
+
+// Resolves PATH in container c to the key of a mounted ConfigMap or Secret
+// (kind) of these manifests: { obj, source, key, problem }, problem '' when
+// the key is there.
+function mountedFile(pod, c, path, kind, byKind) {
+  const mount = (c.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
+  const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+  const source = kind === 'ConfigMap' ? volume?.configMap?.name : volume?.secret?.secretName;
+  const obj = findNamed(byKind, kind, source)?.obj;
+  const key = mount ? path.slice(mount.mountPath.replace(/\/$/, '').length + 1) : '';
+  const keys = { ...(obj?.data ?? {}), ...(obj?.stringData ?? {}) };
+  let problem = '';
+  if (!obj) problem = `${path} is not in a mounted ${kind} of these manifests`;
+  else if (!(key in keys)) problem = `${kind} ${source} has no key ${key} for ${path}`;
+  return { obj, source, key, text: keys[key], problem };
+}
+
+// What every workload needs: selector, non-root, resources, mounts, probes,
+// the ConfigMaps and Secrets it mounts; then its clickd or NATS specifics.
 function checkPodSpec(doc, byKind, errors) {
   const where = nameOf(doc);
   const spec = doc.obj.spec;
@@ -114,12 +154,15 @@ function checkPodSpec(doc, byKind, errors) {
   if (!(sc.runAsUser > 0)) errors.push(`${where}: pod securityContext.runAsUser is not a non-root uid`);
   const volumes = new Set([...(pod.volumes ?? []).map((v) => v.name),
     ...(spec.volumeClaimTemplates ?? []).map((v) => v.metadata?.name)]);
-  const clickd = (pod.containers ?? []).find((c) => c.name === 'clickd');
-  if (!clickd) {
-    errors.push(`${where}: no container named clickd`);
-    return;
+  for (const v of pod.volumes ?? []) {
+    if (v.configMap && !findNamed(byKind, 'ConfigMap', v.configMap.name)) {
+      errors.push(`${where}: volume ${v.name}: ConfigMap ${v.configMap.name} is not in these manifests`);
+    }
+    if (v.secret && !findNamed(byKind, 'Secret', v.secret.secretName)) {
+      errors.push(`${where}: volume ${v.name}: Secret ${v.secret.secretName} is not in these manifests`);
+    }
   }
-  for (const c of pod.containers) {
+  for (const c of pod.containers ?? []) {
     const cw = `${where} container ${c.name}`;
     const ports = new Map((c.ports ?? []).map((p) => [p.name, p.containerPort]));
     const portNumbers = new Set(ports.values());
@@ -140,7 +183,18 @@ function checkPodSpec(doc, byKind, errors) {
       if (!known) errors.push(`${cw}: ${kind} port ${port} is not a container port`);
     }
   }
-  // clickd specifics.
+  const clickd = (pod.containers ?? []).find((c) => c.name === 'clickd');
+  const nats = (pod.containers ?? []).find((c) => c.name === 'nats');
+  if (clickd) checkClickd(doc, clickd, byKind, errors);
+  else if (nats) checkNats(doc, nats, byKind, errors);
+  else errors.push(`${where}: no container named clickd or nats`);
+}
+
+// clickd's flags against its ports, probes, volumes, Secrets and ConfigMap.
+function checkClickd(doc, clickd, byKind, errors) {
+  const where = nameOf(doc);
+  const spec = doc.obj.spec;
+  const pod = spec.template.spec;
   const cw = `${where} container clickd`;
   const ports = new Map((clickd.ports ?? []).map((p) => [p.name, p.containerPort]));
   if (ports.get('grpc') !== GRPC_PORT) errors.push(`${cw}: no port grpc ${GRPC_PORT}`);
@@ -181,18 +235,8 @@ function checkPodSpec(doc, byKind, errors) {
   // A file flag's path must be a key of a mounted ConfigMap or Secret in
   // this set: --config a ConfigMap's, the TLS and auth files a Secret's.
   const checkMountedFile = (flag, kind) => {
-    const path = flags.get(flag);
-    const mount = mounts.find((m) => path.startsWith(`${m.mountPath.replace(/\/$/, '')}/`));
-    const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
-    const source = kind === 'ConfigMap' ? volume?.configMap?.name : volume?.secret?.secretName;
-    const obj = (byKind[kind] ?? []).find((d) => d.obj.metadata?.name === source);
-    const key = mount ? path.slice(mount.mountPath.replace(/\/$/, '').length + 1) : '';
-    const keys = { ...(obj?.obj.data ?? {}), ...(obj?.obj.stringData ?? {}) };
-    if (!obj) {
-      errors.push(`${cw}: --${flag}=${path} is not in a mounted ${kind} of these manifests`);
-    } else if (!(key in keys)) {
-      errors.push(`${cw}: ${kind} ${source} has no key ${key} for --${flag}=${path}`);
-    }
+    const { problem } = mountedFile(pod, clickd, flags.get(flag), kind, byKind);
+    if (problem) errors.push(`${cw}: --${flag}: ${problem}`);
   };
   if (!flags.get('config')) errors.push(`${cw}: no --config`);
   else checkMountedFile('config', 'ConfigMap');
@@ -208,12 +252,232 @@ function checkPodSpec(doc, byKind, errors) {
     errors.push(`${where}: terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} must exceed ` +
       `preStop ${preStopSeconds} + --shutdown_grace_seconds ${grace} + snapshot ${SNAPSHOT_BUDGET_SECONDS} s`);
   }
+  const replication = flags.get('replication') ?? 'none';
+  if (!['none', 'jetstream'].includes(replication)) errors.push(`${cw}: --replication=${replication} is neither none nor jetstream`);
+  if (replication === 'jetstream') checkReplication(doc, flags, byKind, errors);
+}
+
+// --- NATS ----------------------------------------------------------------------------
+
+// The top level of a nats.conf: its text with every {...} and [...] block cut.
+function natsTopLevel(text) {
+  let depth = 0;
+  let out = '';
+  for (const ch of text) {
+    if (ch === '{' || ch === '[') depth += 1;
+    if (depth === 0) out += ch;
+    if ((ch === '}' || ch === ']') && depth > 0) depth -= 1;
+  }
+  return out;
+}
+
+// The inside of block NAME { ... } (or NAME: [ ... ]) at the top level of text, or null.
+function natsBlock(text, name) {
+  const m = new RegExp(`^\\s*${name}\\s*[:=]?\\s*([{\\[])`, 'm').exec(text);
+  if (!m) return null;
+  const start = m.index + m[0].length;
+  let depth = 1;
+  for (let i = start; i < text.length; i += 1) {
+    if (text[i] === '{' || text[i] === '[') depth += 1;
+    if (text[i] === '}' || text[i] === ']') depth -= 1;
+    if (depth === 0) return text.slice(start, i);
+  }
+  return null;
+}
+
+// The value of KEY at the top level of text (quotes removed), or undefined.
+function natsValue(text, key) {
+  const m = new RegExp(`^\\s*${key}\\s*[:=]\\s*"?([^"\\s#]+)"?`, 'm').exec(natsTopLevel(text));
+  return m ? m[1] : undefined;
+}
+
+// The port of a listen address ("0.0.0.0:4222", "4222") or a port key.
+function natsPort(text, listenKey, portKey, fallback) {
+  const listen = natsValue(text, listenKey);
+  if (listen !== undefined) return Number(listen.split(':').pop());
+  const port = portKey ? natsValue(text, portKey) : undefined;
+  return port !== undefined ? Number(port) : fallback;
+}
+
+// Bytes of a nats.conf size ("8MB", "1048576"), as nats-server reads them.
+function natsBytes(value) {
+  const m = /^(\d+)\s*([A-Za-z]*)$/.exec(value ?? '');
+  if (!m) return NaN;
+  const units = { '': 1, k: 1e3, kb: 1024, ki: 1024, kib: 1024, m: 1e6, mb: 1024 ** 2, mi: 1024 ** 2, mib: 1024 ** 2,
+    g: 1e9, gb: 1024 ** 3, gi: 1024 ** 3, gib: 1024 ** 3 };
+  const unit = units[m[2].toLowerCase()];
+  return unit === undefined ? NaN : Number(m[1]) * unit;
+}
+
+const durationSeconds = (value) => {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(value ?? '');
+  return m ? Number(m[1]) * { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2]] : NaN;
+};
+
+// The NATS config of a NATS workload: { text, problem }.
+function natsConfigOf(doc, byKind) {
+  const pod = doc.obj.spec.template.spec;
+  const nats = pod.containers.find((c) => c.name === 'nats');
+  const args = nats.args ?? [];
+  let path = parseFlags(args).get('config');
+  const c = args.indexOf('-c');
+  if (!path && c >= 0) path = args[c + 1];
+  if (!path) return { text: null, problem: 'no --config' };
+  const file = mountedFile(pod, nats, path, 'ConfigMap', byKind);
+  return { text: file.problem ? null : file.text, problem: file.problem, path };
+}
+
+// The NATS servers: ports, routes over the governing Service, JetStream on
+// the volume, lame duck within the grace period, payloads clickd needs.
+function checkNats(doc, nats, byKind, errors) {
+  const where = nameOf(doc);
+  const cw = `${where} container nats`;
+  const spec = doc.obj.spec;
+  const pod = spec.template.spec;
+  const ports = new Map((nats.ports ?? []).map((p) => [p.name, p.containerPort]));
+  for (const [name, port] of Object.entries(NATS_PORTS)) {
+    if (ports.get(name) !== port) errors.push(`${cw}: no port ${name} ${port}`);
+  }
+  if (doc.obj.kind !== 'StatefulSet') {
+    errors.push(`${where}: NATS JetStream must be a StatefulSet (stable names for routes, a volume per server)`);
+    return;
+  }
+  if (!(spec.replicas >= 3 && spec.replicas % 2 === 1)) {
+    errors.push(`${where}: replicas ${spec.replicas}: a JetStream cluster needs an odd number, at least 3`);
+  }
+  if (spec.podManagementPolicy !== 'Parallel') {
+    errors.push(`${where}: podManagementPolicy must be Parallel (no server is ready before a quorum has routes)`);
+  }
+  const svc = findNamed(byKind, 'Service', spec.serviceName);
+  if (svc && svc.obj.spec?.publishNotReadyAddresses !== true) {
+    errors.push(`${nameOf(svc)}: publishNotReadyAddresses must be true (routes are needed before readiness)`);
+  }
+  for (const kind of ['readinessProbe', 'livenessProbe']) {
+    const probe = nats[kind]?.httpGet;
+    if (!probe || ![NATS_PORTS.monitor, 'monitor'].includes(probe.port) || !probe.path?.startsWith('/healthz')) {
+      errors.push(`${cw}: ${kind} must be an httpGet of /healthz on the monitor port`);
+    }
+  }
+  const { text, problem } = natsConfigOf(doc, byKind);
+  if (!text) {
+    errors.push(`${cw}: --config: ${problem}`);
+    return;
+  }
+  const conf = `${cw} nats.conf`;
+  const client = natsPort(text, 'listen', 'port', 4222);
+  if (client !== ports.get('client')) errors.push(`${conf}: clients on ${client}, not the client port ${ports.get('client')}`);
+  const monitor = natsPort(text, 'http', 'http_port', natsValue(text, 'monitor_port'));
+  if (Number(monitor) !== ports.get('monitor')) errors.push(`${conf}: monitoring on ${monitor}, not the monitor port ${ports.get('monitor')}`);
+  const payload = natsBytes(natsValue(text, 'max_payload') ?? '1MB');
+  if (payload !== NATS_MAX_PAYLOAD) errors.push(`${conf}: max_payload is ${payload} bytes, not 8MB (${NATS_MAX_PAYLOAD})`);
+  const serverName = natsValue(text, 'server_name');
+  const envName = (nats.env ?? []).find((e) => `$${e.name}` === serverName);
+  if (!envName || envName.valueFrom?.fieldRef?.fieldPath !== 'metadata.name') {
+    errors.push(`${conf}: server_name ${serverName} is not an environment variable holding the pod name`);
+  }
+  const js = natsBlock(text, 'jetstream');
+  const storeDir = js === null ? undefined : natsValue(js, 'store_dir');
+  const store = (nats.volumeMounts ?? []).find((m) => storeDir !== undefined &&
+    (storeDir === m.mountPath || storeDir.startsWith(`${m.mountPath.replace(/\/$/, '')}/`)));
+  if (!store || !(spec.volumeClaimTemplates ?? []).some((t) => t.metadata?.name === store.name)) {
+    errors.push(`${conf}: jetstream store_dir ${storeDir} is not on a volumeClaimTemplate's mount`);
+  }
+  const cluster = natsBlock(text, 'cluster');
+  if (cluster === null) {
+    errors.push(`${conf}: no cluster block`);
+  } else {
+    const port = natsPort(cluster, 'listen', 'port', undefined);
+    if (port !== ports.get('cluster')) errors.push(`${conf}: routes listen on ${port}, not the cluster port ${ports.get('cluster')}`);
+    const routes = (natsBlock(cluster, 'routes') ?? '').split(/[\s,]+/).filter(Boolean).sort();
+    const name = doc.obj.metadata.name;
+    const want = [...Array(spec.replicas).keys()].map((i) => `nats://${name}-${i}.${spec.serviceName}:${ports.get('cluster')}`).sort();
+    if (JSON.stringify(routes) !== JSON.stringify(want)) {
+      errors.push(`${conf}: routes ${routes.join(' ')} are not exactly the pods through the governing Service: ${want.join(' ')}`);
+    }
+  }
+  // Lame duck (preStop) must finish within the grace period.
+  const pid = natsValue(text, 'pid_file');
+  const preStop = (nats.lifecycle?.preStop?.exec?.command ?? []).join(' ');
+  if (!pid || !preStop.includes(`ldm=${pid}`)) errors.push(`${cw}: preStop must signal ldm=<pid_file> (pid_file ${pid})`);
+  const ldm = (durationSeconds(natsValue(text, 'lame_duck_duration') ?? '2m') +
+    durationSeconds(natsValue(text, 'lame_duck_grace_period') ?? '10s'));
+  if (!((pod.terminationGracePeriodSeconds ?? 30) > ldm)) {
+    errors.push(`${where}: terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} must exceed lame duck ${ldm} s`);
+  }
+}
+
+// clickd's --nats_url: every URL a NATS pod through its governing Service
+// (or a Service of the NATS pods) on the client port; every NATS pod named;
+// --nats_replicas within the cluster; requests fit max_payload.
+function checkReplication(doc, flags, byKind, errors) {
+  const cw = `${nameOf(doc)} container clickd`;
+  const natsSets = (byKind.StatefulSet ?? []).filter((w) => hasContainer(w, 'nats'));
+  if (!natsSets.length) {
+    errors.push(`${cw}: --replication=jetstream without a NATS StatefulSet in these manifests`);
+    return;
+  }
+  const urls = (flags.get('nats_url') ?? '').split(',').filter(Boolean);
+  if (!urls.length) errors.push(`${cw}: --replication=jetstream without --nats_url`);
+  const named = new Set();
+  for (const url of urls) {
+    const m = /^nats:\/\/([^:/]+):(\d+)$/.exec(url);
+    if (!m) {
+      errors.push(`${cw}: --nats_url ${url} is not nats://HOST:PORT`);
+      continue;
+    }
+    const [, host, port] = m;
+    // HOST: POD.SERVICE (the governing Service) or SERVICE, optionally .NAMESPACE[.svc...].
+    const parts = host.split('.');
+    let target = null;
+    for (const w of natsSets) {
+      const n = w.obj.metadata.name;
+      const pm = new RegExp(`^${n}-(\\d+)$`).exec(parts[0]);
+      if (pm && parts[1] === w.obj.spec.serviceName && Number(pm[1]) < w.obj.spec.replicas) {
+        target = { w, service: parts[1] };
+        named.add(`${n}-${pm[1]}`);
+      }
+    }
+    if (!target) {
+      const svc = findNamed(byKind, 'Service', parts[0]);
+      const w = svc && natsSets.find((s) => labelsMatch(svc.obj.spec?.selector, s.obj.spec.template.metadata?.labels));
+      if (w) target = { w, service: parts[0] };
+    }
+    if (!target) {
+      errors.push(`${cw}: --nats_url ${url}: ${host} is neither a pod of a NATS StatefulSet through its ` +
+        'governing Service nor a Service of NATS pods');
+      continue;
+    }
+    const svc = findNamed(byKind, 'Service', target.service);
+    const sport = (svc?.obj.spec?.ports ?? []).find((p) => p.port === Number(port));
+    const cport = sport && containerPorts(target.w).find((p) =>
+      (typeof (sport.targetPort ?? sport.port) === 'string' ? p.name === sport.targetPort : p.containerPort === (sport.targetPort ?? sport.port)));
+    if (!cport || cport.containerPort !== NATS_PORTS.client) {
+      errors.push(`${cw}: --nats_url ${url}: Service ${target.service} has no port ${port} to the NATS client port`);
+    }
+  }
+  for (const w of natsSets) {
+    const missing = [...Array(w.obj.spec.replicas ?? 0).keys()].map((i) => `${w.obj.metadata.name}-${i}`)
+      .filter((p) => !named.has(p));
+    if (named.size && missing.length) errors.push(`${cw}: --nats_url does not list ${missing.join(', ')} (no failover to them)`);
+    const r = Number(flags.get('nats_replicas') ?? 3);
+    if (!(r >= 1 && r <= 5 && r <= (w.obj.spec.replicas ?? 0))) {
+      errors.push(`${cw}: --nats_replicas=${r} must be 1..5 and at most the ${w.obj.spec.replicas} NATS servers`);
+    }
+    const { text } = natsConfigOf(w, byKind);
+    const payload = natsBytes(text === null ? undefined : natsValue(text, 'max_payload') ?? '1MB');
+    const request = Number(flags.get('max_message_bytes') ?? 16 << 20);
+    if (!(request < payload)) {
+      errors.push(`${cw}: --max_message_bytes ${request} does not fit NATS max_payload ${payload} of ${nameOf(w)}`);
+    }
+  }
 }
 
 // The pods' ingress: some NetworkPolicy selects them for Ingress; every rule
 // admits only labelled pods (or IP blocks) to named container ports; the
-// gRPC, admin and metrics ports are each admitted by some rule.
-function checkNetworkPolicies(w, policies, errors) {
+// ports of ADMITTED_PORTS are each admitted by some rule. NATS's client port
+// admits clickd's pods only (what they publish, every replica learns), and
+// its cluster port the NATS pods only, both from their own namespace.
+function checkNetworkPolicies(w, policies, workloads, errors) {
   const labels = w.obj.spec.template.metadata?.labels ?? {};
   const cports = (w.obj.spec.template.spec.containers ?? []).flatMap((c) => c.ports ?? []);
   const selecting = policies.filter((p) => labelsMatch(p.obj.spec?.podSelector?.matchLabels, labels) &&
@@ -238,12 +502,39 @@ function checkNetworkPolicies(w, policies, errors) {
         const known = cports.find((c) => (typeof port.port === 'string' ? c.name === port.port : c.containerPort === port.port));
         if (!known) errors.push(`${where}: port ${port.port} is not a container port of ${nameOf(w)}`);
         else admitted.add(known.name);
+        if (known && hasContainer(w, 'nats')) checkNatsPeers(where, w, known.name, peers, workloads, errors);
       }
     }
   }
-  for (const name of ['grpc', 'grpc-admin', 'metrics']) {
+  const container = hasContainer(w, 'clickd') ? 'clickd' : 'nats';
+  for (const name of ADMITTED_PORTS[container]) {
     if (cports.some((c) => c.name === name) && !admitted.has(name)) {
       errors.push(`${nameOf(w)}: no NetworkPolicy rule admits its ${name} port`);
+    }
+  }
+  if (container === 'nats') {
+    const clickds = workloads.filter((c) => hasContainer(c, 'clickd'));
+    const reach = (c) => selecting.some((p) => (p.obj.spec.ingress ?? []).some((rule) =>
+      (rule.ports ?? []).some((port) => [NATS_PORTS.client, 'client'].includes(port.port)) &&
+      (rule.from ?? []).some((peer) => !peer.namespaceSelector &&
+        labelsMatch(peer.podSelector?.matchLabels, c.obj.spec.template.metadata?.labels))));
+    for (const c of clickds) {
+      if (!reach(c)) errors.push(`${nameOf(w)}: no NetworkPolicy rule lets ${nameOf(c)}'s pods reach its client port`);
+    }
+  }
+}
+
+// The peers a NetworkPolicy admits to a NATS port: the client port only
+// clickd's pods, the cluster port only the NATS pods, same namespace.
+function checkNatsPeers(where, w, port, peers, workloads, errors) {
+  const allowed = { client: (o) => hasContainer(o, 'clickd'), cluster: (o) => o === w }[port];
+  if (!allowed) return;
+  for (const peer of peers) {
+    const matches = workloads.filter((o) => Object.keys(peer.podSelector?.matchLabels ?? {}).length > 0 &&
+      labelsMatch(peer.podSelector.matchLabels, o.obj.spec.template.metadata?.labels));
+    if (peer.namespaceSelector || peer.ipBlock || !matches.length || !matches.every(allowed)) {
+      errors.push(`${where}: NATS port ${port} admits a peer other than ` +
+        `${port === 'client' ? "clickd's pods" : 'the NATS pods'} of this namespace`);
     }
   }
 }
@@ -253,7 +544,7 @@ function checkConsistency(files, docs, errors) {
   for (const d of docs) (byKind[d.obj.kind] ??= []).push(d);
   checkKustomization(files, docs, errors);
   const workloads = [...(byKind.StatefulSet ?? []), ...(byKind.Deployment ?? [])];
-  if (!(byKind.StatefulSet ?? []).length) errors.push('no StatefulSet');
+  if (!(byKind.StatefulSet ?? []).some((w) => hasContainer(w, 'clickd'))) errors.push('no StatefulSet of clickd');
   for (const kind of ['Service', 'ConfigMap', 'PodDisruptionBudget', 'PodMonitor', 'PrometheusRule',
     'NetworkPolicy']) {
     if (!(byKind[kind] ?? []).length) errors.push(`no ${kind}`);
@@ -286,7 +577,18 @@ function checkConsistency(files, docs, errors) {
     }
   }
   for (const p of byKind.PodDisruptionBudget ?? []) {
-    if (!podsOf(p.obj.spec?.selector?.matchLabels).length) errors.push(`${nameOf(p)}: selector matches no pods`);
+    const pods = podsOf(p.obj.spec?.selector?.matchLabels);
+    if (!pods.length) errors.push(`${nameOf(p)}: selector matches no pods`);
+    if (pods.length > 1) errors.push(`${nameOf(p)}: selector matches the pods of ${pods.map(nameOf).join(' and ')}`);
+  }
+  // One pod of each at a time: clickd keeps serving, NATS keeps its quorum.
+  for (const w of workloads) {
+    const pdbs = (byKind.PodDisruptionBudget ?? []).filter((p) =>
+      Object.keys(p.obj.spec?.selector?.matchLabels ?? {}).length > 0 &&
+      labelsMatch(p.obj.spec.selector.matchLabels, w.obj.spec.template.metadata?.labels));
+    if (pdbs.length !== 1 || pdbs[0].obj.spec.maxUnavailable !== 1) {
+      errors.push(`${nameOf(w)}: needs exactly one PodDisruptionBudget with maxUnavailable 1 (has ${pdbs.length})`);
+    }
   }
   for (const m of byKind.PodMonitor ?? []) {
     const targets = podsOf(m.obj.spec?.selector?.matchLabels);
@@ -303,7 +605,7 @@ function checkConsistency(files, docs, errors) {
       }
     }
   }
-  for (const w of workloads) checkNetworkPolicies(w, byKind.NetworkPolicy ?? [], errors);
+  for (const w of workloads) checkNetworkPolicies(w, byKind.NetworkPolicy ?? [], workloads, errors);
   for (const r of byKind.PrometheusRule ?? []) {
     if (!(r.obj.spec?.groups ?? []).length) errors.push(`${nameOf(r)}: no rule groups`);
   }
@@ -330,7 +632,7 @@ async function validate(files, docs) {
 // --- the real binary ---------------------------------------------------------------
 
 function clickdContainer(docs) {
-  const sts = docs.find((d) => d.obj.kind === 'StatefulSet');
+  const sts = docs.find((d) => d.obj.kind === 'StatefulSet' && hasContainer(d, 'clickd'));
   return sts?.obj.spec.template.spec.containers.find((c) => c.name === 'clickd');
 }
 
@@ -399,23 +701,63 @@ async function checkConfigStarts(clickd, known, docs, errors) {
   if (served !== null && code !== 0) errors.push(`clickd exited ${code} after SIGTERM`);
 }
 
+// Has the real nats-server test (-t) each NATS StatefulSet's config, as its
+// pod 0 would read it, and a copy with its last brace cut, which must fail.
+function checkNatsConfig(natsServer, docs, errors) {
+  const byKind = {};
+  for (const d of docs) (byKind[d.obj.kind] ??= []).push(d);
+  for (const w of (byKind.StatefulSet ?? []).filter((d) => hasContainer(d, 'nats'))) {
+    const { text } = natsConfigOf(w, byKind);
+    if (text === null) continue; // reported by checkConsistency
+    const nats = w.obj.spec.template.spec.containers.find((c) => c.name === 'nats');
+    const env = { ...process.env };
+    for (const e of nats.env ?? []) {
+      if (e.value !== undefined) env[e.name] = e.value;
+      else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env[e.name] = `${w.obj.metadata.name}-0`;
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'clickd-validate-nats-'));
+    const test = (conf) => {
+      writeFileSync(join(dir, 'nats.conf'), conf);
+      const r = spawnSync(natsServer, ['-t', '-c', join(dir, 'nats.conf')], { encoding: 'utf8', env, timeout: 20000 });
+      return { ok: r.status === 0, output: `${r.stdout ?? ''}${r.stderr ?? ''}`.trim() };
+    };
+    const good = test(text);
+    if (!good.ok) errors.push(`nats-server -t rejects ${nameOf(w)}'s config: ${good.output}`);
+    else console.log(`validate: nats-server -t accepts ${nameOf(w)}'s config: ${good.output}`);
+    const broken = test(text.slice(0, text.lastIndexOf('}')));
+    if (broken.ok) errors.push(`nats-server -t accepts ${nameOf(w)}'s config without its last brace`);
+    else console.log(`validate: nats-server -t rejects the config without its last brace: ${broken.output}`);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 // --- broken copies that must fail --------------------------------------------------
 
 const find = (docs, kind, name) => docs.find((d) => d.obj.kind === kind && (!name || d.obj.metadata.name === name)).obj;
-const podSpec = (docs) => find(docs, 'StatefulSet').spec.template.spec;
+const podSpec = (docs) => find(docs, 'StatefulSet', 'clickd').spec.template.spec;
+const natsConf = (docs, edit) => {
+  const cm = find(docs, 'ConfigMap', 'clickd-nats-config');
+  cm.data['nats.conf'] = edit(cm.data['nats.conf']);
+};
+const clickdArg = (docs, flag, value) => {
+  const c = podSpec(docs).containers[0];
+  c.args = c.args.filter((a) => !a.startsWith(`--${flag}=`));
+  if (value !== undefined) c.args.push(`--${flag}=${value}`);
+};
+const remove = (docs, kind, name) => docs.splice(docs.findIndex((d) => d.obj.kind === kind && d.obj.metadata.name === name), 1);
 const BREAKAGES = {
   'containerPort as a string': (d) => { podSpec(d).containers[0].ports[0].containerPort = '50051'; },
-  'StatefulSet without selector': (d) => { delete find(d, 'StatefulSet').spec.selector; },
+  'StatefulSet without selector': (d) => { delete find(d, 'StatefulSet', 'clickd').spec.selector; },
   'PodMonitor interval as a number': (d) => { find(d, 'PodMonitor').spec.podMetricsEndpoints[0].interval = 15; },
-  'unknown kind': (d) => { find(d, 'PodDisruptionBudget').kind = 'PodDisruptionBudgett'; },
+  'unknown kind': (d) => { find(d, 'PodDisruptionBudget', 'clickd').kind = 'PodDisruptionBudgett'; },
   'Service selecting no pod': (d) => { find(d, 'Service', 'clickd').spec.selector = { app: 'other' }; },
   'readiness probe on the metrics port': (d) => { podSpec(d).containers[0].readinessProbe.grpc.port = METRICS_PORT; },
   'grace period shorter than the drain': (d) => { podSpec(d).terminationGracePeriodSeconds = 30; },
   'mount without a volume': (d) => { podSpec(d).volumes = podSpec(d).volumes.filter((v) => v.name !== 'config'); },
   'running as root': (d) => { podSpec(d).securityContext.runAsNonRoot = false; },
-  'NetworkPolicy admitting every source': (d) => { delete find(d, 'NetworkPolicy').spec.ingress[0].from; },
+  'NetworkPolicy admitting every source': (d) => { delete find(d, 'NetworkPolicy', 'clickd').spec.ingress[0].from; },
   'NetworkPolicy admitting a whole namespace': (d) => {
-    find(d, 'NetworkPolicy').spec.ingress[0].from = [{ namespaceSelector: {} }];
+    find(d, 'NetworkPolicy', 'clickd').spec.ingress[0].from = [{ namespaceSelector: {} }];
   },
   'plaintext gRPC on the pod address': (d) => {
     const c = podSpec(d).containers[0];
@@ -430,14 +772,56 @@ const BREAKAGES = {
     const c = podSpec(d).containers[0];
     c.args = c.args.map((a) => (a.startsWith('--config=') ? '--config=/etc/clickd/other.json' : a));
   },
+  // Replication: the NATS cluster and clickd's way to it.
+  '--nats_url naming a NATS pod that does not exist': (d) => {
+    clickdArg(d, 'nats_url', 'nats://clickd-nats-0.clickd-nats:4222,nats://clickd-nats-3.clickd-nats:4222');
+  },
+  '--nats_url on the cluster port': (d) => {
+    clickdArg(d, 'nats_url', ['0', '1', '2'].map((i) => `nats://clickd-nats-${i}.clickd-nats:6222`).join(','));
+  },
+  '--nats_url leaving out a NATS pod': (d) => {
+    clickdArg(d, 'nats_url', 'nats://clickd-nats-0.clickd-nats:4222,nats://clickd-nats-1.clickd-nats:4222');
+  },
+  '--replication=jetstream without --nats_url': (d) => { clickdArg(d, 'nats_url'); },
+  '--nats_replicas above the NATS servers': (d) => { clickdArg(d, 'nats_replicas', '5'); },
+  '--max_message_bytes above max_payload': (d) => { clickdArg(d, 'max_message_bytes', String(16 << 20)); },
+  'no NATS StatefulSet': (d) => { remove(d, 'StatefulSet', 'clickd-nats'); },
+  'NATS ConfigMap missing': (d) => { remove(d, 'ConfigMap', 'clickd-nats-config'); },
+  'NATS governing Service missing': (d) => { remove(d, 'Service', 'clickd-nats'); },
+  'NATS governing Service not headless': (d) => { delete find(d, 'Service', 'clickd-nats').spec.clusterIP; },
+  'NATS routes through another Service': (d) => { natsConf(d, (t) => t.replaceAll('.clickd-nats:6222', '.nats:6222')); },
+  'NATS routes missing a server': (d) => { natsConf(d, (t) => t.replace(/^.*clickd-nats-2\..*$/m, '')); },
+  'NATS max_payload below 8MB': (d) => { natsConf(d, (t) => t.replace('max_payload: 8MB', 'max_payload: 1MB')); },
+  'NATS clients on another port': (d) => { natsConf(d, (t) => t.replace('listen: 0.0.0.0:4222', 'listen: 0.0.0.0:4223')); },
+  'NATS JetStream store off the volume': (d) => { natsConf(d, (t) => t.replace('store_dir: /data', 'store_dir: /tmp/js')); },
+  'NATS with 2 servers': (d) => { find(d, 'StatefulSet', 'clickd-nats').spec.replicas = 2; },
+  'NATS without a PodDisruptionBudget': (d) => { remove(d, 'PodDisruptionBudget', 'clickd-nats'); },
+  'NATS PodDisruptionBudget allowing 2 down': (d) => { find(d, 'PodDisruptionBudget', 'clickd-nats').spec.maxUnavailable = 2; },
+  'NATS client port open to the ad servers': (d) => {
+    find(d, 'NetworkPolicy', 'clickd-nats').spec.ingress[0].from.push({ podSelector: { matchLabels: { 'clickd.io/client': 'ad-server' } } });
+  },
+  'NATS client port closed to clickd': (d) => {
+    find(d, 'NetworkPolicy', 'clickd-nats').spec.ingress[0].from = [{ podSelector: { matchLabels: { 'clickd.io/client': 'ops' } } }];
+  },
+  'NATS routes open to clickd': (d) => {
+    find(d, 'NetworkPolicy', 'clickd-nats').spec.ingress[1].from = [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'clickd' } } }];
+  },
+  'NATS without a NetworkPolicy': (d) => { remove(d, 'NetworkPolicy', 'clickd-nats'); },
+  'NATS grace period shorter than lame duck': (d) => {
+    find(d, 'StatefulSet', 'clickd-nats').spec.template.spec.terminationGracePeriodSeconds = 30;
+  },
+  'NATS readiness probe on the client port': (d) => {
+    find(d, 'StatefulSet', 'clickd-nats').spec.template.spec.containers[0].readinessProbe.httpGet.port = 'client';
+  },
 };
 
 async function main() {
   const argv = process.argv.slice(2);
   const dir = argv.find((a) => !a.startsWith('--'));
   const clickd = argv.find((a) => a.startsWith('--clickd='))?.slice('--clickd='.length);
+  const natsServer = argv.find((a) => a.startsWith('--nats_server='))?.slice('--nats_server='.length);
   if (!dir) {
-    console.error('usage: node validate.mjs DIR [--clickd=PATH]');
+    console.error('usage: node validate.mjs DIR [--clickd=PATH] [--nats_server=PATH]');
     process.exit(2);
   }
   const { files, docs } = loadDir(dir);
@@ -453,6 +837,12 @@ async function main() {
     await checkConfigStarts(clickd, known, docs, binErrors);
     for (const e of binErrors) console.log(`validate: ${e}`);
     errors.push(...binErrors);
+  }
+  if (natsServer) {
+    const natsErrors = [];
+    checkNatsConfig(natsServer, docs, natsErrors);
+    for (const e of natsErrors) console.log(`validate: ${e}`);
+    errors.push(...natsErrors);
   }
   // Only meaningful for the real manifests: the breakages find objects by name.
   if (!errors.length) {

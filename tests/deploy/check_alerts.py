@@ -49,6 +49,12 @@ MUTATIONS = [
     ("ClickdUpdateLogBacklog", "> 1e6", "> 1e7"),
     ("ClickdSnapshotTooOld", "lag_records{job=\"clickd\"} > 0", "lag_records{job=\"clickd\"} >= 0"),
     ("ClickdSnapshotRejected", "> 0", "> 1"),
+    ("ClickdReplicaLagging", "lag_seconds{job=\"clickd\"} > 30", "lag_seconds{job=\"clickd\"} > 60"),
+    ("ClickdReplicaLagging", "> 1000", "> 100"),
+    ("ClickdReplicaLagging", "[10m]) > 0", "[10m]) >= 0"),
+    ("ClickdNatsUnreachable", "== 0", "== 1"),
+    ("ClickdNatsUnreachable", "for: 2m", "for: 30s"),
+    ("ClickdReplicationPublishFailures", "> 0", "> 0.2"),
 ]
 
 PROMETHEUSRULE_HEADER = """\

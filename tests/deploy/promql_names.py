@@ -12,6 +12,7 @@ COUNTERS = {
     "clickd_predictions_total",
     "clickd_update_examples_total",
     "clickd_snapshot_failures_total",
+    "clickd_replication_publish_failures_total",
 }
 GAUGES = {
     "clickd_model_logloss",
@@ -29,11 +30,32 @@ GAUGES = {
     "clickd_snapshot_last_success_timestamp_seconds",
     "clickd_restore_duration_seconds",
     "clickd_restore_rejected_snapshots",
+    "clickd_replication_applied_sequence",
+    "clickd_replication_stream_sequence",
+    "clickd_replication_lag_records",
+    "clickd_replication_lag_seconds",
+    "clickd_nats_connected",
+    "clickd_replication_published_snapshot_sequence",
+    "clickd_model_version",
 }
 HISTOGRAMS = {
     "clickd_request_duration_seconds",
     "clickd_update_log_sync_duration_seconds",
     "clickd_snapshot_duration_seconds",
+    "clickd_replication_publish_seconds",
+}
+# The metrics clickd exports only with --replication=jetstream
+# (docs/replication.md); a server without it has none of these series.
+REPLICATION = {
+    "clickd_replication_applied_sequence",
+    "clickd_replication_stream_sequence",
+    "clickd_replication_lag_records",
+    "clickd_replication_lag_seconds",
+    "clickd_replication_publish_seconds",
+    "clickd_replication_publish_failures_total",
+    "clickd_nats_connected",
+    "clickd_replication_published_snapshot_sequence",
+    "clickd_model_version",
 }
 # Every name a query may select: a histogram is read through its series.
 SERIES = COUNTERS | GAUGES | {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
