@@ -21,6 +21,8 @@ struct Limits {
   // worker costs a thread switch, about 120 us at 1 in flight on the 2-core
   // benchmark machine, which is more than scoring it (docs/limits.md).
   uint64_t max_inline_predict_features = 1024;
+  // UpdateRequest.idempotency_key (it becomes part of a NATS message id).
+  size_t max_idempotency_key_bytes = 128;
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
   size_t max_namespaces_per_example = 256;
   size_t max_name_bytes = 1024;  // namespace and feature names

@@ -73,6 +73,7 @@
 #include "server/metrics/http_exporter.h"
 #include "server/metrics/registry.h"
 #include "server/metrics/rpc_metrics.h"
+#include "server/replication_setup.h"
 #include "server/server_config.h"
 #include "server/service.h"
 #include "server/snapshotter.h"
@@ -159,7 +160,8 @@ ABSL_FLAG(bool, reflection, false, "serve gRPC server reflection (on every addre
 namespace clickd {
 namespace {
 
-absl::Status LoadModels(ModelRegistry* registry) {
+// The models --config declares, and the embedded default model.
+absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels() {
   std::vector<ModelConfig> configs;
   if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
     auto loaded = LoadServerConfig(path);
@@ -171,6 +173,10 @@ absl::Status LoadModels(ModelRegistry* registry) {
   if (absl::GetFlag(FLAGS_default_model) && !declared_default) {
     configs.push_back(DefaultModelConfig());
   }
+  return configs;
+}
+
+absl::Status LoadModels(ModelRegistry* registry, const std::vector<ModelConfig>& configs) {
   for (const ModelConfig& config : configs) {
     if (registry->Get(config.name) != nullptr) {
       // The data directory's model, with what it learned, wins over a fresh one.
@@ -602,8 +608,31 @@ int Serve() {
     std::cerr << "clickd: " << s.message() << "\n";
     return 2;
   }
+  auto replicated = ReplicationFromFlags();
+  auto configured = ConfiguredModels();
+  for (const absl::Status& s : {replicated.status(), configured.status()}) {
+    if (!s.ok()) {
+      std::cerr << "clickd: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  // A replica's models live in memory: the replicated log and the replica
+  // snapshots are their durability, not per-model update logs.
+  const std::string data_dir = durability->data_dir;
+  if (*replicated) durability->data_dir.clear();
   ModelRegistry registry(*std::move(durability),
                          RegistryLimits{.max_models = absl::GetFlag(FLAGS_max_models)});
+  std::unique_ptr<Replication> replication;
+  if (*replicated) {
+    auto started = StartReplication(
+        &registry, data_dir, absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval)),
+        *configured, &metrics_registry);
+    if (!started.ok()) {
+      std::cerr << "clickd: replication: " << started.status().message() << "\n";
+      return started.status().code() == absl::StatusCode::kUnavailable ? 1 : 2;
+    }
+    replication = *std::move(started);
+  }
   if (absl::Status s = RecoverModels(&registry); !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
     if (s.code() == absl::StatusCode::kDataLoss) {
@@ -613,7 +642,8 @@ int Serve() {
     }
     return 2;
   }
-  if (absl::Status s = LoadModels(&registry); !s.ok()) {
+  if (absl::Status s = *replicated ? absl::OkStatus() : LoadModels(&registry, *configured);
+      !s.ok()) {
     std::cerr << "clickd: " << s.message() << "\n";
     return 2;
   }
@@ -656,16 +686,18 @@ int Serve() {
   const std::string admin_address = absl::GetFlag(FLAGS_admin_address);
   const auth::AuthFiles* authorizer = security->auth.get();
   Executor executor(*isolation);
+  ModelWriter* writer = replication != nullptr ? replication->writer.get() : nullptr;
   ClickdService service(
       &registry, limits, update_health, &rpc_metrics, &snapshotter, &executor,
-      {authorizer, admin_address.empty() ? auth::MethodSet::kAll : auth::MethodSet::kNoAdmin});
+      {authorizer, admin_address.empty() ? auth::MethodSet::kAll : auth::MethodSet::kNoAdmin},
+      writer);
   ClickdService admin_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
-                              &executor, {authorizer, auth::MethodSet::kAdminOnly});
+                              &executor, {authorizer, auth::MethodSet::kAdminOnly}, writer);
   // The health address refuses every clickd method; registering the
   // service gives that server the callback queue gRPC requires of a server
   // (the health service alone is added too late for its check).
   ClickdService refusing_service(&registry, limits, update_health, &rpc_metrics, &snapshotter,
-                                 &executor, {authorizer, auth::MethodSet::kNone});
+                                 &executor, {authorizer, auth::MethodSet::kNone}, writer);
 
   auto servers = StartServers(*security, limits, {&service, &admin_service, &refusing_service});
   if (!servers.ok()) {
@@ -716,7 +748,17 @@ int Serve() {
       std::cerr << "clickd: " << failures << " shutdown snapshot(s) failed" << std::endl;
     }
   }
+  if (replication != nullptr && !data_dir.empty() && absl::GetFlag(FLAGS_snapshot_on_shutdown)) {
+    // The stream holds everything; a local snapshot only shortens the next
+    // start's catch-up.
+    if (auto report = replication->replica->Snapshot(/*publish=*/false); report.ok()) {
+      std::cout << "clickd: replica snapshot at sequence " << report->sequence << std::endl;
+    } else {
+      std::cerr << "clickd: replica snapshot failed: " << report.status().message() << std::endl;
+    }
+  }
   if (*exporter != nullptr) (*exporter)->Stop();
+  replication.reset();  // after the exporter: its scrapes read the replica
   std::cout << "clickd: stopped" << std::endl;
   return 0;
 }

@@ -34,8 +34,10 @@ std::string ModelKey(const Request& request) {
 ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
                              std::function<void()> on_models_changed,
                              metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter,
-                             Executor* executor, auth::AccessControl access)
+                             Executor* executor, auth::AccessControl access, ModelWriter* writer)
     : registry_(registry),
+      local_writer_(registry),
+      writer_(writer != nullptr ? writer : &local_writer_),
       limits_(limits),
       on_models_changed_(std::move(on_models_changed)),
       rpc_metrics_(rpc_metrics),
@@ -152,7 +154,12 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
                                       absl::StrCat("candidates[", i, "]"));
     if (!s.ok()) return s;
   }
-  response->set_model_version(model.Updates());
+  if (request.min_model_version() > 0) {
+    if (absl::Status s = writer_->AwaitVersion(**served, request.min_model_version()); !s.ok()) {
+      return s;
+    }
+  }
+  response->set_model_version(writer_->Version(**served));
   response->set_request_id(request.request_id());
   for (const CandidateScore& s : ScoreCandidates(model, *context, candidates)) {
     v1::Prediction* p = response->add_predictions();
@@ -169,6 +176,11 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
   size_t total = request.examples_size();
   for (const v1::Impression& imp : request.impressions()) total += imp.candidates_size();
   if (total == 0) return absl::InvalidArgumentError("examples and impressions are both empty");
+  if (request.idempotency_key().size() > limits_.max_idempotency_key_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("idempotency_key has ", request.idempotency_key().size(),
+                     " bytes; the limit is ", limits_.max_idempotency_key_bytes));
+  }
   if (total > limits_.max_examples_per_update) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the update has ", total, " examples; the limit is ", limits_.max_examples_per_update));
@@ -224,15 +236,16 @@ absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateReq
     if (!valid.ok()) return valid;
   }
 
-  absl::StatusOr<std::vector<ScoredExample>> learned = served.Learn(batch);
+  absl::StatusOr<ModelWriter::Learned> learned =
+      writer_->Learn(served, batch, request.idempotency_key());
   if (!learned.ok()) return learned.status();
   response->set_request_id(request.request_id());
-  response->set_applied(learned->size());
-  response->set_model_version(model.Updates());
+  response->set_applied(batch.size());
+  response->set_model_version(learned->version);
   if (request.return_margins()) {
-    for (const ScoredExample& s : *learned) response->add_margins(s.margin);
+    for (const ScoredExample& s : learned->scored) response->add_margins(s.margin);
   }
-  scored->insert(scored->end(), learned->begin(), learned->end());
+  scored->insert(scored->end(), learned->scored.begin(), learned->scored.end());
   return absl::OkStatus();
 }
 
@@ -301,6 +314,11 @@ grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerConte
     call->Finish(served.status());
   } else if (DeadlinePassed(context)) {
     call->Finish(DeadlinePassedError());
+  } else if (writer_->SnapshotsAllModels()) {
+    // Every model at one sequence (a replica): on the executor.
+    RunCallWork(
+        /*key=*/"", [this, finish] { finish(writer_->SnapshotAll()); },
+        [call](const absl::Status& refused) { call->Finish(refused); });
   } else if (snapshotter_ == nullptr || !(*served)->durable()) {
     // A memory-only model answers FailedPrecondition at once.
     finish((*served)->Snapshot());
@@ -320,7 +338,7 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
       [this](const v1::CreateModelRequest& req, v1::CreateModelResponse* resp) -> absl::Status {
         auto config = ToModelConfig(req.config());
         if (!config.ok()) return config.status();
-        auto served = registry_->Create(*config);
+        auto served = writer_->Create(*config);
         if (!served.ok()) return served.status();
         on_models_changed_();
         *resp->mutable_model() = ToModelInfo(**served);
@@ -368,7 +386,7 @@ grpc::ServerUnaryReactor* ClickdService::DeleteModel(grpc::CallbackServerContext
       context, "DeleteModel", request, response, ModelKey<v1::DeleteModelRequest>,
       [this](const v1::DeleteModelRequest& req, v1::DeleteModelResponse*) -> absl::Status {
         if (req.model().empty()) return absl::InvalidArgumentError("model is empty");
-        absl::Status s = registry_->Delete(req.model());
+        absl::Status s = writer_->Delete(req.model());
         if (s.ok()) on_models_changed_();
         return s;
       });

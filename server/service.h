@@ -53,6 +53,7 @@
 #include "server/executor.h"
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
+#include "server/model_writer.h"
 #include "server/snapshotter.h"
 #include "server/unary_call.h"
 
@@ -83,10 +84,16 @@ class ClickdService final : public RawClickdService {
   // `executor`, if not null, runs every call's work (without it, on the
   // calling thread); it must outlive the calls. `access` says which methods
   // this instance serves and who may call them (by default: all, to
-  // everyone).
+  // everyone). `writer`, if not null, makes every change to models (creates,
+  // deletes, learning: the replicated log); without it, the registry and the
+  // models' own journals do (LocalModelWriter).
   ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed,
                 metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr,
-                Executor* executor = nullptr, auth::AccessControl access = {});
+                Executor* executor = nullptr, auth::AccessControl access = {},
+                ModelWriter* writer = nullptr);
+
+  // The model_version a Predict on `served` reports now.
+  uint64_t ModelVersion(const ServedModel& served) const { return writer_->Version(served); }
 
   using Bytes = grpc::ByteBuffer;
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context, const Bytes* request,
@@ -171,6 +178,8 @@ class ClickdService final : public RawClickdService {
   bool ScoresInline(const v1::PredictRequest& request) const;
 
   ModelRegistry* const registry_;
+  LocalModelWriter local_writer_;
+  ModelWriter* const writer_;
   const Limits limits_;
   const std::function<void()> on_models_changed_;
   metrics::RpcMetrics* const rpc_metrics_;

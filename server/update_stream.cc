@@ -36,7 +36,7 @@ class StreamUpdater {
     absl::Status status = Guarded("an update stream", apply);
     if (!status.ok()) return status;
     for (const ScoredExample& s : scored_) metrics_->Add(s.margin, s.label, s.importance);
-    applied_ += scored_.size();
+    applied_ += response->applied();
     ++requests_;
     return absl::OkStatus();
   }
@@ -51,7 +51,9 @@ class StreamUpdater {
   uint64_t requests() const { return requests_; }
   uint64_t applied() const { return applied_; }
   // The model's version, or 0 before the first message.
-  uint64_t model_version() const { return served_ == nullptr ? 0 : served_->model().Updates(); }
+  uint64_t model_version() const {
+    return served_ == nullptr ? 0 : service_->ModelVersion(*served_);
+  }
   std::optional<MetricsSummary> summary() const {
     if (!metrics_.has_value()) return std::nullopt;
     return metrics_->Summary();

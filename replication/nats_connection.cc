@@ -1,0 +1,110 @@
+#include "replication/nats_connection.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace clickd {
+namespace {
+
+// Every natsStatus that means "no server answered in time" or "not
+// connected": retrying later, or on another replica, can succeed.
+bool IsUnavailable(natsStatus status) {
+  switch (status) {
+    case NATS_TIMEOUT:
+    case NATS_CONNECTION_CLOSED:
+    case NATS_CONNECTION_DISCONNECTED:
+    case NATS_NO_SERVER:
+    case NATS_STALE_CONNECTION:
+    case NATS_NO_RESPONDERS:
+    case NATS_IO_ERROR:
+    case NATS_INSUFFICIENT_BUFFER:
+    case NATS_NOT_YET_CONNECTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+absl::Status NatsError(natsStatus status, jsErrCode js_error, std::string_view what) {
+  std::string message =
+      absl::StrCat("NATS JetStream ", std::string(what), ": ", natsStatus_GetText(status));
+  if (js_error != 0)
+    absl::StrAppend(&message, " (JetStream error ", static_cast<int>(js_error), ")");
+  if (IsUnavailable(status)) return absl::UnavailableError(message);
+  // A JetStream API error while the cluster elects a leader or lost its
+  // quorum is transient too ("JetStream system temporarily unavailable",
+  // 10008; "insufficient resources"; no stream leader).
+  if (status == NATS_ERR && (js_error == 10008 || js_error == 0)) {
+    return absl::UnavailableError(message);
+  }
+  return absl::InternalError(message);
+}
+
+absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
+    const NatsConnectionOptions& options) {
+  std::unique_ptr<NatsConnection> self(new NatsConnection(options.timeout));
+  auto check = [](natsStatus s, std::string_view what) {
+    return s == NATS_OK ? absl::OkStatus() : NatsError(s, what);
+  };
+  if (auto s = check(natsOptions_Create(&self->options_), "options"); !s.ok()) return s;
+  natsOptions* o = self->options_;
+  if (auto s = check(natsOptions_SetURL(o, options.urls.c_str()), "--nats_url"); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nats_url=", options.urls, " is not a list of NATS URLs: ", s.message()));
+  }
+  if (!options.creds_file.empty()) {
+    if (auto s =
+            check(natsOptions_SetUserCredentialsFromFiles(o, options.creds_file.c_str(), nullptr),
+                  "--nats_creds");
+        !s.ok()) {
+      return s;
+    }
+  }
+  natsOptions_SetName(o, options.name.c_str());
+  natsOptions_SetTimeout(o, options.timeout.count());
+  natsOptions_SetMaxReconnect(o, -1);  // forever
+  natsOptions_SetReconnectWait(o, 250);
+  // Nothing is buffered while disconnected: a publish fails at once.
+  natsOptions_SetReconnectBufSize(o, 0);
+  natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, self.get());
+  natsOptions_SetReconnectedCB(o, &NatsConnection::OnConnected, self.get());
+  natsOptions_SetRetryOnFailedConnect(o, true, &NatsConnection::OnConnected, self.get());
+
+  natsStatus s = natsConnection_Connect(&self->connection_, o);
+  if (s == NATS_OK) {
+    self->connected_ = true;
+  } else if (s != NATS_NOT_YET_CONNECTED) {
+    return NatsError(s, absl::StrCat("connect to ", options.urls));
+  }
+  jsOptions js_options;
+  jsOptions_Init(&js_options);
+  js_options.Wait = options.timeout.count();
+  if (auto st =
+          check(natsConnection_JetStream(&self->js_, self->connection_, &js_options), "context");
+      !st.ok()) {
+    return st;
+  }
+  return self;
+}
+
+NatsConnection::~NatsConnection() {
+  if (js_ != nullptr) jsCtx_Destroy(js_);
+  if (connection_ != nullptr) {
+    natsConnection_Close(connection_);
+    natsConnection_Destroy(connection_);
+  }
+  if (options_ != nullptr) natsOptions_Destroy(options_);
+}
+
+int64_t NatsConnection::max_payload() const { return natsConnection_GetMaxPayload(connection_); }
+
+void NatsConnection::OnConnected(natsConnection*, void* self) {
+  static_cast<NatsConnection*>(self)->connected_.store(true, std::memory_order_relaxed);
+}
+
+void NatsConnection::OnDisconnected(natsConnection*, void* self) {
+  static_cast<NatsConnection*>(self)->connected_.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace clickd

@@ -1,0 +1,194 @@
+// Replica: this process's copy of every model, kept equal to every other
+// replica's by applying the replicated log (JetStreamLog) in sequence order.
+//
+//   * One applier thread reads the stream and applies each record: creates
+//     and deletes to the registry, update batches to their model. It is the
+//     only writer of models, so replicas that applied the same sequence hold
+//     the same bytes.
+//   * Learn, Create and Delete publish a record, wait for JetStream's
+//     acknowledgement, then wait until the applier here has applied it and
+//     answer with what applying it did (the pre-update scores; the created
+//     model; NotFound...). A publisher is matched to its record by message
+//     id, so a record applied before its acknowledgement arrives is not
+//     missed.
+//   * Snapshots: every model's state copied at one sequence S (the applier
+//     is paused only for the copy), written to <data_dir>/replica and, at
+//     most once per snapshot interval, published to the snapshot stream, after
+//     which the log is purged below the older of the two newest published
+//     snapshots: no record leaves the stream before a published snapshot
+//     contains it. Start loads the newest valid local snapshot, or, with an
+//     empty volume or a log purged past it, the newest published one, and
+//     resumes at S + 1.
+//
+// Thread safety: safe for concurrent use. Lock order: apply_mu_, then mu_.
+#ifndef CLICKD_REPLICATION_REPLICA_H_
+#define CLICKD_REPLICATION_REPLICA_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/base/mutex.h"
+#include "core/model/registry.h"
+#include "core/persist/env.h"
+#include "replication/jetstream_log.h"
+#include "replication/replica_snapshot.h"
+#include "replication/snapshot_store.h"
+
+namespace clickd {
+
+struct ReplicaOptions {
+  // Local snapshots go to <data_dir>/replica; empty: none (every start
+  // bootstraps from the published snapshot and the stream).
+  std::string data_dir;
+  Env* env = Env::Default();
+  // This replica's name in messages ids and logs.
+  std::string replica_id = "clickd";
+  std::chrono::milliseconds publish_timeout{2000};
+  // How long a publisher waits for the applier here to reach its record.
+  std::chrono::milliseconds apply_timeout{5000};
+  // Local snapshots every interval (0: only when asked); published at most
+  // once per interval, and not when another replica published since.
+  std::chrono::milliseconds snapshot_interval{60000};
+  int keep_local_snapshots = 2;
+  int keep_published_snapshots = 2;
+  // Called after every publish attempt with its latency and outcome. May be
+  // null; must be thread-safe and quick.
+  std::function<void(double seconds, bool acknowledged)> on_publish;
+};
+
+// How Start restored the models.
+struct ReplicaStartReport {
+  std::string source;  // "local snapshot <path>", "published snapshot", "empty"
+  uint64_t snapshot_sequence = 0;
+  size_t models = 0;
+  std::vector<std::string> rejected;  // damaged snapshots skipped, newest first
+  double seconds = 0;
+};
+
+// A replica's view of replication, for metrics and health.
+struct ReplicaStatus {
+  uint64_t applied_sequence = 0;
+  uint64_t stream_sequence = 0;  // newest sequence known to exist
+  double lag_seconds = 0;
+  bool nats_connected = false;
+  uint64_t published_snapshot_sequence = 0;
+  uint64_t rejected_records = 0;
+  absl::Status broken;  // why this replica stopped applying (OK if it did not)
+};
+
+struct ReplicaSnapshotReport {
+  uint64_t sequence = 0;
+  uint64_t bytes = 0;
+  uint64_t coordinates = 0;
+  bool published = false;
+  double pause_seconds = 0;
+  double seconds = 0;
+};
+
+class Replica {
+ public:
+  // Restores the models into `registry` (which must be empty and
+  // memory-only: the replica is their durability), then starts applying
+  // the log. `log` and `snapshots` must outlive the replica.
+  static absl::StatusOr<std::unique_ptr<Replica>> Start(ModelRegistry* registry, JetStreamLog* log,
+                                                        SnapshotStore* snapshots,
+                                                        ReplicaOptions options,
+                                                        ReplicaStartReport* report);
+  // Stops applying; waiting publishers get Unavailable.
+  ~Replica();
+
+  // Waits until this replica has applied the stream as far as it reached
+  // when called (FailedPrecondition-free: Unavailable naming NATS if the
+  // stream cannot be asked, DeadlineExceeded on timeout).
+  absl::Status CatchUp(std::chrono::milliseconds timeout);
+
+  struct Learned {
+    std::vector<ScoredExample> scored;  // empty for a deduplicated retry
+    uint64_t sequence = 0;
+    bool deduplicated = false;
+  };
+  // Publishes a validated batch for `model` and returns once this replica
+  // has learned it. `idempotency_key` (may be empty) makes a retry within
+  // the stream's duplicate window learn nothing more.
+  absl::StatusOr<Learned> Learn(const std::string& model, absl::Span<const TrainingExample> batch,
+                                std::string_view idempotency_key);
+  absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config);
+  absl::Status Delete(const std::string& model);
+
+  // The last sequence applied here: every Predict answered now reflects
+  // every record up to it.
+  uint64_t applied_sequence() const;
+  // Waits (at most `timeout`) until applied_sequence() >= sequence;
+  // Unavailable naming both sequences if it does not get there.
+  absl::Status AwaitApplied(uint64_t sequence, std::chrono::milliseconds timeout);
+  // The sequence of the last record applied to `model` (0: unknown model).
+  uint64_t model_version(const std::string& model) const;
+
+  // Writes a local snapshot now (and publishes it if `publish`).
+  absl::StatusOr<ReplicaSnapshotReport> Snapshot(bool publish);
+
+  ReplicaStatus status() const;
+
+ private:
+  struct Waiter;
+
+  Replica(ModelRegistry* registry, JetStreamLog* log, SnapshotStore* snapshots,
+          ReplicaOptions options);
+  absl::Status Restore(ReplicaStartReport* report);
+  absl::Status LoadSnapshot(const ReplicaSnapshot& snapshot);
+  // Publishes a record and waits until it is applied here.
+  absl::StatusOr<std::shared_ptr<Waiter>> PublishAndWait(const std::string& record,
+                                                         std::string msg_id);
+  void ApplyLoop();
+  // Applies the message at applied_ + 1.
+  void Apply(const LogMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  void SnapshotLoop();
+  // Whether this replica should publish its next snapshot.
+  bool PublishDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(snapshot_mu_);
+  std::string NewMessageId();
+
+  ModelRegistry* const registry_;
+  JetStreamLog* const log_;
+  SnapshotStore* const snapshots_;
+  const ReplicaOptions options_;
+  const std::string id_prefix_;  // replica id + start time: unique per process
+  std::atomic<uint64_t> next_id_{0};
+
+  // Held by the applier for each record, and by a snapshot while it copies.
+  Mutex apply_mu_;
+  mutable Mutex mu_;
+  CondVar applied_cv_;
+  uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stream_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_applied_nanos_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t published_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t rejected_records_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The sequence of each model's CREATE record, and of the last record
+  // applied to it.
+  absl::flat_hash_map<std::string, uint64_t> created_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, uint64_t> versions_ ABSL_GUARDED_BY(mu_);
+  // Publishers waiting for their record, by message id.
+  absl::flat_hash_map<std::string, std::shared_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);
+
+  Mutex snapshot_mu_;  // one snapshot at a time
+  std::chrono::steady_clock::time_point last_publish_check_ ABSL_GUARDED_BY(snapshot_mu_);
+  uint64_t last_seen_published_ ABSL_GUARDED_BY(snapshot_mu_) = 0;
+
+  std::thread applier_;
+  std::thread snapshotter_;
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_REPLICATION_REPLICA_H_

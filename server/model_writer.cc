@@ -1,0 +1,45 @@
+#include "server/model_writer.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace clickd {
+
+absl::StatusOr<ModelWriter::Learned> LocalModelWriter::Learn(
+    ServedModel& served, absl::Span<const TrainingExample> batch, std::string_view) {
+  // The embedded log has no deduplication window: an idempotency key is
+  // accepted and has no effect (docs/api.md#idempotency).
+  auto scored = served.Learn(batch);
+  if (!scored.ok()) return scored.status();
+  return Learned{*std::move(scored), served.model().Updates()};
+}
+
+absl::Status LocalModelWriter::AwaitVersion(const ServedModel& served, uint64_t min_version) {
+  const uint64_t version = served.model().Updates();
+  if (version >= min_version) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("model ", served.name(), " is at model_version ", version,
+                   ", behind the requested min_model_version ", min_version,
+                   " (without replication, model_version counts the examples learned)"));
+}
+
+absl::StatusOr<ModelWriter::Learned> ReplicatedModelWriter::Learn(
+    ServedModel& served, absl::Span<const TrainingExample> batch,
+    std::string_view idempotency_key) {
+  auto learned = replica_->Learn(served.name(), batch, idempotency_key);
+  if (!learned.ok()) return learned.status();
+  return Learned{std::move(learned->scored), learned->sequence};
+}
+
+absl::StatusOr<SnapshotReport> ReplicatedModelWriter::SnapshotAll() {
+  auto replica = replica_->Snapshot(/*publish=*/true);
+  if (!replica.ok()) return replica.status();
+  SnapshotReport report;
+  report.sequence = replica->sequence;
+  report.bytes = replica->bytes;
+  report.coordinates = replica->coordinates;
+  report.seconds = replica->seconds;
+  report.pause_seconds = replica->pause_seconds;
+  return report;
+}
+
+}  // namespace clickd

@@ -1,0 +1,103 @@
+// ModelWriter: how the service changes models and says which version of a
+// model answered. Two implementations:
+//
+//   LocalModelWriter       the embedded default: the registry and each
+//                          model's journal (file update log) directly;
+//                          model_version counts the examples learned.
+//   ReplicatedModelWriter  --replication=jetstream: every change goes
+//                          through the replicated log and is applied here
+//                          in stream order (replication/replica.h);
+//                          model_version is the stream sequence.
+//
+// Thread safety: implementations are safe for concurrent use.
+#ifndef CLICKD_SERVER_MODEL_WRITER_H_
+#define CLICKD_SERVER_MODEL_WRITER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/model/registry.h"
+#include "replication/replica.h"
+
+namespace clickd {
+
+class ModelWriter {
+ public:
+  virtual ~ModelWriter() = default;
+
+  struct Learned {
+    std::vector<ScoredExample> scored;  // empty for a deduplicated retry
+    uint64_t version = 0;               // the model_version the update produced
+  };
+  // Learns a validated batch. `idempotency_key` may be empty.
+  virtual absl::StatusOr<Learned> Learn(ServedModel& served,
+                                        absl::Span<const TrainingExample> batch,
+                                        std::string_view idempotency_key) = 0;
+  virtual absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) = 0;
+  virtual absl::Status Delete(const std::string& name) = 0;
+
+  // The model_version a Predict scored on `served` now reports.
+  virtual uint64_t Version(const ServedModel& served) const = 0;
+  // OK once Version(served) >= min_version; otherwise an error after at
+  // most the writer's wait, naming both versions.
+  virtual absl::Status AwaitVersion(const ServedModel& served, uint64_t min_version) = 0;
+
+  // Whether SnapshotModel snapshots every model at one sequence (a
+  // replica) instead of the one named.
+  virtual bool SnapshotsAllModels() const { return false; }
+  virtual absl::StatusOr<SnapshotReport> SnapshotAll() {
+    return absl::UnimplementedError("snapshots are per model");
+  }
+};
+
+class LocalModelWriter final : public ModelWriter {
+ public:
+  explicit LocalModelWriter(ModelRegistry* registry) : registry_(registry) {}
+
+  absl::StatusOr<Learned> Learn(ServedModel& served, absl::Span<const TrainingExample> batch,
+                                std::string_view idempotency_key) override;
+  absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
+    return registry_->Create(config);
+  }
+  absl::Status Delete(const std::string& name) override { return registry_->Delete(name); }
+  uint64_t Version(const ServedModel& served) const override { return served.model().Updates(); }
+  absl::Status AwaitVersion(const ServedModel& served, uint64_t min_version) override;
+
+ private:
+  ModelRegistry* const registry_;
+};
+
+class ReplicatedModelWriter final : public ModelWriter {
+ public:
+  // `max_version_wait`: how long AwaitVersion waits for the stream.
+  ReplicatedModelWriter(Replica* replica, std::chrono::milliseconds max_version_wait)
+      : replica_(replica), max_version_wait_(max_version_wait) {}
+
+  absl::StatusOr<Learned> Learn(ServedModel& served, absl::Span<const TrainingExample> batch,
+                                std::string_view idempotency_key) override;
+  absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
+    return replica_->Create(config);
+  }
+  absl::Status Delete(const std::string& name) override { return replica_->Delete(name); }
+  uint64_t Version(const ServedModel&) const override { return replica_->applied_sequence(); }
+  absl::Status AwaitVersion(const ServedModel&, uint64_t min_version) override {
+    return replica_->AwaitApplied(min_version, max_version_wait_);
+  }
+  bool SnapshotsAllModels() const override { return true; }
+  absl::StatusOr<SnapshotReport> SnapshotAll() override;
+
+ private:
+  Replica* const replica_;
+  const std::chrono::milliseconds max_version_wait_;
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_SERVER_MODEL_WRITER_H_
