@@ -42,48 +42,10 @@
 
 namespace clickd {
 
-struct UpdateLogOptions {
-  SyncMode sync = SyncMode::kEveryRequest;
-  std::chrono::milliseconds sync_interval{100};
-  // If set, called with the seconds each fdatasync of a segment took (for
-  // the sync latency metric), from any thread and sometimes with the log's
-  // lock held: it must be thread-safe, quick, and not call into the log.
-  std::function<void(double seconds)> on_sync;
-};
-
-// How Open treats damage.
-struct LogRecoveryOptions {
-  // The sequence of the snapshot the caller loaded (0: none loaded). The
-  // log must start no later than the record after it; damage among records
-  // it contains does not stop Open (the damaged segments are left for the
-  // next TruncateThrough to remove). Unset: the caller has no snapshot to
-  // check against, and the log may start anywhere.
-  std::optional<uint64_t> snapshot_sequence;
-  // The operator's recovery mode: keep every record before the first damage
-  // that stops Open, move the damaged segment and every later one aside
-  // (renamed to <name>.damaged-<unix seconds>), and continue.
-  bool salvage_damaged = false;
-};
-
-// What Open found and repaired, for logs and metrics. File names are
-// relative to the log directory's parent ("log/<first seq>.log").
-struct UpdateLogRecovery {
-  uint64_t records = 0;
-  uint64_t torn_tail_bytes = 0;  // cut from the newest segment
-  // Damage in segments the loaded snapshot covers, one message each.
-  std::vector<std::string> covered_damage;
-  // With salvage_damaged: the damage that stopped Open, as the DataLoss
-  // message would have said it ("" if none), the first record dropped, the
-  // highest one known to have existed (0 if unknown), and the files moved
-  // aside.
-  std::string salvaged_damage;
-  uint64_t dropped_from = 0;
-  uint64_t dropped_at_least_through = 0;
-  std::vector<std::string> moved_aside;
-};
-
 class FileUpdateLog final : public UpdateLog {
  public:
+  // Opens (creating) the log in `dir`, recovering as described above. It
+  // fits UpdateLogOpener, and is ModelJournal's default opener.
   static absl::StatusOr<std::unique_ptr<FileUpdateLog>> Open(Env* env, const std::string& dir,
                                                              UpdateLogOptions options,
                                                              UpdateLogRecovery* recovery,
@@ -96,14 +58,12 @@ class FileUpdateLog final : public UpdateLog {
       uint64_t after, const std::function<absl::Status(uint64_t, std::string_view)>& fn) override;
   absl::Status TruncateThrough(uint64_t sequence) override;
 
-  // Makes a log whose records all come before `sequence` + 1 continue after
-  // `sequence`, removing the old segments: for a model restored from a
-  // snapshot whose log is gone (a backup of MODEL + snapshot) or was
-  // salvaged short of it. FailedPrecondition if the log holds later records.
-  absl::Status ResetAfter(uint64_t sequence);
+  // Removes the old segments and starts one at `sequence` + 1.
+  absl::Status ResetAfter(uint64_t sequence) override;
 
-  // The sequence of the oldest record kept (last_sequence() + 1 if none).
-  uint64_t first_sequence() const;
+  // The oldest segment's first sequence (a damaged segment the snapshot
+  // covers counts until TruncateThrough removes it).
+  uint64_t first_sequence() const override;
   uint64_t last_sequence() const override;
   uint64_t size_bytes() const override;
 

@@ -10,6 +10,7 @@
 #include "core/persist/batch_codec.h"
 #include "core/persist/coding.h"
 #include "core/persist/crc32c.h"
+#include "core/persist/file_update_log.h"
 #include "core/persist/snapshot.h"
 
 namespace clickd {
@@ -77,13 +78,34 @@ absl::Status Closed(const std::string& dir) {
   return absl::FailedPreconditionError(absl::StrCat("the model stored in ", dir, " was deleted"));
 }
 
-// The log must hold every record after the snapshot (FileUpdateLog::Open
-// checks that it starts no later than snapshot + 1). A log that ends before
-// the snapshot starts over after it: an empty one (a model restored from a
-// backup of MODEL + snapshot), or one salvaged short of it.
-absl::Status CheckLogContinuesSnapshot(FileUpdateLog& log, bool salvaged, RecoveryReport* report) {
+// Opens the model's log at `dir`/log with options.open_log, or the
+// embedded file log if it is unset.
+absl::StatusOr<std::unique_ptr<UpdateLog>> OpenLog(const std::string& dir,
+                                                   const JournalOptions& options,
+                                                   UpdateLogRecovery* recovery,
+                                                   const LogRecoveryOptions& how) {
+  const UpdateLogOpener& open =
+      options.open_log ? options.open_log : UpdateLogOpener(&FileUpdateLog::Open);
+  return open(options.env, dir + "/log", options.log, recovery, how);
+}
+
+// The log must hold every record after the snapshot: it starts no later than
+// snapshot + 1 (FileUpdateLog::Open checks this itself, naming the segment;
+// this holds every UpdateLog to it). A log that ends before the snapshot
+// starts over after it: an empty one (a model restored from a backup of
+// MODEL + snapshot), or one salvaged short of it.
+absl::Status CheckLogContinuesSnapshot(const std::string& dir, UpdateLog& log, bool salvaged,
+                                       RecoveryReport* report) {
   const uint64_t snapshot = report->snapshot_sequence;
-  const bool empty = log.last_sequence() < log.first_sequence();
+  const uint64_t first = log.first_sequence();
+  if (first > snapshot + 1) {
+    return absl::DataLossError(absl::StrCat(
+        dir, ": the update log starts at record ", first, " but ",
+        snapshot == 0 ? std::string("no snapshot reads back")
+                      : absl::StrCat("the newest readable snapshot ends at record ", snapshot),
+        ": records ", snapshot + 1, "..", first - 1, " are missing"));
+  }
+  const bool empty = log.last_sequence() < first;
   if ((empty || salvaged) && log.last_sequence() < snapshot) {
     report->log_restarted = true;
     return log.ResetAfter(snapshot);
@@ -93,8 +115,8 @@ absl::Status CheckLogContinuesSnapshot(FileUpdateLog& log, bool salvaged, Recove
 
 }  // namespace
 
-ModelJournal::ModelJournal(std::string dir, JournalOptions options,
-                           std::unique_ptr<FileUpdateLog> log, uint64_t snapshot_sequence)
+ModelJournal::ModelJournal(std::string dir, JournalOptions options, std::unique_ptr<UpdateLog> log,
+                           uint64_t snapshot_sequence)
     : dir_(std::move(dir)),
       options_(std::move(options)),
       log_(std::move(log)),
@@ -112,8 +134,18 @@ absl::StatusOr<std::unique_ptr<ModelJournal>> ModelJournal::Create(const std::st
   // one: start from an empty directory.
   if (absl::Status s = Destroy(env, dir); !s.ok()) return s;
   if (absl::Status s = env->CreateDirs(dir); !s.ok()) return s;
-  auto log = FileUpdateLog::Open(env, dir + "/log", options.log, nullptr);
+  auto log = OpenLog(dir, options, nullptr, {});
   if (!log.ok()) return log.status();
+  // Records there would be replayed into the new model. (Destroy has just
+  // removed a file log; an opener keeping records elsewhere must not hand
+  // back an earlier model's.)
+  const uint64_t first = (*log)->first_sequence(), last = (*log)->last_sequence();
+  if (first != 1 || last != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir, ": a new model needs an empty update log that starts at record 1, not one ",
+        last < first ? absl::StrCat("that continues after record ", last)
+                     : absl::StrCat("holding records ", first, "..", last)));
+  }
   // MODEL last: a directory without it is an unfinished create.
   if (absl::Status s = WriteModelFile(env, dir, config); !s.ok()) return s;
   return std::unique_ptr<ModelJournal>(new ModelJournal(dir, options, *std::move(log), 0));
@@ -153,7 +185,7 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   LogRecoveryOptions how;
   how.snapshot_sequence = out.report.snapshot_sequence;
   how.salvage_damaged = options.salvage_damaged_log;
-  auto log = FileUpdateLog::Open(env, dir + "/log", options.log, &recovery, how);
+  auto log = OpenLog(dir, options, &recovery, how);
   if (!log.ok()) return log.status();
   out.report.torn_tail_bytes = recovery.torn_tail_bytes;
   out.report.covered_log_damage = recovery.covered_damage;
@@ -162,7 +194,7 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   out.report.dropped_at_least_through = recovery.dropped_at_least_through;
   out.report.moved_aside = recovery.moved_aside;
   if (absl::Status s =
-          CheckLogContinuesSnapshot(**log, !recovery.salvaged_damage.empty(), &out.report);
+          CheckLogContinuesSnapshot(dir, **log, !recovery.salvaged_damage.empty(), &out.report);
       !s.ok()) {
     return s;
   }

@@ -4,6 +4,9 @@
 //   snapshot-<seq>.snap      the newest K snapshots (docs/snapshot_format.md)
 //   log/<first seq>.log      the update log after the oldest kept snapshot
 //
+// The update log is any UpdateLog (JournalOptions::open_log); the file
+// layout above is the default, FileUpdateLog's.
+//
 // Learn appends a batch to the log, applies it, then waits for the sync mode
 // before the caller acknowledges. Appending and applying happen under one
 // lock so that the log's order is the order of application, and a snapshot
@@ -28,13 +31,16 @@
 #include "core/model/model.h"
 #include "core/model/serving.h"
 #include "core/persist/env.h"
-#include "core/persist/file_update_log.h"
+#include "core/persist/update_log.h"
 
 namespace clickd {
 
 struct JournalOptions {
   Env* env = Env::Default();
   UpdateLogOptions log;
+  // Opens a model's update log at <model dir>/log. Unset: FileUpdateLog::Open
+  // (the embedded log, segment files in that directory).
+  UpdateLogOpener open_log;
   int keep_snapshots = 2;
   // The operator's recovery mode (clickd --recover_damaged_log): a damaged
   // update log keeps the records before the damage, the damaged segments are
@@ -123,12 +129,12 @@ class ModelJournal {
   uint64_t records_since_snapshot() const;
 
  private:
-  ModelJournal(std::string dir, JournalOptions options, std::unique_ptr<FileUpdateLog> log,
+  ModelJournal(std::string dir, JournalOptions options, std::unique_ptr<UpdateLog> log,
                uint64_t snapshot_sequence);
 
   const std::string dir_;
   const JournalOptions options_;
-  const std::unique_ptr<FileUpdateLog> log_;
+  const std::unique_ptr<UpdateLog> log_;
   // Held exclusively to log + apply a batch, and to copy state for a snapshot.
   Mutex learn_mu_;
   bool closed_ ABSL_GUARDED_BY(learn_mu_) = false;

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/persist/batch_codec.h"
 #include "core/persist/fault_injection_env.h"
+#include "core/persist/file_update_log.h"
+#include "core/persist/memory_update_log.h"
 #include "core/persist/snapshot.h"
 #include "gtest/gtest.h"
 
@@ -66,6 +68,29 @@ std::string ReferenceState(const Batches& data, size_t batches) {
   return model->SerializeState();
 }
 
+// The journal tests that are not about files run on each UpdateLog: the
+// embedded file log (JournalOptions::open_log unset, the default) and
+// MemoryUpdateLog.
+enum class LogKind { kFile, kMemory };
+
+class JournalOnEachLog : public ::testing::TestWithParam<LogKind> {
+ protected:
+  JournalOptions Options() const {
+    JournalOptions options;
+    if (GetParam() == LogKind::kMemory) options.open_log = memory_logs_;
+    return options;
+  }
+
+ private:
+  // One per test: its logs outlive the journals, as files outlive a crash.
+  const UpdateLogOpener memory_logs_ = MemoryUpdateLog::Opener();
+};
+
+INSTANTIATE_TEST_SUITE_P(, JournalOnEachLog, ::testing::Values(LogKind::kFile, LogKind::kMemory),
+                         [](const ::testing::TestParamInfo<LogKind>& info) {
+                           return info.param == LogKind::kFile ? "FileLog" : "MemoryLog";
+                         });
+
 TEST(BatchCodec, RoundTripsImpressionsAndFlatExamples) {
   const Batches data = MakeBatches(2, 1);
   std::vector<TrainingExample> batch = data.batches[0];
@@ -87,10 +112,10 @@ TEST(BatchCodec, RoundTripsImpressionsAndFlatExamples) {
 
 // Snapshot + log replay rebuilds the exact bytes of a model that learned
 // every acknowledged batch, with and without a snapshot in between.
-TEST(ModelJournal, RestartRebuildsTheSameModel) {
+TEST_P(JournalOnEachLog, RestartRebuildsTheSameModel) {
   const Batches data = MakeBatches(60, 2);
   const std::string dir = NewDir();
-  JournalOptions options;
+  const JournalOptions options = Options();
   {
     auto journal = *ModelJournal::Create(dir, Config(), options);
     auto model = *CreateModel(Config());
@@ -111,10 +136,10 @@ TEST(ModelJournal, RestartRebuildsTheSameModel) {
   EXPECT_EQ(opened->model->config().hashing.interactions, Config().hashing.interactions);
 }
 
-TEST(ModelJournal, DamagedNewestSnapshotFallsBackToThePreviousOne) {
+TEST_P(JournalOnEachLog, DamagedNewestSnapshotFallsBackToThePreviousOne) {
   const Batches data = MakeBatches(30, 3);
   const std::string dir = NewDir();
-  JournalOptions options;
+  const JournalOptions options = Options();
   std::string newest;
   {
     auto journal = *ModelJournal::Create(dir, Config(), options);
@@ -138,10 +163,10 @@ TEST(ModelJournal, DamagedNewestSnapshotFallsBackToThePreviousOne) {
 
 // A backup of MODEL + the newest snapshot, without the log, restores to the
 // snapshot, and learning continues from there across another restart.
-TEST(ModelJournal, SnapshotWithoutItsLogRestoresAndLearningContinues) {
+TEST_P(JournalOnEachLog, SnapshotWithoutItsLogRestoresAndLearningContinues) {
   const Batches data = MakeBatches(30, 4);
   const std::string dir = NewDir(), restored = NewDir();
-  JournalOptions options;
+  const JournalOptions options = Options();
   std::string snapshot_path;
   {
     auto journal = *ModelJournal::Create(dir, Config(), options);
@@ -177,10 +202,10 @@ TEST(ModelJournal, SnapshotWithoutItsLogRestoresAndLearningContinues) {
 // With keep_snapshots = 1 and the only snapshot gone, the log no longer
 // starts at record 1: restoring it alone would silently lose what the
 // snapshot held, so Open refuses.
-TEST(ModelJournal, LogThatDoesNotReachBackToTheSnapshotIsDataLoss) {
+TEST_P(JournalOnEachLog, LogThatDoesNotReachBackToTheSnapshotIsDataLoss) {
   const Batches data = MakeBatches(12, 5);
   const std::string dir = NewDir();
-  JournalOptions options;
+  JournalOptions options = Options();
   options.keep_snapshots = 1;
   std::string newest;
   {
@@ -233,14 +258,56 @@ TEST(ModelJournal, AcknowledgedBatchesSurviveAPowerLoss) {
   EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, acknowledged));
 }
 
-TEST(ModelJournal, CreateRefusesAnExistingModelAndDestroyRemovesIt) {
+TEST_P(JournalOnEachLog, CreateRefusesAnExistingModelAndDestroyRemovesIt) {
   const std::string dir = NewDir();
-  ASSERT_TRUE(ModelJournal::Create(dir, Config(), {}).ok());
-  EXPECT_EQ(ModelJournal::Create(dir, Config(), {}).status().code(),
+  const JournalOptions options = Options();
+  ASSERT_TRUE(ModelJournal::Create(dir, Config(), options).ok());
+  EXPECT_EQ(ModelJournal::Create(dir, Config(), options).status().code(),
             absl::StatusCode::kAlreadyExists);
   ASSERT_TRUE(ModelJournal::Destroy(Env::Default(), dir).ok());
-  EXPECT_FALSE(ModelJournal::Open(dir, {}).ok());
-  EXPECT_TRUE(ModelJournal::Create(dir, Config(), {}).ok());
+  EXPECT_FALSE(ModelJournal::Open(dir, options).ok());
+  EXPECT_TRUE(ModelJournal::Create(dir, Config(), options).ok());
+}
+
+// A model created again under a deleted one's name starts from nothing: the
+// deleted model's records are not replayed into it.
+TEST_P(JournalOnEachLog, ModelCreatedAfterADeleteStartsWithAnEmptyLog) {
+  const Batches data = MakeBatches(5, 9);
+  const std::string dir = NewDir();
+  const JournalOptions options = Options();
+  {
+    auto journal = *ModelJournal::Create(dir, Config(), options);
+    auto model = *CreateModel(Config());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+    journal->Close();
+  }
+  ASSERT_TRUE(ModelJournal::Destroy(Env::Default(), dir).ok());
+  auto created = ModelJournal::Create(dir, Config(), options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ((*created)->log_sequence(), 0u);
+  auto model = *CreateModel(Config());
+  ASSERT_TRUE((*created)->Learn(*model, data.batches[0]).ok());
+  EXPECT_EQ((*created)->log_sequence(), 1u);
+  created->reset();
+  auto opened = ModelJournal::Open(dir, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(opened->report.replayed_records, 1u);
+  EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 1));
+}
+
+// Whatever log an opener hands back, a new model does not start on records.
+TEST(ModelJournal, CreateRefusesALogThatHoldsRecords) {
+  JournalOptions options;
+  options.open_log = [](Env*, const std::string&, const UpdateLogOptions&, UpdateLogRecovery*,
+                        const LogRecoveryOptions&) -> absl::StatusOr<std::unique_ptr<UpdateLog>> {
+    auto log = std::make_unique<MemoryUpdateLog>();
+    (void)log->Append("a record of another model");
+    return std::unique_ptr<UpdateLog>(std::move(log));
+  };
+  auto created = ModelJournal::Create(NewDir(), Config(), options);
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(created.status().message().find("holding records 1..1"), std::string::npos)
+      << created.status();
 }
 
 // Byte offsets of the records of a log segment, by sequence.
