@@ -1,6 +1,9 @@
 #include "replication/nats_connection.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace clickd {
 namespace {
@@ -49,7 +52,13 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   };
   if (auto s = check(natsOptions_Create(&self->options_), "options"); !s.ok()) return s;
   natsOptions* o = self->options_;
-  if (auto s = check(natsOptions_SetURL(o, options.urls.c_str()), "--nats_url"); !s.ok()) {
+  std::vector<std::string> urls = absl::StrSplit(options.urls, ',', absl::SkipWhitespace());
+  std::vector<const char*> url_pointers;
+  for (const std::string& url : urls) url_pointers.push_back(url.c_str());
+  if (auto s = check(
+          natsOptions_SetServers(o, url_pointers.data(), static_cast<int>(url_pointers.size())),
+          "--nats_url");
+      !s.ok() || urls.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--nats_url=", options.urls, " is not a list of NATS URLs: ", s.message()));
   }
