@@ -510,6 +510,28 @@ bool Replica::PublishDue() {
 }
 
 absl::StatusOr<ReplicaSnapshotReport> Replica::Snapshot(bool publish) {
+  std::vector<std::shared_ptr<ServedModel>> models;
+  absl::StatusOr<ReplicaSnapshotReport> report = SnapshotModels(publish, &models);
+  // Each model's snapshot statistics (and metrics) follow the replica's
+  // local snapshots, which hold every model.
+  for (const std::shared_ptr<ServedModel>& served : models) {
+    if (!report.ok()) {
+      served->RecordSnapshot(report.status());
+      continue;
+    }
+    SnapshotReport per_model;
+    per_model.path = report->path;
+    per_model.sequence = report->sequence;
+    per_model.bytes = report->bytes;
+    per_model.seconds = report->seconds;
+    per_model.pause_seconds = report->pause_seconds;
+    served->RecordSnapshot(per_model);
+  }
+  return report;
+}
+
+absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
+    bool publish, std::vector<std::shared_ptr<ServedModel>>* models) {
   MutexLock one_at_a_time(&snapshot_mu_);
   const auto start = Clock::now();
   ReplicaSnapshot snapshot;
@@ -523,7 +545,8 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::Snapshot(bool publish) {
       snapshot.sequence = applied_;
       created = created_;
     }
-    for (const std::shared_ptr<ServedModel>& served : registry_->List()) {
+    *models = registry_->List();
+    for (const std::shared_ptr<ServedModel>& served : *models) {
       ReplicaModel m;
       m.created_sequence = created[served->name()];
       m.contents.config = served->model().config();
@@ -544,6 +567,7 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::Snapshot(bool publish) {
   if (!options_.data_dir.empty()) {
     const std::string dir = options_.data_dir + "/replica";
     if (absl::Status s = options_.env->CreateDirs(dir); !s.ok()) return s;
+    report.path = dir + "/" + LocalReplicaSnapshotName(snapshot.sequence);
     if (absl::Status s = WriteLocalReplicaSnapshot(options_.env, dir, snapshot.sequence, bytes,
                                                    options_.keep_local_snapshots);
         !s.ok()) {

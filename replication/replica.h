@@ -86,6 +86,7 @@ struct ReplicaStatus {
 };
 
 struct ReplicaSnapshotReport {
+  std::string path;  // the local copy ("" without a data directory)
   uint64_t sequence = 0;
   uint64_t bytes = 0;
   uint64_t coordinates = 0;
@@ -151,6 +152,9 @@ class Replica {
   void ApplyLoop();
   // Applies the message at applied_ + 1.
   void Apply(const LogMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Snapshot's work; `models` gets the models it copied.
+  absl::StatusOr<ReplicaSnapshotReport> SnapshotModels(
+      bool publish, std::vector<std::shared_ptr<ServedModel>>* models);
   void SnapshotLoop();
   // Whether this replica should publish its next snapshot.
   bool PublishDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(snapshot_mu_);

@@ -85,7 +85,10 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Create(const ModelCo
     served = std::make_shared<ServedModel>(*std::move(model), *std::move(journal), RecoveryReport{},
                                            options_.on_snapshot);
   } else {
-    served = std::make_shared<ServedModel>(*std::move(model));
+    // Memory-only models report snapshots too: a replica snapshots them
+    // (ServedModel::RecordSnapshot).
+    served = std::make_shared<ServedModel>(*std::move(model), nullptr, RecoveryReport{},
+                                           options_.on_snapshot);
   }
   if (absl::Status s = Insert(served); !s.ok()) return s;
   return served;

@@ -44,6 +44,11 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
         "model \"", name(), "\" lives in memory only: start clickd with --data_dir to snapshot"));
   }
   absl::StatusOr<SnapshotReport> report = journal_->Snapshot(*model_);
+  RecordSnapshot(report);
+  return report;
+}
+
+void ServedModel::RecordSnapshot(const absl::StatusOr<SnapshotReport>& report) {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   {
@@ -58,7 +63,6 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
     }
   }
   if (on_snapshot_) on_snapshot_(*this, report);
-  return report;
 }
 
 SnapshotStats ServedModel::snapshot_stats() const {

@@ -78,6 +78,11 @@ class ServedModel {
   // snapshot_stats() and tells the observer.
   absl::StatusOr<SnapshotReport> Snapshot();
 
+  // Counts a snapshot attempt that holds this model in snapshot_stats()
+  // and tells the observer: Snapshot() does, and so does a replica, whose
+  // snapshots hold every model at one sequence (replication/replica.h).
+  void RecordSnapshot(const absl::StatusOr<SnapshotReport>& report);
+
   bool durable() const { return journal_ != nullptr; }
   // The journal of a durable model, or null.
   const ModelJournal* journal() const { return journal_.get(); }

@@ -31,6 +31,22 @@ SampleCallback PerDurableModel(const ModelRegistry* models, DurableValue value) 
   };
 }
 
+// One series per model that snapshots: a durable model, or a replica's
+// model once a replica snapshot held it (memory-only models on a server
+// without replication never do).
+SampleCallback PerSnapshottedModel(const ModelRegistry* models, DurableValue value) {
+  return [models, value = std::move(value)] {
+    std::vector<Sample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      const SnapshotStats stats = served->snapshot_stats();
+      if (served->durable() || stats.successes + stats.failures > 0) {
+        samples.push_back({{{"model", served->name()}}, value(*served)});
+      }
+    }
+    return samples;
+  };
+}
+
 }  // namespace
 
 void DurabilityMetrics::RegisterModelFamilies(Registry* registry, const ModelRegistry* models) {
@@ -46,19 +62,20 @@ void DurabilityMetrics::RegisterModelFamilies(Registry* registry, const ModelReg
         return static_cast<double>(m.journal()->records_since_snapshot());
       }));
   registry->BuildCallback("clickd_snapshot_bytes", "Size of the model's newest snapshot file.",
-                          MetricType::kGauge, PerDurableModel(models, [](const ServedModel& m) {
+                          MetricType::kGauge, PerSnapshottedModel(models, [](const ServedModel& m) {
                             return static_cast<double>(m.snapshot_stats().last_bytes);
                           }));
   registry->BuildCallback(
       "clickd_snapshot_last_success_timestamp_seconds",
       "When the model's newest snapshot written by this process finished (Unix seconds); 0 "
       "before the first.",
-      MetricType::kGauge, PerDurableModel(models, [](const ServedModel& m) {
+      MetricType::kGauge, PerSnapshottedModel(models, [](const ServedModel& m) {
         return m.snapshot_stats().last_success_unix_seconds;
       }));
   registry->BuildCallback("clickd_snapshot_failures_total",
                           "Snapshots of the model that failed since the process started.",
-                          MetricType::kCounter, PerDurableModel(models, [](const ServedModel& m) {
+                          MetricType::kCounter,
+                          PerSnapshottedModel(models, [](const ServedModel& m) {
                             return static_cast<double>(m.snapshot_stats().failures);
                           }));
   registry->BuildCallback(

@@ -44,9 +44,12 @@ DASHBOARD = os.path.join(ROOT, "deploy/grafana/clickd.json")
 RULES = os.path.join(ROOT, "deploy/prometheus/rules/clickd_alerts.yml")
 DEADLINE_SECONDS = 60
 # The file update log's own series (--replication=none), which a server
-# replicating through JetStream need not have.
+# replicating through JetStream need not have, and the restore of a model
+# directory (a replica restores every model from one replica snapshot and
+# logs it instead).
 FILE_LOG_METRICS = {"clickd_update_log_bytes", "clickd_update_log_lag_records",
-                    "clickd_update_log_sync_duration_seconds"}
+                    "clickd_update_log_sync_duration_seconds", "clickd_restore_duration_seconds",
+                    "clickd_restore_rejected_snapshots"}
 
 
 def free_port():
