@@ -263,6 +263,8 @@ bool ClickdService::ScoresInline(const v1::PredictRequest& request) const {
   if (limits_.max_inline_predict_features == 0 || executor_ == nullptr) return false;
   std::shared_ptr<ServedModel> served = registry_->Get(request.model());
   if (served == nullptr) return true;  // NotFound, answered at once
+  // A replica behind min_model_version waits for it: never on a gRPC thread.
+  if (request.min_model_version() > writer_->Version(*served)) return false;
   // The request's cost against the inline bound, by the same count that
   // checks the limits (server/request_cost.h).
   Limits small = limits_;

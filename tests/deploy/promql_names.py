@@ -13,6 +13,7 @@ COUNTERS = {
     "clickd_update_examples_total",
     "clickd_snapshot_failures_total",
     "clickd_replication_publish_failures_total",
+    "clickd_replication_rejected_records_total",
 }
 GAUGES = {
     "clickd_model_logloss",
@@ -36,7 +37,10 @@ GAUGES = {
     "clickd_replication_lag_seconds",
     "clickd_nats_connected",
     "clickd_replication_published_snapshot_sequence",
+    "clickd_replication_broken",
     "clickd_model_version",
+    "clickd_replication_broken",
+    "clickd_replication_rejected_records_total",
 }
 HISTOGRAMS = {
     "clickd_request_duration_seconds",
@@ -56,6 +60,8 @@ REPLICATION = {
     "clickd_nats_connected",
     "clickd_replication_published_snapshot_sequence",
     "clickd_model_version",
+    "clickd_replication_broken",
+    "clickd_replication_rejected_records_total",
 }
 # Every name a query may select: a histogram is read through its series.
 SERIES = COUNTERS | GAUGES | {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
