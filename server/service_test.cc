@@ -208,3 +208,58 @@ TEST(ClickdService, SnapshotOfAMemoryOnlyModelIsFailedPrecondition) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+TEST(ClickdService, MinModelVersionWithoutReplicationIsFailedPreconditionNamingBoth) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  ClickdService service(&registry, Limits{}, [] {});
+  v1::UpdateResponse updated;
+  std::vector<ScoredExample> scored;
+  auto served = service.Lookup("default", "model");
+  ASSERT_TRUE(served.ok());
+  ASSERT_TRUE(service.ApplyUpdate(**served, Clicks(4, 1), &updated, &scored).ok());
+  EXPECT_EQ(updated.model_version(), 4u);
+
+  v1::PredictRequest request;
+  request.set_model("default");
+  *request.add_candidates() = AdExample("good");
+  request.set_min_model_version(4);
+  v1::PredictResponse response;
+  ASSERT_TRUE(service.ScorePredictRequest(request, &response).ok());
+  EXPECT_EQ(response.model_version(), 4u);
+
+  request.set_min_model_version(5);
+  absl::Status behind = service.ScorePredictRequest(request, &response);
+  EXPECT_EQ(behind.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(behind.message().find("model_version 4"), std::string::npos) << behind;
+  EXPECT_NE(behind.message().find("min_model_version 5"), std::string::npos) << behind;
+}
+
+TEST(ClickdService, IdempotencyKeyOverTheLimitIsRefusedAndLearnsNothing) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  ClickdService service(&registry, Limits{}, [] {});
+  auto served = service.Lookup("default", "model");
+  ASSERT_TRUE(served.ok());
+  v1::UpdateRequest request = Clicks(2, 3);
+  request.set_idempotency_key(std::string(129, 'k'));
+  v1::UpdateResponse response;
+  std::vector<ScoredExample> scored;
+  absl::Status refused = service.ApplyUpdate(**served, request, &response, &scored);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("idempotency_key has 129 bytes; the limit is 128"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ((*served)->model().Updates(), 0u);
+  // At the limit it is accepted (and, without replication, has no effect).
+  request.set_idempotency_key(std::string(128, 'k'));
+  EXPECT_TRUE(service.ApplyUpdate(**served, request, &response, &scored).ok());
+  EXPECT_TRUE(service.ApplyUpdate(**served, request, &response, &scored).ok());
+  EXPECT_EQ((*served)->model().Updates(), 4u);
+}
+
+}  // namespace
+}  // namespace clickd
