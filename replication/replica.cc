@@ -97,7 +97,11 @@ absl::Status Replica::Restore(ReplicaStartReport* report) {
   // and the applier catches up once NATS is back.
   auto stream = log_->State();
   if (!stream.ok()) {
-    if (chosen.has_value()) return LoadSnapshot(*chosen);
+    if (chosen.has_value()) {
+      report->snapshot_sequence = chosen->sequence;
+      report->models = chosen->models.size();
+      return LoadSnapshot(*chosen);
+    }
     return absl::UnavailableError(
         absl::StrCat("cannot start a replica with no local snapshot while NATS is unreachable: ",
                      stream.status().message()));
@@ -137,6 +141,8 @@ absl::Status Replica::Restore(ReplicaStartReport* report) {
     report->source = "published snapshot";
   }
   if (!chosen.has_value()) return absl::OkStatus();
+  report->snapshot_sequence = chosen->sequence;
+  report->models = chosen->models.size();
   return LoadSnapshot(*chosen);
 }
 

@@ -303,6 +303,31 @@ TEST(Replication, ReplicasLearnAsOneAndReadYourWrites) {
 
   ExpectReplicasEqualOfflineReplay(cluster, writer, "basic");
 
+  // Both streaming RPCs go through the stream too: their versions are
+  // stream sequences, and every replica ends equal.
+  std::mt19937_64 stream_rng(21);
+  auto c1 = ClickdClient::Create(cluster.Address(1));
+  ASSERT_TRUE(c1.ok());
+  auto acked = (*c1)->OpenAckedUpdateStream();
+  uint64_t last = writer.max_version();
+  for (int m = 0; m < 5; ++m) {
+    auto ack = acked->Send(MakeBatch(stream_rng, 1000 + m).request);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+    EXPECT_GT(ack->model_version(), last);
+    last = ack->model_version();
+  }
+  ASSERT_TRUE(acked->Finish().ok());
+  auto streamed = (*c1)->OpenUpdateStream();
+  for (int m = 0; m < 5; ++m) ASSERT_TRUE(streamed->Write(MakeBatch(stream_rng, 2000 + m).request));
+  auto summary = streamed->Finish();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->requests(), 5u);
+  EXPECT_GT(summary->model_version(), last);
+  const std::string digest0 = DigestAt(cluster, 0, summary->model_version());
+  for (int i = 1; i < ReplicatedCluster::kReplicas; ++i) {
+    EXPECT_EQ(DigestAt(cluster, i, summary->model_version()), digest0) << "replica " << i;
+  }
+
   // Creates and deletes go through the stream: every replica agrees.
   auto c0 = ClickdClient::Create(cluster.Address(0));
   ASSERT_TRUE(c0.ok());
