@@ -22,7 +22,9 @@
 //   predict     Predict latency (1 context + --candidates candidates, one
 //               closed-loop caller) on replica C, idle, and while the heavy
 //               writers write to A and B (so C only applies the stream);
-//               alternating, --repeats runs each.
+//               and, as a control, on the file log's clickd (applying
+//               nothing) under the same writers; alternating, --repeats
+//               runs each.
 //
 // Every loop is bounded in count and in time. Processes are stopped by PID
 // (they also get SIGKILL if this program dies).
@@ -555,7 +557,9 @@ PredictResult PredictLoop(const ClickdClient& client, double seconds) {
   return out;
 }
 
-// Part 3: Predict on replica C, idle vs applying the stream.
+// Part 3: Predict on replica C, idle vs applying the stream. A third case,
+// the same Predict on the file log's clickd (which applies nothing) under
+// the same writers, tells what the busy machine costs apart from applying.
 std::vector<std::string> RunPredict(const Fleet& fleet,
                                     const std::vector<std::unique_ptr<ClickdClient>>& clients) {
   const int candidates = absl::GetFlag(FLAGS_candidates);
@@ -565,18 +569,21 @@ std::vector<std::string> RunPredict(const Fleet& fleet,
   std::vector<std::string> json;
   const std::vector<std::string> writers_to = {fleet.replicas[0]->address(),
                                                fleet.replicas[1]->address()};
-  Samples idle_all, loaded_all;
+  auto file_log = Connect(fleet.file_log->address());
+  enum Case { kIdle, kApplying, kControl };
+  const char* const kNames[] = {"idle", "applying", "control"};
+  Samples all[3];
   for (int rep = 0; rep < absl::GetFlag(FLAGS_repeats); ++rep) {
-    for (bool loaded : {false, true}) {
+    for (Case c : {kIdle, kApplying, kControl}) {
       absl::PrintF("%s\n", LoadAverage().c_str());
       std::unique_ptr<Writers> background;
-      if (loaded) {
+      if (c != kIdle) {
         background =
             std::make_unique<Writers>(writers_to, absl::GetFlag(FLAGS_heavy_writers),
                                       absl::GetFlag(FLAGS_heavy_batch), seconds + 3, 1000000);
         std::this_thread::sleep_for(std::chrono::seconds(1));
       }
-      PredictResult r = PredictLoop(*clients[2], seconds);
+      PredictResult r = PredictLoop(c == kControl ? *file_log : *clients[2], seconds);
       double rate = 0;
       uint64_t max_version = 0;
       if (background != nullptr) {
@@ -584,25 +591,28 @@ std::vector<std::string> RunPredict(const Fleet& fleet,
         rate = w.updates / w.seconds;
         max_version = w.max_version;
       }
-      const char* name = loaded ? "applying" : "idle";
+      const uint64_t applied = c == kControl ? 0 : r.last_version - r.first_version;
       absl::PrintF(
-          "  %-8s rep %d: %7.0f predicts/s  %s  errors %d; C applied %d records meanwhile "
+          "  %-8s rep %d: %7.0f predicts/s  %s  errors %d; %s applied %d records meanwhile "
           "(writers on A, B: %.0f updates/s)\n",
-          name, rep, r.latency.size() / r.seconds, r.latency.Summary().c_str(), r.errors,
-          r.last_version - r.first_version, rate);
+          kNames[c], rep, r.latency.size() / r.seconds, r.latency.Summary().c_str(), r.errors,
+          c == kControl ? "file-log clickd" : "C", applied, rate);
       json.push_back(absl::StrFormat(
-          R"({"replica_state": "%s", "rep": %d, "predicts_per_s": %.1f, "errors": %d, )"
+          R"({"case": "%s", "target": "%s", "rep": %d, "predicts_per_s": %.1f, "errors": %d, )"
           R"("records_applied_meanwhile": %d, "background_updates_per_s": %.1f, "latency": %s})",
-          name, rep, r.latency.size() / r.seconds, r.errors, r.last_version - r.first_version, rate,
-          r.latency.Json()));
-      (loaded ? loaded_all : idle_all).Append(r.latency);
+          kNames[c], c == kControl ? "file_log" : "replica_c", rep, r.latency.size() / r.seconds,
+          r.errors, applied, rate, r.latency.Json()));
+      all[c].Append(r.latency);
       if (max_version > 0) Drain(clients, max_version);
     }
   }
-  absl::PrintF(
-      "  => applying / idle: p50 %.2fx, p99 %.2fx\n",
-      idle_all.Percentile(0.5) > 0 ? loaded_all.Percentile(0.5) / idle_all.Percentile(0.5) : 0,
-      idle_all.Percentile(0.99) > 0 ? loaded_all.Percentile(0.99) / idle_all.Percentile(0.99) : 0);
+  for (Case c : {kApplying, kControl}) {
+    absl::PrintF(
+        "  => %s / idle: p50 %.2fx, p99 %.2fx\n", kNames[c],
+        all[kIdle].Percentile(0.5) > 0 ? all[c].Percentile(0.5) / all[kIdle].Percentile(0.5) : 0,
+        all[kIdle].Percentile(0.99) > 0 ? all[c].Percentile(0.99) / all[kIdle].Percentile(0.99)
+                                        : 0);
+  }
   return json;
 }
 
