@@ -35,12 +35,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -54,6 +52,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/clickd_client.h"
+#include "core/base/mutex.h"
 #include "tests/nats_cluster.h"
 #include "tests/server_process.h"
 
@@ -390,35 +389,38 @@ std::vector<std::string> RunThroughput(const Fleet& fleet,
 class PairWait {
  public:
   void Done(int which) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     at_[which] = Clock::now();
     ok_[which] = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   void Failed(int which, const absl::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     at_[which] = Clock::now();
     error_ = status.ToString();
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   // Waits (bounded) until both answered; false on a failure or timeout.
   bool Wait(Clock::time_point* b, Clock::time_point* c, std::string* error) {
-    std::unique_lock<std::mutex> lock(mu_);
-    const bool both = cv_.wait_for(lock, std::chrono::seconds(30), [&] {
-      return at_[0] != Clock::time_point() && at_[1] != Clock::time_point();
-    });
+    const auto give_up = Clock::now() + std::chrono::seconds(30);
+    MutexLock lock(&mu_);
+    while (!Answered() && Clock::now() < give_up) cv_.WaitFor(&mu_, give_up - Clock::now());
     *b = at_[0];
     *c = at_[1];
-    *error = both ? error_ : "timed out";
-    return both && ok_[0] && ok_[1];
+    *error = Answered() ? error_ : "timed out";
+    return Answered() && ok_[0] && ok_[1];
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  Clock::time_point at_[2];
-  bool ok_[2] = {false, false};
-  std::string error_;
+  bool Answered() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return at_[0] != Clock::time_point() && at_[1] != Clock::time_point();
+  }
+
+  Mutex mu_;
+  CondVar cv_;
+  Clock::time_point at_[2] ABSL_GUARDED_BY(mu_);
+  bool ok_[2] ABSL_GUARDED_BY(mu_) = {false, false};
+  std::string error_ ABSL_GUARDED_BY(mu_);
 };
 
 struct LagResult {
