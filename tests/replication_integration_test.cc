@@ -9,8 +9,9 @@
 // acknowledged batches in the order of their model_version (their stream
 // sequence): no acknowledged batch was lost and none was learned twice.
 //
-// The kill loop's rounds and seed come from CLICKD_REPLICATION_ROUNDS
-// (default 6) and CLICKD_REPLICATION_SEED (default 1); every wait is bounded.
+// The kill loop's rounds, seed and time bound come from
+// CLICKD_REPLICATION_ROUNDS (default 6), CLICKD_REPLICATION_SEED (default 1)
+// and CLICKD_REPLICATION_MINUTES (default 6); every wait is bounded.
 #include <signal.h>
 
 #include <algorithm>
@@ -396,7 +397,8 @@ TEST(Replication, KillLoopLosesNothingAndAppliesNothingTwice) {
   ASSERT_TRUE(cluster.ok());
   for (int i = 0; i < ReplicatedCluster::kReplicas; ++i) ASSERT_TRUE(cluster.StartReplica(i));
   Writer writer(&cluster, seed * 1000 + 1);
-  const auto give_up = Clock::now() + std::chrono::minutes(6);
+  const auto give_up =
+      Clock::now() + std::chrono::minutes(EnvOr("CLICKD_REPLICATION_MINUTES", 6));
 
   for (uint64_t round = 0; round < rounds && Clock::now() < give_up; ++round) {
     // The writer runs through the fault.
