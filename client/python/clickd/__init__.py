@@ -25,13 +25,13 @@ except ImportError as e:  # pragma: no cover - a setup error, said plainly
 
 from clickd.client import AckedUpdateStream, Client, RetryPolicy, UpdateStreamWriter  # noqa: E402
 from clickd.errors import *  # noqa: E402,F401,F403
-from clickd.errors import ClickdError  # noqa: E402
+from clickd.errors import __all__ as _errors
 from clickd.hashing import Hasher, feature_key  # noqa: E402
 from clickd.messages import (example, impression, labeled, model_config,  # noqa: E402
                              predict_request, update_request)
 
-__all__ = [
-    "AckedUpdateStream", "ClickdError", "Client", "Hasher", "RetryPolicy", "UpdateStreamWriter",
+__all__ = _errors + [
+    "AckedUpdateStream", "Client", "Hasher", "RetryPolicy", "UpdateStreamWriter",
     "example", "feature_key", "impression", "labeled", "model_config", "pb", "predict_request",
     "update_request",
 ]

@@ -279,10 +279,11 @@ class Client:
 
     # --- models ---------------------------------------------------------
 
-    def create_model(self, config, *, timeout: Optional[float] = None) -> pb.ModelInfo:
-        """Creates a model from a ModelConfig or its JSON dict; returns its ModelInfo."""
+    def create_model(self, config, *, timeout: Optional[float] = None,
+                     wait_for_ready: bool = False) -> pb.ModelInfo:
+        """Creates a model from a ModelConfig, its JSON dict or a name; returns its ModelInfo."""
         request = pb.CreateModelRequest(config=messages.model_config(config))
-        return self._unary(self._stub.CreateModel, request, timeout, False).model
+        return self._unary(self._stub.CreateModel, request, timeout, wait_for_ready).model
 
     def get_model(self, name: str, *, state_digest: bool = False,
                   timeout: Optional[float] = None,
@@ -291,24 +292,29 @@ class Client:
         request = pb.GetModelRequest(model=name, state_digest=state_digest)
         return self._unary(self._stub.GetModel, request, timeout, wait_for_ready).model
 
-    def list_models(self, *, timeout: Optional[float] = None) -> List[pb.ModelInfo]:
+    def list_models(self, *, timeout: Optional[float] = None,
+                    wait_for_ready: bool = False) -> List[pb.ModelInfo]:
         """Returns every model's ModelInfo, ordered by name."""
         return list(self._unary(self._stub.ListModels, pb.ListModelsRequest(), timeout,
-                                False).models)
+                                wait_for_ready).models)
 
-    def delete_model(self, name: str, *, timeout: Optional[float] = None) -> None:
+    def delete_model(self, name: str, *, timeout: Optional[float] = None,
+                     wait_for_ready: bool = False) -> None:
         """Stops serving a model (with --data_dir, removes what it learned)."""
-        self._unary(self._stub.DeleteModel, pb.DeleteModelRequest(model=name), timeout, False)
+        self._unary(self._stub.DeleteModel, pb.DeleteModelRequest(model=name), timeout,
+                    wait_for_ready)
 
-    def snapshot_model(self, name: str, *,
-                       timeout: Optional[float] = None) -> pb.SnapshotModelResponse:
+    def snapshot_model(self, name: str, *, timeout: Optional[float] = None,
+                       wait_for_ready: bool = False) -> pb.SnapshotModelResponse:
         """Writes a snapshot of the model now (the server needs --data_dir)."""
         return self._unary(self._stub.SnapshotModel, pb.SnapshotModelRequest(model=name),
-                           timeout, False)
+                           timeout, wait_for_ready)
 
-    def state_digest(self, name: str, *, timeout: Optional[float] = None) -> str:
+    def state_digest(self, name: str, *, timeout: Optional[float] = None,
+                     wait_for_ready: bool = False) -> str:
         """The model's state digest: 16 hex digits, equal digests meaning equal models."""
-        return self.get_model(name, state_digest=True, timeout=timeout).state_digest
+        return self.get_model(name, state_digest=True, timeout=timeout,
+                              wait_for_ready=wait_for_ready).state_digest
 
 
 # A bound on how long gRPC's channel-watching thread takes to notice that

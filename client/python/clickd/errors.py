@@ -9,6 +9,14 @@ docs/api.md#errors.
 
 import grpc
 
+__all__ = [
+    "ClickdError", "CancelledError", "UnknownError", "InvalidArgumentError",
+    "DeadlineExceededError", "NotFoundError", "AlreadyExistsError", "PermissionDeniedError",
+    "ResourceExhaustedError", "FailedPreconditionError", "AbortedError", "OutOfRangeError",
+    "UnimplementedError", "InternalError", "UnavailableError", "DataLossError",
+    "UnauthenticatedError", "error_for", "from_rpc_error",
+]
+
 
 class ClickdError(Exception):
     """A failed clickd call: ``code`` is a grpc.StatusCode, ``message`` the status message."""
