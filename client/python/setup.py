@@ -22,7 +22,8 @@ PROTO = "clickd/v1/clickd.proto"
 def _tool(name):
     path = shutil.which(name)
     if path is None:
-        raise RuntimeError(f"{name} not found: apt-get install protobuf-compiler protobuf-compiler-grpc")
+        raise RuntimeError(
+            f"{name} not found: apt-get install protobuf-compiler protobuf-compiler-grpc")
     return path
 
 

@@ -179,7 +179,8 @@ class Client:
 
     def predict(self, model, candidates: Iterable[Any] = (), context: Any = None, *,
                 min_model_version: int = 0, request_id: str = "",
-                timeout: Optional[float] = None, wait_for_ready: bool = False) -> pb.PredictResponse:
+                timeout: Optional[float] = None,
+                wait_for_ready: bool = False) -> pb.PredictResponse:
         """Scores candidates that share a context; retried on UNAVAILABLE.
 
         ``model`` is the model's name, or a whole PredictRequest (then the

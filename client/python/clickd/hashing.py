@@ -20,7 +20,7 @@ of docs/hashing.md are checked in tests/test_hashing.py.
 """
 
 import struct
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple, Union
 
 import xxhash
 
@@ -93,7 +93,8 @@ def fold(key: int, bits: int) -> int:
     return key if bits == 0 else key & ((1 << bits) - 1)
 
 
-def feature_key(namespace: Union[str, bytes], feature: FeatureKey, seed: int = 0, bits: int = 0) -> int:
+def feature_key(namespace: Union[str, bytes], feature: FeatureKey, seed: int = 0,
+                bits: int = 0) -> int:
     """The (folded) key of one feature: a string or bytes name, or an int id."""
     ns = namespace_hash(namespace, seed)
     key = id_key(ns, feature) if isinstance(feature, int) else named_key(ns, feature)

@@ -11,7 +11,6 @@ import grpc
 import pytest
 
 import clickd
-from clickd import pb
 from server import Server
 
 USER = {"user": ["country=FR", ("age", 0.3)]}
@@ -31,7 +30,7 @@ def test_predict_round_trip(client, model):
         assert p.prediction == pytest.approx(sigmoid(p.margin))
     # A whole request works too.
     request = clickd.predict_request(model, ADS, USER)
-    assert client.predict(request) == scores.__class__(predictions=scores.predictions)
+    assert client.predict(request).predictions == scores.predictions
 
 
 def test_update_round_trip_and_read_your_writes(client, model):
