@@ -243,6 +243,36 @@ def test_update_stream(client, model):
                                        "examples[0].label is 0.5")):
         client.update_stream(requests[:2] + [bad] + requests[:1])
     assert client.get_model(model).updates == 10
+    # A writer learns that the server ended the stream: write returns False
+    # (bounded wait), and finish raises the error.
+    writer = client.open_update_stream()
+    assert writer.write(bad)
+    for _ in range(200):
+        if not writer.write(requests[0]):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("write kept returning True after the server ended the stream")
+    with pytest.raises(clickd.InvalidArgumentError, match=r"message 0 \(0 examples"):
+        writer.finish()
+    with pytest.raises(clickd.FailedPreconditionError):
+        writer.finish()
+
+
+def test_bad_options_are_refused(server):
+    for retry in [clickd.RetryPolicy(max_attempts=0), clickd.RetryPolicy(initial_backoff=0),
+                  clickd.RetryPolicy(initial_backoff=2, max_backoff=1),
+                  clickd.RetryPolicy(multiplier=0.5), clickd.RetryPolicy(jitter=1.5)]:
+        with pytest.raises(ValueError):
+            clickd.Client(server.address, retry=retry)
+    with pytest.raises(ValueError, match="target is empty"):
+        clickd.Client("")
+    with pytest.raises(ValueError, match="server_name needs TLS"):
+        clickd.Client(server.address, server_name="x")
+    with pytest.raises(TypeError):
+        clickd.example({"ad": [1.5]})
+    with pytest.raises(TypeError):
+        clickd.labeled({"ad": [1]})
 
 
 def test_update_stream_acked(client, model):
