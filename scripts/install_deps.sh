@@ -12,6 +12,7 @@ PACKAGES=(
   libssl-dev openssl  # TLS certificate checks and token digests; the security tests make certificates
   python3 python3-xxhash python3-matplotlib
   prometheus python3-yaml nodejs  # deploy tests: promtool, YAML, node for deploy/validate
+  python3-grpcio python3-protobuf python3-pytest python3-setuptools python3-pip  # the Python client (client/python); its stubs come from protobuf-compiler + protobuf-compiler-grpc (python3-grpc-tools' protoc predates proto3 optional)
   nats-server libnats-dev nlohmann-json3-dev  # --replication=jetstream; the replication tests start a nats-server cluster (JSON: its monitoring endpoint)
 )
 

@@ -1,0 +1,144 @@
+"""Client-side hashing: the golden vectors of docs/hashing.md, the recipe's
+rules, and agreement with the real server's keys (probed through folding)."""
+
+import pytest
+
+import clickd
+from clickd import hashing
+
+# docs/hashing.md's table, row for row: (seed, what, key).
+GOLDEN = [
+    (0, lambda s: hashing.xxh3_64(b"", s), 0x2D06800538D394C2),
+    (0, lambda s: hashing.namespace_hash("user", s), 0x99E389D25C10AF32),
+    (0, lambda s: hashing.namespace_hash("ad", s), 0xDE5B1B56A0B78045),
+    (0, lambda s: hashing.feature_key("user", "country=FR", s), 0x4E7766629EAD153D),
+    (0, lambda s: hashing.feature_key("user", 12345, s), 0x60D50635A90A9B43),
+    (0, lambda s: hashing.feature_key("ad", "campaign=7", s), 0xD5A62F69DD533E23),
+    (0, lambda s: hashing.bias_key(s), 0x0D3C7B1005D35E2E),
+    (0, lambda s: hashing.cross_key((hashing.feature_key("user", "country=FR", s),
+                                     hashing.feature_key("ad", "campaign=7", s)), s),
+     0xEC2EA4DE06D3DA4E),
+    (0, lambda s: hashing.cross_key((hashing.feature_key("user", "country=FR", s),
+                                     hashing.feature_key("ad", "campaign=7", s),
+                                     hashing.feature_key("user", 12345, s)), s),
+     0xFB85785B87AA7D67),
+    (0, lambda s: hashing.feature_key("user", "country=FR", s, bits=18), 0x1153D),
+    (42, lambda s: hashing.namespace_hash("user", s), 0xD53B42323A2E7AF2),
+    (42, lambda s: hashing.feature_key("user", "country=FR", s), 0x29066DE8C7C5C6E4),
+    (42, lambda s: hashing.feature_key("user", 12345, s), 0xCF55ACA09CF341EC),
+    (42, lambda s: hashing.bias_key(s), 0x95FB0167ED71DC85),
+    (42, lambda s: hashing.cross_key((hashing.feature_key("user", "country=FR", s),
+                                      hashing.feature_key("ad", "campaign=7", s)), s),
+     0x5F09E826CBCED44D),
+]
+
+
+@pytest.mark.parametrize("row", range(len(GOLDEN)))
+def test_golden_vectors(row):
+    seed, compute, want = GOLDEN[row]
+    assert compute(seed) == want, f"row {row}: got {compute(seed):016x}, want {want:016x}"
+
+
+def test_hasher_matches_the_golden_keys():
+    h = clickd.Hasher(seed=0, interactions=[["user", "ad"]])
+    keys = h.hash({"user": ["country=FR"], "ad": ["campaign=7"]})
+    assert keys == {0x4E7766629EAD153D: 1.0, 0xD5A62F69DD533E23: 1.0,
+                    0xEC2EA4DE06D3DA4E: 1.0, 0x0D3C7B1005D35E2E: 1.0}
+    folded = clickd.Hasher(bits=18, bias=False).hash({"user": ["country=FR"]})
+    assert folded == {0x1153D: 1.0}
+
+
+def test_values_drop_multiply_merge_and_saturate():
+    h = clickd.Hasher(bias=False, interactions=[["a", "b"]])
+    keys = h.hash({"a": [("x", 0.5), ("zero", 0.0)], "b": [("y", 3.0)]})
+    cross = hashing.cross_key((hashing.feature_key("a", "x"), hashing.feature_key("b", "y")))
+    assert keys[cross] == 1.5
+    assert hashing.feature_key("a", "zero") not in keys
+    assert len(keys) == 3
+    # The same feature twice merges by adding; the sum saturates at FLT_MAX.
+    twice = clickd.Hasher(bias=False).hash({"a": [("x", 0.1), ("x", 0.2)]})
+    assert twice == {hashing.feature_key("a", "x"): hashing.float32(hashing.float32(0.1) +
+                                                                    hashing.float32(0.2))}
+    big = clickd.Hasher(bias=False).hash({"a": [("x", 3e38), ("x", 3e38)]})
+    assert list(big.values()) == [hashing.FLT_MAX]
+
+
+def test_self_interactions_cross_each_pair_once():
+    pair = clickd.Hasher(bias=False, interactions=[["w", "w"]])
+    assert len(pair.hash({"w": ["a", "b", "c"]})) == 3 + 3  # features + C(3, 2)
+    triple = clickd.Hasher(bias=False, interactions=[["w", "w", "w"]])
+    assert len(triple.hash({"w": ["a", "b", "c", "d"]})) == 4 + 4  # + C(4, 3)
+    # Namespaces named twice pool their features; a context and a candidate
+    # together are one example.
+    pooled = pair.hash([("w", ["a"]), ("w", ["b"])])
+    assert pooled == pair.hash({"w": ["a", "b"]})
+    assert pair.hash({"w": ["a"]}, {"w": ["b"]}) == pooled
+
+
+def test_hasher_from_a_model_config():
+    config = clickd.model_config({"name": "m", "hashing": {"seed": "42", "bits": 20,
+                                                           "bias": False}})
+    h = clickd.Hasher.from_config(config)
+    assert (h.seed, h.bits, h.bias) == (42, 20, False)
+    assert h.hash({"user": ["country=FR"]}) == {0x29066DE8C7C5C6E4 & (2**20 - 1): 1.0}
+
+
+def test_an_example_message_hashes_like_its_shorthand():
+    h = clickd.Hasher(interactions=[["user", "ad"]])
+    shorthand = {"user": ["country=FR", ("age", 0.25), 12345], "ad": [7]}
+    assert h.hash(clickd.example(shorthand)) == h.hash(shorthand)
+
+
+def _probe(hasher, slot, want_collision):
+    """A feature of namespace "probe" whose folded key is (or is not) `slot`."""
+    for i in range(100000):
+        keys = list(hasher.hash({"probe": [f"p{i}"]}))
+        if (keys[0] == slot) == want_collision:
+            return f"p{i}"
+    raise AssertionError("no probe found")
+
+
+@pytest.mark.parametrize("feature", ["country=FR", 12345])
+def test_client_keys_are_the_servers(client, feature):
+    """Learns one feature in a model with 2^8 slots, then scores probes that
+    the client's hasher puts in the same slot (margin != 0) or another slot
+    (margin 0). A hasher that differed from the server's would get this
+    right for one feature by chance with probability 1/256."""
+    name = f"hash-probe-{feature}".replace("=", "-")
+    info = client.create_model({"name": name, "hashing": {"bits": 8, "bias": False, "seed": "7"}})
+    try:
+        hasher = clickd.Hasher.from_config(info.config)
+        client.update(name, [({"user": [feature]}, 1)])
+        (slot,) = hasher.hash({"user": [feature]})
+        same = _probe(hasher, slot, True)
+        other = _probe(hasher, slot, False)
+        scores = client.predict(name, [{"probe": [same]}, {"probe": [other]}])
+        assert scores.predictions[0].margin != 0
+        assert scores.predictions[1].margin == 0
+    finally:
+        client.delete_model(name)
+
+
+def test_client_cross_keys_are_the_servers(client):
+    name = "hash-probe-cross"
+    info = client.create_model({"name": name, "hashing": {
+        "bits": 8, "bias": False, "interactions": [{"namespaces": ["user", "ad"]}]}})
+    try:
+        hasher = clickd.Hasher.from_config(info.config)
+        example = {"user": ["country=FR"], "ad": ["campaign=7"]}
+        client.update(name, [(example, 1)])
+        keys = hasher.hash(example)
+        cross = hashing.fold(hashing.cross_key((hashing.feature_key("user", "country=FR"),
+                                                hashing.feature_key("ad", "campaign=7"))), 8)
+        assert cross in keys
+        learned = set(keys)
+        plain = clickd.Hasher(bits=8, bias=False)
+        hit = next(f"p{i}" for i in range(100000)
+                   if list(plain.hash({"probe": [f"p{i}"]}))[0] == cross)
+        miss = next(f"p{i}" for i in range(100000)
+                    if list(plain.hash({"probe": [f"p{i}"]}))[0] not in learned)
+        scores = client.predict(name, [{"probe": [hit]}, {"probe": [miss]}])
+        assert scores.predictions[0].margin != 0
+        assert scores.predictions[1].margin == 0
+    finally:
+        client.delete_model(name)
