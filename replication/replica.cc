@@ -528,7 +528,8 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::Snapshot(bool publish) {
     SnapshotReport per_model;
     per_model.path = report->path;
     per_model.sequence = report->sequence;
-    per_model.bytes = report->bytes;
+    per_model.bytes = report->bytes;  // the one file that holds every model
+    per_model.coordinates = served->CachedStats().coordinates;
     per_model.seconds = report->seconds;
     per_model.pause_seconds = report->pause_seconds;
     served->RecordSnapshot(per_model);
