@@ -13,6 +13,7 @@ PACKAGES=(
   python3 python3-xxhash python3-matplotlib
   prometheus python3-yaml nodejs  # deploy tests: promtool, YAML, node for deploy/validate
   nats-server libnats-dev nlohmann-json3-dev  # --replication=jetstream; the replication tests start a nats-server cluster (JSON: its monitoring endpoint)
+  chromium  # the status page's integration test loads it in headless Chromium (nlohmann-json3-dev above: /status.json)
 )
 
 missing=()
