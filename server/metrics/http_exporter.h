@@ -2,9 +2,8 @@
 // Prometheus to scrape: GET /metrics answers the text exposition format
 // (text_serializer.h). Other pages may be served beside it (HttpPage: the
 // status page, server/status/status_page.h); any other path is 404. Built
-// on cpp-httplib, with a
-// small thread pool of its own: scrapes never run on gRPC's threads, and a
-// slow scraper cannot hold up a request.
+// on cpp-httplib, with a small thread pool of its own: scrapes never run on
+// gRPC's threads, and a slow scraper cannot hold up a request.
 //
 //   auto exporter = HttpExporter::Start("127.0.0.1", 9464, &registry);
 //   ...
