@@ -77,6 +77,7 @@
 #include "server/server_config.h"
 #include "server/service.h"
 #include "server/snapshotter.h"
+#include "server/status/status_page.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port to listen on");
 ABSL_FLAG(std::string, config, "", "JSON file declaring models (clickd.v1.ServerConfig)");
@@ -280,14 +281,15 @@ std::vector<std::string> ClickdMethods() {
 // Starts the /metrics endpoint unless --metrics_port is 0 (then returns
 // null without error).
 absl::StatusOr<std::unique_ptr<metrics::HttpExporter>> StartMetrics(
-    const metrics::Registry* registry) {
+    const metrics::Registry* registry, std::vector<metrics::HttpPage> pages) {
   const int port = absl::GetFlag(FLAGS_metrics_port);
   if (port == 0) return nullptr;
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("--metrics_port=", port, " is not a port (1-65535, or 0 to disable)"));
   }
-  return metrics::HttpExporter::Start(absl::GetFlag(FLAGS_metrics_address), port, registry);
+  return metrics::HttpExporter::Start(absl::GetFlag(FLAGS_metrics_address), port, registry,
+                                      std::move(pages));
 }
 
 // The security flags, checked: what the servers are built with.
@@ -671,7 +673,10 @@ int Serve() {
   metrics::RegisterModelMetrics(&metrics_registry, &registry);
   metrics::DurabilityMetrics::RegisterModelFamilies(&metrics_registry, &registry);
   metrics::RpcMetrics rpc_metrics(&metrics_registry, ClickdMethods());
-  auto exporter = StartMetrics(&metrics_registry);
+  // The status page at / on the metrics port (server/status/status_page.h);
+  // declared before the exporter, which serves it, so that it outlives it.
+  status::StatusPage status_page(&registry);
+  auto exporter = StartMetrics(&metrics_registry, status_page.Pages());
   if (!exporter.ok()) {
     std::cerr << "clickd: " << exporter.status().message() << "\n";
     return 1;
@@ -679,6 +684,7 @@ int Serve() {
   if (*exporter != nullptr) {
     std::cout << "clickd: metrics on http://" << absl::GetFlag(FLAGS_metrics_address) << ":"
               << (*exporter)->port() << "/metrics" << std::endl;
+    status_page.StartSampling();
   }
 
   const Limits limits = LimitsFromFlags();

@@ -3,16 +3,32 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/metrics/text_serializer.h"
 
 namespace clickd::metrics {
+namespace {
+
+// httplib matches paths as regular expressions: escapes the pattern's
+// special characters, so that a page's path matches only itself.
+std::string LiteralPattern(const std::string& path) {
+  std::string pattern;
+  for (char c : path) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) pattern += '\\';
+    pattern += c;
+  }
+  return pattern;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::string& address,
                                                                   int port,
-                                                                  const Collectable* collectable) {
+                                                                  const Collectable* collectable,
+                                                                  std::vector<HttpPage> pages) {
   auto server = std::make_unique<httplib::Server>();
   server->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
   // httplib's default sets SO_REUSEPORT, with which a second clickd on a
@@ -29,6 +45,18 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::str
   server->Get("/metrics", [collectable](const httplib::Request&, httplib::Response& response) {
     response.set_content(SerializeText(collectable->Collect()), kTextContentType);
   });
+  for (HttpPage& page : pages) {
+    server->Get(LiteralPattern(page.path),
+                [handler = std::move(page.handler)](const httplib::Request& request,
+                                                    httplib::Response& response) {
+                  std::map<std::string, std::string> query;
+                  for (const auto& [key, value] : request.params) query[key] = value;
+                  HttpReply reply = handler(query);
+                  response.status = reply.status;
+                  for (const auto& [name, value] : reply.headers) response.set_header(name, value);
+                  response.set_content(reply.body, reply.content_type);
+                });
+  }
   int bound = port;
   if (port == 0) {
     bound = server->bind_to_any_port(address);

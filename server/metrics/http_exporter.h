@@ -1,8 +1,9 @@
 // HttpExporter: serves a Collectable (the metrics Registry) over HTTP for
 // Prometheus to scrape: GET /metrics answers the text exposition format
-// (text_serializer.h); any other path is 404. Built on cpp-httplib, with a
-// small thread pool of its own: scrapes never run on gRPC's threads, and a
-// slow scraper cannot hold up a request.
+// (text_serializer.h). Other pages may be served beside it (HttpPage: the
+// status page, server/status/status_page.h); any other path is 404. Built
+// on cpp-httplib, with a small thread pool of its own: scrapes never run on
+// gRPC's threads, and a slow scraper cannot hold up a request.
 //
 //   auto exporter = HttpExporter::Start("127.0.0.1", 9464, &registry);
 //   ...
@@ -10,13 +11,17 @@
 //
 // Thread safety: Start, Stop and the destructor are externally synchronized;
 // port() may be called from any thread. The Collectable must outlive the
-// exporter.
+// exporter, and so must whatever the pages' handlers use.
 #ifndef CLICKD_SERVER_METRICS_HTTP_EXPORTER_H_
 #define CLICKD_SERVER_METRICS_HTTP_EXPORTER_H_
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/metrics/metric_family.h"
@@ -26,6 +31,22 @@ class Server;
 }  // namespace httplib
 
 namespace clickd::metrics {
+
+// What a page's handler answers.
+struct HttpReply {
+  int status = 200;
+  std::string content_type;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+};
+
+// A page served beside /metrics: GET `path` answers handler(query), the
+// query string's parameters (the last value of a repeated one). Handlers run
+// on the exporter's threads, several at a time.
+struct HttpPage {
+  std::string path;
+  std::function<HttpReply(const std::map<std::string, std::string>& query)> handler;
+};
 
 class HttpExporter {
  public:
@@ -41,10 +62,11 @@ class HttpExporter {
   static constexpr int kIdleSeconds = 2;
 
   // Binds `address`:`port` (port 0: any free port; see port()) and serves
-  // `collectable` there until Stop. Unavailable if the address cannot be
-  // bound.
+  // `collectable` at /metrics, and `pages`, there until Stop. Unavailable if
+  // the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpExporter>> Start(const std::string& address, int port,
-                                                             const Collectable* collectable);
+                                                             const Collectable* collectable,
+                                                             std::vector<HttpPage> pages = {});
 
   ~HttpExporter();
   HttpExporter(const HttpExporter&) = delete;
