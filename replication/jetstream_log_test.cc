@@ -18,6 +18,7 @@ namespace clickd {
 namespace {
 
 using ::clickd::testing::NatsTestServer;
+using ::clickd::testing::StopServerAndAwaitDisconnected;
 using Records = std::vector<std::pair<uint64_t, std::string>>;
 
 class JetStreamLogTest : public ::testing::Test {
@@ -31,6 +32,9 @@ class JetStreamLogTest : public ::testing::Test {
     auto nats = NatsConnection::Connect(options);
     ASSERT_TRUE(nats.ok()) << nats.status();
     nats_ = *std::move(nats);
+  }
+  void TearDown() override {
+    if (nats_ != nullptr) StopServerAndAwaitDisconnected(server_, {nats_.get()});
   }
 
   // Opens the test stream (R=1: one server).

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "replication/nats_connection.h"
 
 extern char** environ;
 
@@ -120,6 +121,25 @@ class NatsTestServer {
   int port_ = -1;
   pid_t pid_ = -1;
 };
+
+// Stops `server` and waits (bounded) until every connection in `connections`
+// has seen it go, so that destroying them afterwards is safe.
+//
+// Why: ~NatsConnection closes a connected natsConnection, and nats.c then
+// delivers the disconnected callback on its own thread, after the
+// NatsConnection it points at was freed (ASan: heap-use-after-free in
+// NatsConnection::OnDisconnected). Once the callback has run for the
+// server's exit, closing a disconnected connection posts no other.
+inline void StopServerAndAwaitDisconnected(NatsTestServer& server,
+                                           const std::vector<const NatsConnection*>& connections) {
+  server.Stop();
+  for (const NatsConnection* connection : connections) {
+    for (int i = 0; i < 200 && connection->connected(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_FALSE(connection->connected()) << "a NATS connection never saw the server stop";
+  }
+}
 
 }  // namespace clickd::testing
 

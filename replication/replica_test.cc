@@ -22,14 +22,14 @@ namespace clickd {
 namespace {
 
 using ::clickd::testing::NatsTestServer;
+using ::clickd::testing::StopServerAndAwaitDisconnected;
 using std::chrono::milliseconds;
 
 // Generous: sanitizer builds on a shared 2-core machine are slow. Bounds,
 // not expectations.
 constexpr milliseconds kWait{30000};
 
-// One replica with everything it owns; members are destroyed in reverse
-// order, the replica first.
+// One replica with everything it owns.
 struct Node {
   std::unique_ptr<NatsConnection> nats;
   std::unique_ptr<JetStreamLog> log;
@@ -72,11 +72,22 @@ ModelConfig Config(const std::string& name) {
 class ReplicaTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(server_.Start()); }
+  // Replicas stop first, then the server, then the connections go
+  // (nats_test_server.h says why in that order).
+  void TearDown() override {
+    std::vector<const NatsConnection*> connections;
+    for (auto& node : nodes_) {
+      node->replica.reset();
+      if (node->nats != nullptr) connections.push_back(node->nats.get());
+    }
+    StopServerAndAwaitDisconnected(server_, connections);
+    nodes_.clear();
+  }
 
-  // Starts a replica on the test's streams. `data_dir` "": no local
-  // snapshots.
-  std::unique_ptr<Node> StartNode(const std::string& id, const std::string& data_dir = "") {
-    auto node = std::make_unique<Node>();
+  // Starts a replica on the test's streams (owned by the test). `data_dir`
+  // "": no local snapshots.
+  Node* StartNode(const std::string& id, const std::string& data_dir = "") {
+    Node* node = nodes_.emplace_back(std::make_unique<Node>()).get();
     NatsConnectionOptions nats_options;
     nats_options.urls = server_.url();
     nats_options.name = id;
@@ -142,14 +153,16 @@ class ReplicaTest : public ::testing::Test {
   }
 
   NatsTestServer server_{"replica_test"};
+  std::vector<std::unique_ptr<Node>> nodes_;
 };
 
 TEST_F(ReplicaTest, ConcurrentLearnersOnTwoReplicasEndEqual) {
-  auto a = StartNode("a"), b = StartNode("b");
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(a->report.source, "empty");
-  CreateEverywhere(*a, {a.get(), b.get()}, "ctr");
+  CreateEverywhere(*a, {a, b}, "ctr");
 
   constexpr int kThreads = 4, kBatchesPerThread = 15, kBatchSize = 8;
   std::atomic<int> failures{0};
@@ -183,10 +196,11 @@ TEST_F(ReplicaTest, ConcurrentLearnersOnTwoReplicasEndEqual) {
 }
 
 TEST_F(ReplicaTest, TheSameIdempotencyKeyLearnsOnce) {
-  auto a = StartNode("a"), b = StartNode("b");
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  CreateEverywhere(*a, {a.get(), b.get()}, "ctr");
+  CreateEverywhere(*a, {a, b}, "ctr");
   const Batch batch = MakeBatch(1, 5);
 
   auto first = a->replica->Learn("ctr", batch.training, "key-1");
@@ -213,13 +227,14 @@ TEST_F(ReplicaTest, TheSameIdempotencyKeyLearnsOnce) {
 }
 
 TEST_F(ReplicaTest, AnUpdateForADeletedModelIsNotLearnedByItsSuccessor) {
-  auto a = StartNode("a"), b = StartNode("b");
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  const uint64_t old_created = CreateEverywhere(*a, {a.get(), b.get()}, "ctr");
+  const uint64_t old_created = CreateEverywhere(*a, {a, b}, "ctr");
   const absl::Status deleted = b->replica->Delete("ctr");
   ASSERT_TRUE(deleted.ok()) << deleted;
-  const uint64_t new_created = CreateEverywhere(*b, {a.get(), b.get()}, "ctr");
+  const uint64_t new_created = CreateEverywhere(*b, {a, b}, "ctr");
   ASSERT_GT(new_created, old_created);
 
   // A batch accepted for the old model, arriving after the re-create.
@@ -232,7 +247,7 @@ TEST_F(ReplicaTest, AnUpdateForADeletedModelIsNotLearnedByItsSuccessor) {
   SealLogRecord(&record);
   auto stale = a->log->Publish(record, "stale-update", milliseconds(5000));
   ASSERT_TRUE(stale.ok()) << stale.status();
-  for (Node* node : {a.get(), b.get()}) {
+  for (Node* node : {a, b}) {
     ASSERT_TRUE(node->replica->AwaitApplied(stale->sequence, kWait).ok());
     EXPECT_EQ(UpdatesOf(*node, "ctr"), 0u);
     EXPECT_EQ(node->replica->model_version("ctr"), new_created);
@@ -249,11 +264,12 @@ TEST_F(ReplicaTest, AnUpdateForADeletedModelIsNotLearnedByItsSuccessor) {
 }
 
 TEST_F(ReplicaTest, ANewReplicaStartsFromThePublishedSnapshot) {
-  auto a = StartNode("a", server_.dir() + "/a"), b = StartNode("b");
+  Node* a = StartNode("a", server_.dir() + "/a");
+  Node* b = StartNode("b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  CreateEverywhere(*a, {a.get(), b.get()}, "m1");
-  CreateEverywhere(*b, {a.get(), b.get()}, "m2");
+  CreateEverywhere(*a, {a, b}, "m1");
+  CreateEverywhere(*b, {a, b}, "m2");
   for (int round = 0; round < 2; ++round) {
     for (int i = 0; i < 4; ++i) {
       const Batch batch = MakeBatch(round * 10 + i, 4);
@@ -277,10 +293,10 @@ TEST_F(ReplicaTest, ANewReplicaStartsFromThePublishedSnapshot) {
 
   const std::string empty_dir = server_.dir() + "/c";
   std::filesystem::create_directories(empty_dir);
-  auto c = StartNode("c", empty_dir);
+  Node* c = StartNode("c", empty_dir);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->report.source, "published snapshot");
-  for (Node* node : {a.get(), b.get(), c.get()}) CatchUp(*node);
+  for (Node* node : {a, b, c}) CatchUp(*node);
   EXPECT_EQ(c->replica->applied_sequence(), a->replica->applied_sequence());
   EXPECT_EQ(c->registry->size(), 2u);
   for (const std::string model : {"m1", "m2"}) {
@@ -292,10 +308,11 @@ TEST_F(ReplicaTest, ANewReplicaStartsFromThePublishedSnapshot) {
 }
 
 TEST_F(ReplicaTest, ADamagedRecordIsSkippedByEveryReplicaAlike) {
-  auto a = StartNode("a"), b = StartNode("b");
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  CreateEverywhere(*a, {a.get(), b.get()}, "ctr");
+  CreateEverywhere(*a, {a, b}, "ctr");
   const Batch before = MakeBatch(3, 4);
   ASSERT_TRUE(a->replica->Learn("ctr", before.training, "").ok());
 
@@ -313,7 +330,7 @@ TEST_F(ReplicaTest, ADamagedRecordIsSkippedByEveryReplicaAlike) {
   auto learned = b->replica->Learn("ctr", after.training, "");
   ASSERT_TRUE(learned.ok()) << learned.status();
   EXPECT_GT(learned->sequence, damaged);
-  for (Node* node : {a.get(), b.get()}) {
+  for (Node* node : {a, b}) {
     CatchUp(*node);
     const ReplicaStatus status = node->replica->status();
     EXPECT_EQ(status.rejected_records, 1u);
@@ -325,9 +342,9 @@ TEST_F(ReplicaTest, ADamagedRecordIsSkippedByEveryReplicaAlike) {
 }
 
 TEST_F(ReplicaTest, AwaitAppliedPastTheEndNamesBothSequences) {
-  auto a = StartNode("a");
+  Node* a = StartNode("a");
   ASSERT_NE(a, nullptr);
-  CreateEverywhere(*a, {a.get()}, "ctr");
+  CreateEverywhere(*a, {a}, "ctr");
   const uint64_t applied = a->replica->applied_sequence();
   ASSERT_EQ(applied, 1u);
   const absl::Status s = a->replica->AwaitApplied(applied + 100, milliseconds(300));
