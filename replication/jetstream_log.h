@@ -20,16 +20,20 @@
 //   * WaitDurable returns at once: JetStream acknowledges a publish only
 //     after a quorum of the stream's RAFT group stored it, which is as
 //     durable as this log gets.
-//   * ReadAfter reads, in order, the records kept after `after` up to the
-//     stream's last sequence when it was called; a record missing among
-//     them (purged or deleted while being read) is DataLoss, NATS trouble
+//   * ReadAfter reads, in order, the records kept after `after` (from the
+//     later of after + 1 and the stream's first sequence) up to the stream's
+//     last sequence when it was called. Records purged before the call are
+//     not kept, as the contract has it (the caller checks first_sequence()
+//     against its snapshot); one missing among those it reads (purged or
+//     deleted meanwhile, or deleted one by one) is DataLoss, NATS trouble
 //     Unavailable, and it gives up after the connection's timeout without
 //     progress.
 //   * TruncateThrough purges (PurgeBelow(sequence + 1), never past the last
 //     record, so last_sequence() stays).
 //   * ResetAfter cannot move a stream's sequences: it only succeeds when the
 //     stream's last sequence is `sequence` (dropping the records it holds).
-//   * first_sequence, last_sequence and size_bytes ask the stream; while
+//   * first_sequence, last_sequence and size_bytes ask the stream (one
+//     JetStream request each, bounded by the connection's timeout); while
 //     NATS does not answer they return what the last successful State()
 //     (or Append) saw, which may be stale: the accessors cannot fail.
 //
