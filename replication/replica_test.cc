@@ -1,0 +1,359 @@
+// Replica (replica.h) against a real single-node nats-server with JetStream
+// (R=1 streams; started by the test on a free 127.0.0.1 port, stopped by its
+// PID): replicas in one process, each with its own memory-only registry and
+// its own NATS connection, applying one stream. They must end with equal
+// models whatever order their writers raced in.
+#include "replication/replica.h"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/persist/batch_codec.h"
+#include "gtest/gtest.h"
+#include "replication/log_record.h"
+#include "replication/nats_test_server.h"
+
+namespace clickd {
+namespace {
+
+using ::clickd::testing::NatsTestServer;
+using ::clickd::testing::StopServerAndAwaitDisconnected;
+using std::chrono::milliseconds;
+
+// Generous: sanitizer builds on a shared 2-core machine are slow. Bounds,
+// not expectations.
+constexpr milliseconds kWait{30000};
+
+// One replica with everything it owns.
+struct Node {
+  std::unique_ptr<NatsConnection> nats;
+  std::unique_ptr<JetStreamLog> log;
+  std::unique_ptr<SnapshotStore> snapshots;
+  std::unique_ptr<ModelRegistry> registry;
+  ReplicaStartReport report;
+  std::unique_ptr<Replica> replica;
+};
+
+// Examples whose features and labels follow from `seed`; kept alive while
+// the TrainingExamples pointing at them are used.
+struct Batch {
+  std::vector<Example> examples;
+  std::vector<TrainingExample> training;
+};
+
+Batch MakeBatch(uint64_t seed, int size) {
+  Batch b;
+  b.examples.resize(size);
+  for (int i = 0; i < size; ++i) {
+    const uint64_t x = seed * 7919 + static_cast<uint64_t>(i) * 104729;
+    Example& e = b.examples[i];
+    e.namespaces.push_back({"user", {Feature::Named(absl::StrCat("u", x % 97))}});
+    e.namespaces.push_back({"ad", {Feature::Named(absl::StrCat("a", x % 13))}});
+  }
+  for (int i = 0; i < size; ++i) {
+    const float label = (seed + static_cast<uint64_t>(i)) % 5 == 0 ? 1.0f : 0.0f;
+    b.training.push_back(TrainingExample{nullptr, &b.examples[i], label, 1.0f});
+  }
+  return b;
+}
+
+ModelConfig Config(const std::string& name) {
+  ModelConfig config;
+  config.name = name;
+  config.num_shards = 4;
+  return config;
+}
+
+class ReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_.Start()); }
+  // Replicas stop first, then the server, then the connections go
+  // (nats_test_server.h says why in that order).
+  void TearDown() override {
+    std::vector<const NatsConnection*> connections;
+    for (auto& node : nodes_) {
+      node->replica.reset();
+      if (node->nats != nullptr) connections.push_back(node->nats.get());
+    }
+    StopServerAndAwaitDisconnected(server_, connections);
+    nodes_.clear();
+  }
+
+  // Starts a replica on the test's streams (owned by the test). `data_dir`
+  // "": no local snapshots.
+  Node* StartNode(const std::string& id, const std::string& data_dir = "") {
+    Node* node = nodes_.emplace_back(std::make_unique<Node>()).get();
+    NatsConnectionOptions nats_options;
+    nats_options.urls = server_.url();
+    nats_options.name = id;
+    nats_options.timeout = milliseconds(5000);
+    auto nats = NatsConnection::Connect(nats_options);
+    EXPECT_TRUE(nats.ok()) << nats.status();
+    if (!nats.ok()) return nullptr;
+    node->nats = *std::move(nats);
+    JetStreamLogOptions log_options;
+    log_options.stream = "REPLTEST_LOG";
+    log_options.subject = "clickd.repltest.log";
+    log_options.replicas = 1;
+    auto log = JetStreamLog::Open(node->nats.get(), log_options);
+    EXPECT_TRUE(log.ok()) << log.status();
+    if (!log.ok()) return nullptr;
+    node->log = *std::move(log);
+    auto snapshots = SnapshotStore::Open(node->nats->jetstream(), "REPLTEST_SNAPSHOTS",
+                                         "clickd.repltest.snapshots", 1, milliseconds(5000));
+    EXPECT_TRUE(snapshots.ok()) << snapshots.status();
+    if (!snapshots.ok()) return nullptr;
+    node->snapshots = *std::move(snapshots);
+    node->registry = std::make_unique<ModelRegistry>();
+    ReplicaOptions options;
+    options.data_dir = data_dir;
+    options.replica_id = id;
+    options.publish_timeout = milliseconds(5000);
+    options.apply_timeout = kWait;
+    options.snapshot_interval = milliseconds(0);  // only when a test asks
+    auto replica = Replica::Start(node->registry.get(), node->log.get(), node->snapshots.get(),
+                                  options, &node->report);
+    EXPECT_TRUE(replica.ok()) << replica.status();
+    if (!replica.ok()) return nullptr;
+    node->replica = *std::move(replica);
+    return node;
+  }
+
+  // Waits until `node` has applied everything in the stream now.
+  static void CatchUp(Node& node) {
+    const absl::Status s = node.replica->CatchUp(kWait);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // The canonical bytes of `model` on `node` ("" if absent).
+  static std::string StateOf(Node& node, const std::string& model) {
+    std::shared_ptr<ServedModel> served = node.registry->Get(model);
+    return served == nullptr ? "" : served->model().SerializeState();
+  }
+
+  static uint64_t UpdatesOf(Node& node, const std::string& model) {
+    std::shared_ptr<ServedModel> served = node.registry->Get(model);
+    return served == nullptr ? 0 : served->model().Updates();
+  }
+
+  // Creates `name` through `via` and waits until every node in `all` has it.
+  static uint64_t CreateEverywhere(Node& via, const std::vector<Node*>& all,
+                                   const std::string& name) {
+    auto created = via.replica->Create(Config(name));
+    EXPECT_TRUE(created.ok()) << created.status();
+    const uint64_t sequence = via.replica->model_version(name);
+    EXPECT_GT(sequence, 0u);
+    for (Node* node : all) EXPECT_TRUE(node->replica->AwaitApplied(sequence, kWait).ok());
+    return sequence;
+  }
+
+  NatsTestServer server_{"replica_test"};
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+TEST_F(ReplicaTest, ConcurrentLearnersOnTwoReplicasEndEqual) {
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->report.source, "empty");
+  CreateEverywhere(*a, {a, b}, "ctr");
+
+  constexpr int kThreads = 4, kBatchesPerThread = 15, kBatchSize = 8;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    Replica* replica = (t % 2 == 0 ? a : b)->replica.get();
+    threads.emplace_back([replica, t, &failures] {
+      for (int i = 0; i < kBatchesPerThread; ++i) {
+        const Batch batch = MakeBatch(t * 1000 + i, kBatchSize);
+        auto learned = replica->Learn("ctr", batch.training, "");
+        if (!learned.ok() || learned->scored.size() != size_t{kBatchSize} ||
+            learned->deduplicated) {
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+
+  CatchUp(*a);
+  CatchUp(*b);
+  EXPECT_EQ(a->replica->applied_sequence(), b->replica->applied_sequence());
+  // One create and every batch, each once.
+  EXPECT_EQ(a->replica->applied_sequence(), 1u + kThreads * kBatchesPerThread);
+  EXPECT_EQ(UpdatesOf(*a, "ctr"), uint64_t{kThreads * kBatchesPerThread * kBatchSize});
+  EXPECT_EQ(UpdatesOf(*b, "ctr"), UpdatesOf(*a, "ctr"));
+  EXPECT_FALSE(StateOf(*a, "ctr").empty());
+  EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
+  EXPECT_EQ(a->replica->model_version("ctr"), b->replica->model_version("ctr"));
+}
+
+TEST_F(ReplicaTest, TheSameIdempotencyKeyLearnsOnce) {
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CreateEverywhere(*a, {a, b}, "ctr");
+  const Batch batch = MakeBatch(1, 5);
+
+  auto first = a->replica->Learn("ctr", batch.training, "key-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->scored.size(), 5u);
+  EXPECT_FALSE(first->deduplicated);
+  auto again = a->replica->Learn("ctr", batch.training, "key-1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->sequence, first->sequence);
+  EXPECT_TRUE(again->scored.empty());
+  EXPECT_TRUE(again->deduplicated);
+  // The retry may go to another replica.
+  auto elsewhere = b->replica->Learn("ctr", batch.training, "key-1");
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status();
+  EXPECT_EQ(elsewhere->sequence, first->sequence);
+  EXPECT_TRUE(elsewhere->deduplicated);
+
+  CatchUp(*a);
+  CatchUp(*b);
+  EXPECT_EQ(a->replica->applied_sequence(), first->sequence);
+  EXPECT_EQ(UpdatesOf(*a, "ctr"), 5u);
+  EXPECT_EQ(UpdatesOf(*b, "ctr"), 5u);
+  EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
+}
+
+TEST_F(ReplicaTest, AnUpdateForADeletedModelIsNotLearnedByItsSuccessor) {
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  const uint64_t old_created = CreateEverywhere(*a, {a, b}, "ctr");
+  const absl::Status deleted = b->replica->Delete("ctr");
+  ASSERT_TRUE(deleted.ok()) << deleted;
+  const uint64_t new_created = CreateEverywhere(*b, {a, b}, "ctr");
+  ASSERT_GT(new_created, old_created);
+
+  // A batch accepted for the old model, arriving after the re-create.
+  const Batch batch = MakeBatch(2, 6);
+  std::string record;
+  EncodeLogRecordHeader(LogRecord::Kind::kUpdate, "ctr", old_created, &record);
+  std::string payload;
+  EncodeBatch(batch.training, &payload);
+  record += payload;
+  SealLogRecord(&record);
+  auto stale = a->log->Publish(record, "stale-update", milliseconds(5000));
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  for (Node* node : {a, b}) {
+    ASSERT_TRUE(node->replica->AwaitApplied(stale->sequence, kWait).ok());
+    EXPECT_EQ(UpdatesOf(*node, "ctr"), 0u);
+    EXPECT_EQ(node->replica->model_version("ctr"), new_created);
+    EXPECT_EQ(node->replica->status().rejected_records, 0u);  // not damaged, just stale
+  }
+
+  // The new model learns what is sent to it.
+  auto learned = a->replica->Learn("ctr", batch.training, "");
+  ASSERT_TRUE(learned.ok()) << learned.status();
+  EXPECT_EQ(learned->scored.size(), 6u);
+  CatchUp(*b);
+  EXPECT_EQ(UpdatesOf(*a, "ctr"), 6u);
+  EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
+}
+
+TEST_F(ReplicaTest, ANewReplicaStartsFromThePublishedSnapshot) {
+  Node* a = StartNode("a", server_.dir() + "/a");
+  Node* b = StartNode("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CreateEverywhere(*a, {a, b}, "m1");
+  CreateEverywhere(*b, {a, b}, "m2");
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 4; ++i) {
+      const Batch batch = MakeBatch(round * 10 + i, 4);
+      ASSERT_TRUE(a->replica->Learn("m1", batch.training, "").ok());
+      ASSERT_TRUE(b->replica->Learn("m2", batch.training, "").ok());
+    }
+    CatchUp(*a);
+    auto snapshot = a->replica->Snapshot(/*publish=*/true);
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+    EXPECT_TRUE(snapshot->published);
+    EXPECT_EQ(snapshot->sequence, a->replica->applied_sequence());
+  }
+  // Two published snapshots: the log was purged below the older one.
+  auto state = a->log->State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_GT(state->first_sequence, 1u);
+  // Records after the newest snapshot, which the new replica reads from the
+  // stream.
+  const Batch more = MakeBatch(99, 4);
+  ASSERT_TRUE(b->replica->Learn("m1", more.training, "").ok());
+
+  const std::string empty_dir = server_.dir() + "/c";
+  std::filesystem::create_directories(empty_dir);
+  Node* c = StartNode("c", empty_dir);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->report.source, "published snapshot");
+  for (Node* node : {a, b, c}) CatchUp(*node);
+  EXPECT_EQ(c->replica->applied_sequence(), a->replica->applied_sequence());
+  EXPECT_EQ(c->registry->size(), 2u);
+  for (const std::string model : {"m1", "m2"}) {
+    EXPECT_FALSE(StateOf(*a, model).empty());
+    EXPECT_TRUE(StateOf(*c, model) == StateOf(*a, model)) << model;
+    EXPECT_TRUE(StateOf(*b, model) == StateOf(*a, model)) << model;
+    EXPECT_EQ(c->replica->model_version(model), a->replica->model_version(model)) << model;
+  }
+}
+
+TEST_F(ReplicaTest, ADamagedRecordIsSkippedByEveryReplicaAlike) {
+  Node* a = StartNode("a");
+  Node* b = StartNode("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CreateEverywhere(*a, {a, b}, "ctr");
+  const Batch before = MakeBatch(3, 4);
+  ASSERT_TRUE(a->replica->Learn("ctr", before.training, "").ok());
+
+  // Garbage on the log's subject, as any NATS client could publish it.
+  jsPubAck* ack = nullptr;
+  jsErrCode code;
+  const std::string garbage = "\x01\x02not a log record at all";
+  ASSERT_EQ(js_Publish(&ack, a->nats->jetstream(), "clickd.repltest.log", garbage.data(),
+                       static_cast<int>(garbage.size()), nullptr, &code),
+            NATS_OK);
+  const uint64_t damaged = ack->Sequence;
+  jsPubAck_Destroy(ack);
+
+  const Batch after = MakeBatch(4, 4);
+  auto learned = b->replica->Learn("ctr", after.training, "");
+  ASSERT_TRUE(learned.ok()) << learned.status();
+  EXPECT_GT(learned->sequence, damaged);
+  for (Node* node : {a, b}) {
+    CatchUp(*node);
+    const ReplicaStatus status = node->replica->status();
+    EXPECT_EQ(status.rejected_records, 1u);
+    EXPECT_TRUE(status.broken.ok()) << status.broken;
+    EXPECT_EQ(status.applied_sequence, learned->sequence);
+    EXPECT_EQ(UpdatesOf(*node, "ctr"), 8u);
+  }
+  EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
+}
+
+TEST_F(ReplicaTest, AwaitAppliedPastTheEndNamesBothSequences) {
+  Node* a = StartNode("a");
+  ASSERT_NE(a, nullptr);
+  CreateEverywhere(*a, {a}, "ctr");
+  const uint64_t applied = a->replica->applied_sequence();
+  ASSERT_EQ(applied, 1u);
+  const absl::Status s = a->replica->AwaitApplied(applied + 100, milliseconds(300));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("model_version ", applied)), std::string::npos) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("min_model_version ", applied + 100)), std::string::npos)
+      << s;
+  EXPECT_TRUE(a->replica->AwaitApplied(applied, milliseconds(300)).ok());
+}
+
+}  // namespace
+}  // namespace clickd
