@@ -76,13 +76,15 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   natsOptions_SetReconnectWait(o, 250);
   // Nothing is buffered while disconnected: a publish fails at once.
   natsOptions_SetReconnectBufSize(o, 0);
-  natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, self.get());
-  natsOptions_SetReconnectedCB(o, &NatsConnection::OnConnected, self.get());
-  natsOptions_SetRetryOnFailedConnect(o, true, &NatsConnection::OnConnected, self.get());
+  Callbacks* callbacks = self->callbacks_;
+  natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, callbacks);
+  natsOptions_SetReconnectedCB(o, &NatsConnection::OnConnected, callbacks);
+  natsOptions_SetClosedCB(o, &NatsConnection::OnClosed, callbacks);
+  natsOptions_SetRetryOnFailedConnect(o, true, &NatsConnection::OnConnected, callbacks);
 
   natsStatus s = natsConnection_Connect(&self->connection_, o);
   if (s == NATS_OK) {
-    self->connected_ = true;
+    callbacks->connected = true;
   } else if (s != NATS_NOT_YET_CONNECTED) {
     return NatsError(s, absl::StrCat("connect to ", options.urls));
   }
@@ -99,21 +101,39 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
 
 NatsConnection::~NatsConnection() {
   if (js_ != nullptr) jsCtx_Destroy(js_);
+  bool closed = connection_ == nullptr;
   if (connection_ != nullptr) {
     natsConnection_Close(connection_);
-    natsConnection_Destroy(connection_);
+    MutexLock lock(&callbacks_->mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!callbacks_->closed && std::chrono::steady_clock::now() < deadline) {
+      callbacks_->closed_cv.WaitFor(&callbacks_->mu, deadline - std::chrono::steady_clock::now());
+    }
+    closed = callbacks_->closed;
   }
+  if (connection_ != nullptr) natsConnection_Destroy(connection_);
   if (options_ != nullptr) natsOptions_Destroy(options_);
+  // A callback may still come if the closed one did not: keep what it
+  // touches (a few bytes, once per process at most).
+  if (closed) delete callbacks_;
 }
 
 int64_t NatsConnection::max_payload() const { return natsConnection_GetMaxPayload(connection_); }
 
-void NatsConnection::OnConnected(natsConnection*, void* self) {
-  static_cast<NatsConnection*>(self)->connected_.store(true, std::memory_order_relaxed);
+void NatsConnection::OnConnected(natsConnection*, void* callbacks) {
+  static_cast<Callbacks*>(callbacks)->connected.store(true, std::memory_order_relaxed);
 }
 
-void NatsConnection::OnDisconnected(natsConnection*, void* self) {
-  static_cast<NatsConnection*>(self)->connected_.store(false, std::memory_order_relaxed);
+void NatsConnection::OnDisconnected(natsConnection*, void* callbacks) {
+  static_cast<Callbacks*>(callbacks)->connected.store(false, std::memory_order_relaxed);
+}
+
+void NatsConnection::OnClosed(natsConnection*, void* callbacks) {
+  auto* c = static_cast<Callbacks*>(callbacks);
+  c->connected.store(false, std::memory_order_relaxed);
+  MutexLock lock(&c->mu);
+  c->closed = true;
+  c->closed_cv.SignalAll();
 }
 
 }  // namespace clickd

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/base/mutex.h"
 
 namespace clickd {
 
@@ -55,21 +56,32 @@ class NatsConnection {
 
   natsConnection* connection() const { return connection_; }
   jsCtx* jetstream() const { return js_; }
-  bool connected() const { return connected_.load(std::memory_order_relaxed); }
+  bool connected() const { return callbacks_->connected.load(std::memory_order_relaxed); }
   // Bytes the servers accept in one message (0 until first connected).
   int64_t max_payload() const;
   std::chrono::milliseconds timeout() const { return timeout_; }
 
  private:
   explicit NatsConnection(std::chrono::milliseconds timeout) : timeout_(timeout) {}
-  static void OnConnected(natsConnection* nc, void* self);
-  static void OnDisconnected(natsConnection* nc, void* self);
+  // What nats.c's callbacks touch. nats.c delivers them on its own thread,
+  // possibly after natsConnection_Close returned; the closed callback comes
+  // last, so the destructor waits for it before freeing this (and leaks it
+  // rather than free it early if it never comes).
+  struct Callbacks {
+    std::atomic<bool> connected{false};
+    Mutex mu;
+    CondVar closed_cv;
+    bool closed ABSL_GUARDED_BY(mu) = false;
+  };
+  static void OnConnected(natsConnection* nc, void* callbacks);
+  static void OnDisconnected(natsConnection* nc, void* callbacks);
+  static void OnClosed(natsConnection* nc, void* callbacks);
 
   const std::chrono::milliseconds timeout_;
   natsOptions* options_ = nullptr;
   natsConnection* connection_ = nullptr;
   jsCtx* js_ = nullptr;
-  std::atomic<bool> connected_{false};
+  Callbacks* const callbacks_ = new Callbacks;
 };
 
 }  // namespace clickd
