@@ -27,6 +27,9 @@ int64_t UnixNanos() {
 // How long the applier waits for a message before it looks around (lag,
 // stop requests).
 constexpr std::chrono::milliseconds kPoll{200};
+// How long a reader may deliver nothing while the stream holds records
+// after ours before it is replaced.
+constexpr double kStalled = 2.0;
 
 }  // namespace
 
@@ -169,6 +172,7 @@ absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
 void Replica::ApplyLoop() {
   std::unique_ptr<JetStreamLog::Reader> reader;
   auto last_state = Clock::now() - std::chrono::hours(1);
+  auto last_message = Clock::now();  // or the reader's start
   for (;;) {
     uint64_t next;
     {
@@ -187,6 +191,7 @@ void Replica::ApplyLoop() {
         continue;
       }
       reader = *std::move(opened);
+      last_message = Clock::now();
     }
     auto message = reader->Next(kPoll);
     if (!message.ok()) {
@@ -197,9 +202,14 @@ void Replica::ApplyLoop() {
       // Idle: learn how far the stream goes, at most once a second.
       if (SecondsSince(last_state) >= 1) {
         last_state = Clock::now();
+        bool stalled = false;
         if (auto state = log_->State(); state.ok()) {
           MutexLock lock(&mu_);
           stream_sequence_ = std::max(stream_sequence_, state->last_sequence);
+          // The stream holds records we have not got, and nothing came for
+          // a while: the consumer did not survive (all NATS nodes
+          // restarted, say). Read again from the next sequence.
+          stalled = state->last_sequence > applied_ && SecondsSince(last_message) >= kStalled;
           if (state->first_sequence > applied_ + 1) {
             broken_ = absl::DataLossError(absl::StrCat(
                 "stream ", log_->options().stream, " was purged up to sequence ",
@@ -208,9 +218,11 @@ void Replica::ApplyLoop() {
             std::cerr << "clickd: replication stopped: " << broken_.message() << std::endl;
           }
         }
+        if (stalled) reader.reset();
       }
       continue;
     }
+    last_message = Clock::now();
     const LogMessage& m = ***message;
     if (m.sequence() < next) continue;  // already applied (a redelivery)
     if (m.sequence() > next) {
