@@ -167,8 +167,9 @@ std::vector<FlagGroup> CommandFlagGroups(const std::string& command) {
     return {{"update", {"context", "example", "label", "importance", "request_json", "request_id"}},
             NetworkFlags()};
   }
-  if (command == "models")
+  if (command == "models") {
     return {{"models create", {"config_json"}}, NetworkFlags(), ModelFlags()};
+  }
   if (command == "replay") {
     return {{"replay --offline and --server", {"format", "skip_bad_lines", "max_examples", "json"}},
             {"replay --offline", clickd::FlagsDefinedIn("replay_command.cc")},
