@@ -5,18 +5,25 @@
 //   clickctl predict | update | models create|list|get|delete|snapshot [--server=...]
 //   clickctl loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]
 //
-// Run `clickctl --help` for every flag; docs/clickctl.md documents them.
+// `clickctl --help` lists every flag with its default, `clickctl COMMAND --help`
+// the flags of one command; docs/clickctl.md documents them.
 #include <cstring>
 #include <iostream>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/usage.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 #include "client/clickctl/loadgen.h"
 #include "client/clickctl/network_commands.h"
 #include "client/clickctl/network_flags.h"
@@ -62,32 +69,184 @@ int RunReplay(bool offline, bool server, const std::vector<std::string>& args) {
   return clickd::RunReplayCommand(args);
 }
 
+// --help. Abseil's own lists only the flags of a file named like the program
+// (so "No flags matched" here) and exits 1; this one lists clickctl's flags,
+// grouped by the commands that read them, with their defaults, and exits 0.
+// Abseil's own flags (--flagfile, --fromenv, ...) stay in --helpfull.
+
+struct Command {
+  const char* name;
+  const char* usage;
+};
+
+constexpr Command kCommands[] = {
+    {"replay",
+     "replay --offline --format=libsvm|vw|criteo [--optimizer=...] [--json] FILE\n"
+     "      train on FILE in this process with progressive validation\n"
+     "  replay --server=HOST:PORT [--model=NAME] [--create_model [model flags]] FILE\n"
+     "      stream FILE to a served model; report the stream's progressive metrics"},
+    {"predict",
+     "predict [--context='ns|f1,f2:0.5 ...'] --candidates='ns|f;ns|g' | --request_json=J"},
+    {"update", "update --example='ns|f ...' --label=1 [--context=...] | --request_json=J"},
+    {"models", "models create [model flags | --config_json=J] | list | get | delete | snapshot"},
+    {"loadgen",
+     "loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]\n"
+     "      [--duration_s=S --warmup_s=W --max_requests=R] [--context_features=N\n"
+     "      --candidates=K --candidate_features=M | --batch_size=B]: load and latency"},
+};
+
+std::string UsageMessage() {
+  std::string usage = "clickctl COMMAND [flags] [args]\ncommands (see docs/clickctl.md):\n";
+  for (const Command& command : kCommands) usage += std::string("  ") + command.usage + "\n";
+  return usage +
+         "network commands take --server (default 127.0.0.1:50051), --model (default\n"
+         "\"default\"), --deadline_ms and --json\n"
+         "`clickctl --help` lists every flag, `clickctl COMMAND --help` those of COMMAND";
+}
+
+// Points Abseil's --helpshort and --helppackage at clickctl's own files
+// (those FlagsDefinedIn knows) too.
+void SetUpUsage() {
+  absl::SetProgramUsageMessage(UsageMessage());
+  const auto is_own_file = [](absl::string_view file) {
+    return absl::StrContains(file, "clickctl/");
+  };
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = is_own_file;
+  config.contains_helpshort_flags = is_own_file;
+  config.contains_helppackage_flags = is_own_file;
+  absl::SetFlagsUsageConfig(config);
+}
+
+// Removes every --help, -help and -h from argv; returns whether there was one.
+bool TakeHelpFlag(int& argc, char** argv) {
+  bool help = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--") {
+      while (i < argc) argv[kept++] = argv[i++];
+      break;
+    }
+    if (arg == "--help" || arg == "-help" || arg == "-h") {
+      help = true;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return help;
+}
+
+struct FlagGroup {
+  std::string title;
+  std::set<std::string> flags;
+};
+
+FlagGroup ModelFlags() {
+  return {
+      "model flags (replay --offline, replay --server --create_model, models create;\n"
+      "  unset: the optimizer's default, docs/optimizers.md)",
+      clickd::FlagsDefinedIn("model_flags.cc")};
+}
+
+FlagGroup NetworkFlags() {
+  return {"network flags (predict, update, models, replay --server, loadgen)",
+          clickd::NetworkFlagNames()};
+}
+
+// The flags `command` reads, in the groups its --help shows; empty for an
+// unknown command. The commands check the same sets (CheckFlagsApply in
+// network_commands.cc, server_replay.cc, loadgen.cc and RunReplay above).
+std::vector<FlagGroup> CommandFlagGroups(const std::string& command) {
+  if (command == "predict") {
+    return {{"predict", {"context", "candidates", "request_json", "request_id"}}, NetworkFlags()};
+  }
+  if (command == "update") {
+    return {{"update", {"context", "example", "label", "importance", "request_json", "request_id"}},
+            NetworkFlags()};
+  }
+  if (command == "models") {
+    return {{"models create", {"config_json"}}, NetworkFlags(), ModelFlags()};
+  }
+  if (command == "replay") {
+    return {{"replay --offline and --server", {"format", "skip_bad_lines", "max_examples", "json"}},
+            {"replay --offline", clickd::FlagsDefinedIn("replay_command.cc")},
+            {"replay --server", clickd::FlagsDefinedIn("server_replay.cc")},
+            NetworkFlags(),
+            ModelFlags()};
+  }
+  if (command == "loadgen") {
+    std::set<std::string> loadgen = clickd::FlagsDefinedIn("loadgen.cc");
+    loadgen.insert({"candidates", "batch_size"});
+    return {{"loadgen", loadgen}, NetworkFlags()};
+  }
+  return {};
+}
+
+// Prints each group's flags in Abseil's --helpfull format (name, help,
+// default, and the current value if set), each flag once, in the first group
+// that names it.
+void PrintFlagGroups(const std::vector<FlagGroup>& groups) {
+  std::set<std::string> printed;
+  for (const FlagGroup& group : groups) {
+    std::vector<const absl::CommandLineFlag*> flags;
+    for (const std::string& name : group.flags) {
+      const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+      if (flag != nullptr && printed.insert(name).second) flags.push_back(flag);
+    }
+    if (flags.empty()) continue;
+    std::cout << "\n  " << group.title << ":\n";
+    // The per-flag printer of Abseil's --helpfull (Abseil 20220623 has no
+    // public one), so that both lists read the same.
+    for (const absl::CommandLineFlag* flag : flags) {
+      absl::flags_internal::FlagHelp(std::cout, *flag);
+    }
+  }
+}
+
+// Prints the flags of `command`, or of every command if it is empty or
+// unknown. Returns exit code 0.
+int PrintHelp(const std::string& command) {
+  std::vector<FlagGroup> groups = CommandFlagGroups(command);
+  if (groups.empty()) {
+    std::cout << "usage: " << absl::ProgramUsageMessage() << "\n";
+    // The network and model flags once, first and last.
+    groups = {NetworkFlags()};
+    for (const Command& c : kCommands) {
+      for (FlagGroup& group : CommandFlagGroups(c.name)) {
+        if (group.title != ModelFlags().title) groups.push_back(std::move(group));
+      }
+    }
+    groups.push_back(ModelFlags());
+    groups.push_back({"other flags", clickd::FlagsDefinedIn(".cc")});
+  } else {
+    for (const Command& c : kCommands) {
+      if (c.name == command) std::cout << "clickctl " << command << ":\n  " << c.usage << "\n";
+    }
+  }
+  PrintFlagGroups(groups);
+  std::cout << "\nAbseil's own flags (--flagfile, --fromenv, --helpfull, ...): clickctl "
+               "--helpfull\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "clickctl COMMAND [flags] [args]\n"
-      "commands (see docs/clickctl.md):\n"
-      "  replay --offline --format=libsvm|vw|criteo [--optimizer=...] [--json] FILE\n"
-      "      train on FILE in this process with progressive validation\n"
-      "  replay --server=HOST:PORT [--model=NAME] [--create_model [model flags]] FILE\n"
-      "      stream FILE to a served model; report the stream's progressive metrics\n"
-      "  predict [--context='ns|f1,f2:0.5 ...'] --candidates='ns|f;ns|g' | --request_json=J\n"
-      "  update --example='ns|f ...' --label=1 [--context=...] | --request_json=J\n"
-      "  models create [model flags | --config_json=J] | list | get | delete | snapshot\n"
-      "  loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]\n"
-      "      [--duration_s=S --warmup_s=W --max_requests=R] [--context_features=N\n"
-      "      --candidates=K --candidate_features=M | --batch_size=B]: load and latency\n"
-      "network commands take --server (default 127.0.0.1:50051), --model (default\n"
-      "\"default\"), --deadline_ms and --json");
+  SetUpUsage();
+  const bool help = TakeHelpFlag(argc, argv);
   const bool server = OnCommandLine(argc, argv, "server");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   const bool offline = absl::GetFlag(FLAGS_offline);
-  if (positional.size() < 2) {
+  const std::string command = positional.size() >= 2 ? positional[1] : "";
+  if (help) return PrintHelp(command);
+  if (command == "help") return PrintHelp(positional.size() >= 3 ? positional[2] : "");
+  if (command.empty()) {
     std::cerr << absl::ProgramUsageMessage() << "\n";
     return 2;
   }
-  const std::string command = positional[1];
   const std::vector<std::string> args(positional.begin() + 2, positional.end());
   if (command == "replay") return RunReplay(offline, server, args);
   if (command == "predict") return clickd::RunPredictCommand(args);
