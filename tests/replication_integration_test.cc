@@ -397,8 +397,7 @@ TEST(Replication, KillLoopLosesNothingAndAppliesNothingTwice) {
   ASSERT_TRUE(cluster.ok());
   for (int i = 0; i < ReplicatedCluster::kReplicas; ++i) ASSERT_TRUE(cluster.StartReplica(i));
   Writer writer(&cluster, seed * 1000 + 1);
-  const auto give_up =
-      Clock::now() + std::chrono::minutes(EnvOr("CLICKD_REPLICATION_MINUTES", 6));
+  const auto give_up = Clock::now() + std::chrono::minutes(EnvOr("CLICKD_REPLICATION_MINUTES", 6));
 
   for (uint64_t round = 0; round < rounds && Clock::now() < give_up; ++round) {
     // The writer runs through the fault.
