@@ -1,0 +1,252 @@
+// Replica: restoring from a snapshot at start, and taking, writing and
+// publishing snapshots (replica.h describes the whole class).
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "core/base/quote.h"
+#include "replication/replica.h"
+#include "replication/replica_snapshot.h"
+
+namespace clickd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+// --- Restoring -------------------------------------------------------------
+
+absl::Status Replica::Restore(ReplicaStartReport* report) {
+  std::optional<ReplicaSnapshot> chosen;
+  report->source = "empty";
+  if (!options_.data_dir.empty()) {
+    auto local = LoadNewestLocalReplicaSnapshot(options_.env, options_.data_dir + "/replica");
+    if (!local.ok()) return local.status();
+    report->rejected = local->rejected;
+    if (!local->path.empty()) {
+      chosen = std::move(local->snapshot);
+      report->source = absl::StrCat("local snapshot ", local->path);
+    }
+  }
+  // The stream decides whether the local snapshot is enough: it must hold
+  // every record after it. Without NATS a local snapshot is served as it is
+  // and the applier catches up once NATS is back.
+  auto stream = log_->State();
+  if (!stream.ok()) {
+    if (chosen.has_value()) {
+      report->snapshot_sequence = chosen->sequence;
+      report->models = chosen->models.size();
+      return LoadSnapshot(*chosen);
+    }
+    return absl::UnavailableError(
+        absl::StrCat("cannot start a replica with no local snapshot while NATS is unreachable: ",
+                     stream.status().message()));
+  }
+  const uint64_t have = chosen.has_value() ? chosen->sequence : 0;
+  if (stream->last_sequence < have) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the local snapshot contains stream sequence ", have, " but stream ",
+                     log_->options().stream, " ends at ", stream->last_sequence,
+                     ": the stream was deleted or replaced; move ", options_.data_dir,
+                     "/replica aside to bootstrap from the stream"));
+  }
+  const bool purged_past = stream->first_sequence > have + 1;
+  if (purged_past) {
+    std::vector<std::string> rejected;
+    auto published = snapshots_->FetchNewest(&rejected);
+    if (!published.ok()) return published.status();
+    report->rejected.insert(report->rejected.end(), rejected.begin(), rejected.end());
+    if (!published->has_value()) {
+      return absl::DataLossError(absl::StrCat(
+          "stream ", log_->options().stream, " starts at sequence ", stream->first_sequence,
+          " and no snapshot was published: records 1..", stream->first_sequence - 1, " are gone"));
+    }
+    auto decoded = DecodeReplicaSnapshot((*published)->second);
+    if (!decoded.ok()) {
+      return absl::DataLossError(absl::StrCat("the published snapshot at sequence ",
+                                              (*published)->first,
+                                              " does not decode: ", decoded.status().message()));
+    }
+    if (decoded->sequence + 1 < stream->first_sequence) {
+      return absl::DataLossError(absl::StrCat(
+          "the newest published snapshot contains sequence ", decoded->sequence, " but stream ",
+          log_->options().stream, " starts at ", stream->first_sequence, ": records ",
+          decoded->sequence + 1, "..", stream->first_sequence - 1, " are gone"));
+    }
+    chosen = *std::move(decoded);
+    report->source = "published snapshot";
+  }
+  if (!chosen.has_value()) return absl::OkStatus();
+  report->snapshot_sequence = chosen->sequence;
+  report->models = chosen->models.size();
+  return LoadSnapshot(*chosen);
+}
+
+absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
+  MutexLock lock(&mu_);
+  for (const ReplicaModel& m : snapshot.models) {
+    auto served = registry_->Create(m.contents.config);
+    if (!served.ok()) return served.status();
+    if (absl::Status s = (*served)->model().ImportState(m.contents.state); !s.ok()) {
+      return absl::DataLossError(absl::StrCat("model ", Quote(m.contents.config.name),
+                                              " in the snapshot at sequence ", snapshot.sequence,
+                                              ": ", s.message()));
+    }
+    created_[m.contents.config.name] = m.created_sequence;
+    versions_[m.contents.config.name] = snapshot.sequence;
+  }
+  applied_ = snapshot.sequence;
+  stream_sequence_ = std::max(stream_sequence_, snapshot.sequence);
+  return absl::OkStatus();
+}
+
+// --- Snapshots -------------------------------------------------------------
+
+bool Replica::PublishDue() {
+  auto published = snapshots_->List();
+  if (!published.ok()) return false;
+  const uint64_t newest = published->empty() ? 0 : published->front().sequence;
+  {
+    MutexLock lock(&mu_);
+    published_snapshot_ = std::max(published_snapshot_, newest);
+  }
+  const auto now = Clock::now();
+  if (newest != last_seen_published_) {
+    // Another replica (or we) published since the last look: wait a whole
+    // interval before publishing again.
+    last_seen_published_ = newest;
+    last_publish_check_ = now;
+    return newest == 0;
+  }
+  return now - last_publish_check_ >= options_.snapshot_interval;
+}
+
+absl::StatusOr<ReplicaSnapshotReport> Replica::Snapshot(bool publish) {
+  std::vector<std::shared_ptr<ServedModel>> models;
+  absl::StatusOr<ReplicaSnapshotReport> report = SnapshotModels(publish, &models);
+  // Each model's snapshot statistics (and metrics) follow the replica's
+  // local snapshots, which hold every model.
+  for (const std::shared_ptr<ServedModel>& served : models) {
+    if (!report.ok()) {
+      served->RecordSnapshot(report.status());
+      continue;
+    }
+    SnapshotReport per_model;
+    per_model.path = report->path;
+    per_model.sequence = report->sequence;
+    per_model.bytes = report->bytes;  // the one file that holds every model
+    per_model.coordinates = served->CachedStats().coordinates;
+    per_model.seconds = report->seconds;
+    per_model.pause_seconds = report->pause_seconds;
+    served->RecordSnapshot(per_model);
+  }
+  return report;
+}
+
+absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
+    bool publish, std::vector<std::shared_ptr<ServedModel>>* models) {
+  MutexLock one_at_a_time(&snapshot_mu_);
+  const auto start = Clock::now();
+  ReplicaSnapshot snapshot;
+  {
+    // The applier is the only writer: pausing it makes the copy exactly
+    // "every record up to applied_". Publishers and Predict go on.
+    MutexLock pause(&apply_mu_);
+    absl::flat_hash_map<std::string, uint64_t> created;
+    {
+      MutexLock lock(&mu_);
+      snapshot.sequence = applied_;
+      created = created_;
+    }
+    *models = registry_->List();
+    for (const std::shared_ptr<ServedModel>& served : *models) {
+      ReplicaModel m;
+      m.created_sequence = created[served->name()];
+      m.contents.config = served->model().config();
+      m.contents.log_sequence = snapshot.sequence;
+      m.contents.state = served->model().ExportState();
+      snapshot.models.push_back(std::move(m));
+    }
+  }
+  ReplicaSnapshotReport report;
+  report.pause_seconds = SecondsSince(start);
+  report.sequence = snapshot.sequence;
+  for (const ReplicaModel& m : snapshot.models) {
+    report.coordinates +=
+        m.contents.state.coordinates.size() / (sizeof(uint64_t) + m.contents.state.state_size);
+  }
+  const std::string bytes = EncodeReplicaSnapshot(snapshot);
+  report.bytes = bytes.size();
+  if (!options_.data_dir.empty()) {
+    const std::string dir = options_.data_dir + "/replica";
+    if (absl::Status s = options_.env->CreateDirs(dir); !s.ok()) return s;
+    report.path = dir + "/" + LocalReplicaSnapshotName(snapshot.sequence);
+    if (absl::Status s = WriteLocalReplicaSnapshot(options_.env, dir, snapshot.sequence, bytes,
+                                                   options_.keep_local_snapshots);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (publish) {
+    if (absl::Status s =
+            snapshots_->Publish(snapshot.sequence, bytes, options_.keep_published_snapshots);
+        !s.ok()) {
+      return s;
+    }
+    report.published = true;
+    last_publish_check_ = Clock::now();
+    last_seen_published_ = snapshot.sequence;
+    // Records leave the log only once the older kept published snapshot
+    // contains them.
+    auto published = snapshots_->List();
+    if (!published.ok()) return published.status();
+    {
+      MutexLock lock(&mu_);
+      if (!published->empty()) {
+        published_snapshot_ = std::max(published_snapshot_, published->front().sequence);
+      }
+    }
+    if (published->size() >= static_cast<size_t>(options_.keep_published_snapshots)) {
+      if (absl::Status s = log_->PurgeBelow(published->back().sequence + 1); !s.ok()) return s;
+    }
+  }
+  report.seconds = SecondsSince(start);
+  return report;
+}
+
+void Replica::SnapshotLoop() {
+  if (options_.snapshot_interval.count() <= 0) return;
+  uint64_t last_sequence = 0;
+  {
+    MutexLock lock(&snapshot_mu_);
+    last_publish_check_ = Clock::now();
+  }
+  for (;;) {
+    {
+      MutexLock lock(&mu_);
+      const auto deadline = Clock::now() + options_.snapshot_interval;
+      while (!stopping_ && Clock::now() < deadline) {
+        applied_cv_.WaitFor(&mu_, deadline - Clock::now());
+      }
+      if (stopping_) return;
+      if (applied_ == last_sequence) continue;
+    }
+    bool publish;
+    {
+      MutexLock lock(&snapshot_mu_);
+      publish = PublishDue();
+    }
+    auto report = Snapshot(publish);
+    if (report.ok()) {
+      last_sequence = report->sequence;
+    } else {
+      std::cerr << "clickd: replica snapshot failed: " << report.status().message() << std::endl;
+    }
+  }
+}
+
+}  // namespace clickd
