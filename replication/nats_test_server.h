@@ -1,8 +1,8 @@
 // NatsTestServer: one real single-node nats-server with JetStream for the
-// replication tests (jetstream_log_test.cc, replica_test.cc), on a free
+// replication tests (jetstream_log_test.cc, replica_test.cc,
+// snapshot_store_test.cc), on a free
 // 127.0.0.1 port with its store in a temporary directory, stopped by its
-// PID (never by name). Test-only and header-only; the same shape as the
-// helper in snapshot_store_test.cc.
+// PID (never by name). Test-only and header-only.
 //
 // Thread safety: externally synchronized (the test's thread drives it).
 #ifndef CLICKD_REPLICATION_NATS_TEST_SERVER_H_

@@ -3,13 +3,7 @@
 // its PID.
 #include "replication/snapshot_store.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,99 +12,15 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-
-extern char** environ;
+#include "replication/nats_test_server.h"
 
 namespace clickd {
 namespace {
 
-// A port the kernel just handed out (and released) on 127.0.0.1.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-// One nats-server with JetStream, for one test.
-class NatsServer {
- public:
-  NatsServer() {
-    static int n = 0;
-    dir_ = ::testing::TempDir() + "/snapshot_store_test_" + std::to_string(getpid()) + "_" +
-           std::to_string(n++);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    port_ = FreePort();
-  }
-  ~NatsServer() {
-    Stop();
-    std::filesystem::remove_all(dir_);
-  }
-
-  // Starts the server and waits (bounded) until it accepts connections.
-  bool Start() {
-    const std::string port = std::to_string(port_), log = dir_ + "/nats-server.log",
-                      store = dir_ + "/jetstream";
-    std::vector<std::string> args = {
-        CLICKD_NATS_SERVER, "-js", "-a", "127.0.0.1", "-p", port, "-sd", store, "-l", log};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
-      pid_ = -1;
-      return false;
-    }
-    for (int i = 0; i < 200; ++i) {
-      const int fd = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(static_cast<uint16_t>(port_));
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      const bool up = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-      close(fd);
-      if (up) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  }
-
-  // Stops the server by its PID: SIGTERM, then SIGKILL after ~5 s.
-  void Stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    for (int i = 0; i < 100; ++i) {
-      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
-  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::string dir_;
-  int port_ = -1;
-  pid_t pid_ = -1;
-};
-
 class SnapshotStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_GT(FreePort(), 0);
+    ASSERT_GT(clickd::testing::FreeLoopbackPort(), 0);
     ASSERT_TRUE(server_.Start());
     natsOptions* options = nullptr;
     ASSERT_EQ(natsOptions_Create(&options), NATS_OK);
@@ -151,7 +61,7 @@ class SnapshotStoreTest : public ::testing::Test {
     return n;
   }
 
-  NatsServer server_;
+  clickd::testing::NatsTestServer server_{"snapshot_store_test"};
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;
 };
