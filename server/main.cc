@@ -68,6 +68,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "core/base/command_line.h"
 #include "core/base/mutex.h"
 #include "core/model/registry.h"
 #include "google/protobuf/descriptor.h"
@@ -805,27 +806,6 @@ void SetUpUsage() {
   config.contains_helpshort_flags = IsOwnFile;
   config.contains_helppackage_flags = IsOwnFile;
   absl::SetFlagsUsageConfig(config);
-}
-
-// Removes every --help, -help and -h from argv; returns whether there was one.
-bool TakeHelpFlag(int& argc, char** argv) {
-  bool help = false;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--") {
-      while (i < argc) argv[kept++] = argv[i++];
-      break;
-    }
-    if (arg == "--help" || arg == "-help" || arg == "-h") {
-      help = true;
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  argv[argc] = nullptr;
-  return help;
 }
 
 // Prints every flag defined in clickd's sources, by file, in Abseil's

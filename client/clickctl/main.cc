@@ -29,6 +29,7 @@
 #include "client/clickctl/network_flags.h"
 #include "client/clickctl/replay_command.h"
 #include "client/clickctl/server_replay.h"
+#include "core/base/command_line.h"
 
 ABSL_DECLARE_FLAG(bool, offline);  // replay_command.cc
 
@@ -116,27 +117,6 @@ void SetUpUsage() {
   config.contains_helpshort_flags = is_own_file;
   config.contains_helppackage_flags = is_own_file;
   absl::SetFlagsUsageConfig(config);
-}
-
-// Removes every --help, -help and -h from argv; returns whether there was one.
-bool TakeHelpFlag(int& argc, char** argv) {
-  bool help = false;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--") {
-      while (i < argc) argv[kept++] = argv[i++];
-      break;
-    }
-    if (arg == "--help" || arg == "-help" || arg == "-h") {
-      help = true;
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
-  argv[argc] = nullptr;
-  return help;
 }
 
 struct FlagGroup {
@@ -236,7 +216,7 @@ int PrintHelp(const std::string& command) {
 
 int main(int argc, char** argv) {
   SetUpUsage();
-  const bool help = TakeHelpFlag(argc, argv);
+  const bool help = clickd::TakeHelpFlag(argc, argv);
   const bool server = OnCommandLine(argc, argv, "server");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   const bool offline = absl::GetFlag(FLAGS_offline);
