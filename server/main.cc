@@ -75,6 +75,7 @@
 #include "server/auth/authorizer.h"
 #include "server/auth/call_auth.h"
 #include "server/auth/tls.h"
+#include "server/data_dir_lock.h"
 #include "server/executor.h"
 #include "server/flag_checks.h"
 #include "server/metrics/clickd_metrics.h"
@@ -595,6 +596,15 @@ int Serve() {
   if (!durability.ok()) {
     std::cerr << "clickd: " << durability.status().message() << "\n";
     return 2;
+  }
+  std::unique_ptr<DataDirLock> data_dir_lock;
+  if (!durability->data_dir.empty()) {
+    auto locked = DataDirLock::Acquire(durability->data_dir);
+    if (!locked.ok()) {
+      std::cerr << "clickd: " << locked.status().message() << "\n";
+      return 2;
+    }
+    data_dir_lock = *std::move(locked);
   }
   // Checked before restoring models, which may take long.
   auto isolation = IsolationFromFlags();

@@ -247,6 +247,27 @@ TEST(Durability, UnrestorableModelStopsStartupNamingIt) {
   EXPECT_TRUE(absl::StrContains(run.output, "checksum mismatch")) << run.output;
 }
 
+TEST(Durability, ASecondServerOnTheSameDataDirIsRefusedAndTheFirstGoesOn) {
+  const std::string dir = NewDataDir();
+  auto server = Start(dir);
+  ASSERT_NE(server, nullptr);
+  const auto run = RunClickd({"--data_dir=" + dir});
+  EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "is in use by another clickd")) << run.output;
+  auto client = Connect(*server);
+  EXPECT_TRUE(client->CreateModel(Config("ctr")).ok());
+  client.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  // The lock goes with the process, also after kill -9.
+  auto again = Start(dir);
+  ASSERT_NE(again, nullptr);
+  again->Signal(SIGKILL);
+  ASSERT_TRUE(again->WaitForExit(std::chrono::seconds(20)).has_value());
+  auto third = Start(dir);
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(third->Stop().ToString(), "exit 0");
+}
+
 // A flipped byte in the middle of the newest log segment is not a torn
 // tail: startup stops naming the file and offset, and changes nothing;
 // --recover_damaged_log starts with the records before the damage and
