@@ -9,74 +9,30 @@
 // are that the JSON fields exist and are consistent (requests > 0, no
 // errors, ordered percentiles), never that a rate or a latency reaches some
 // value.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
 #include "tests/server_process.h"
+#include "tests/test_util.h"
 
 namespace clickd {
 namespace {
 
+using ::clickd::testing::CommandResult;
+using ::clickd::testing::JsonAt;
+using ::clickd::testing::JsonNumber;
+using ::clickd::testing::JsonText;
+using ::clickd::testing::LastLine;
+using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerProcess;
 
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Runs clickctl with `args` (shell syntax), killed after 120 s at most.
-RunResult Clickctl(const std::string& args) {
-  static std::atomic<int> runs{0};
-  const std::string err_path =
-      absl::StrCat(::testing::TempDir(), "/clickctl_loadgen_", getpid(), "_", runs++, ".err");
-  const std::string cmd = absl::StrCat("timeout 120 ", CLICKCTL_PATH, " ", args, " 2>", err_path);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return {-1, "", "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  RunResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ReadFile(err_path)};
-  std::remove(err_path.c_str());
-  return r;
-}
-
-std::string LastLine(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && t.back() == '\n') t.pop_back();
-  const size_t nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
-
-// A number field of a one-line JSON object; enough for what clickctl prints.
-double Field(const std::string& json, const std::string& key) {
-  const std::string needle = "\"" + key + "\":";
-  const size_t at = json.find(needle);
-  EXPECT_NE(at, std::string::npos) << key << " missing in " << json;
-  if (at == std::string::npos) return NAN;
-  const size_t begin = at + needle.size();
-  const size_t end = json.find_first_of(",}]", begin);
-  double v = NAN;
-  EXPECT_TRUE(absl::SimpleAtod(json.substr(begin, end - begin), &v)) << key << " in " << json;
-  return v;
+CommandResult Clickctl(const std::string& args) {
+  return RunCommand(absl::StrCat(CLICKCTL_PATH, " ", args), absl::Seconds(120));
 }
 
 bool Has(const std::string& text, const std::string& part) {
@@ -101,28 +57,28 @@ class ClickctlLoadgenTest : public ::testing::Test {
   void SetUp() override { ASSERT_NE(server_, nullptr) << "clickd did not start"; }
 
   // `clickctl loadgen` with --server set to ours and --json.
-  RunResult Loadgen(const std::string& args) {
+  CommandResult Loadgen(const std::string& args) {
     return Clickctl(absl::StrCat("loadgen ", args, " --json --server=", server_->address()));
   }
 
   // Runs a short load and checks the report's consistency; returns its JSON.
   std::string ExpectSaneRun(const std::string& args, const std::string& method,
                             const std::string& mode) {
-    RunResult r =
+    CommandResult r =
         Loadgen(absl::StrCat("--method=", method, " --duration_s=1 --warmup_s=0.2 ", args));
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.err << r.out;
     const std::string json = LastLine(r.out);
-    EXPECT_TRUE(Has(json, absl::StrCat("\"method\":\"", method, "\""))) << json;
-    EXPECT_TRUE(Has(json, absl::StrCat("\"mode\":\"", mode, "\""))) << json;
-    EXPECT_GT(Field(json, "requests"), 0) << json;
-    EXPECT_EQ(Field(json, "errors"), 0) << json;
-    EXPECT_TRUE(Has(json, "\"errors_by_code\":{}")) << json;
-    EXPECT_EQ(Field(json, "ok"), Field(json, "requests")) << json;
-    EXPECT_GT(Field(json, "seconds"), 0) << json;
-    EXPECT_GT(Field(json, "rate"), 0) << json;
-    const double p50 = Field(json, "p50_us"), p90 = Field(json, "p90_us"),
-                 p99 = Field(json, "p99_us"), p999 = Field(json, "p999_us"),
-                 max = Field(json, "max_us"), min = Field(json, "min_us");
+    EXPECT_EQ(JsonText(json, "method"), method) << json;
+    EXPECT_EQ(JsonText(json, "mode"), mode) << json;
+    EXPECT_GT(JsonNumber(json, "requests"), 0) << json;
+    EXPECT_EQ(JsonNumber(json, "errors"), 0) << json;
+    EXPECT_EQ(JsonText(json, "errors_by_code"), "{}") << json;
+    EXPECT_EQ(JsonNumber(json, "ok"), JsonNumber(json, "requests")) << json;
+    EXPECT_GT(JsonNumber(json, "seconds"), 0) << json;
+    EXPECT_GT(JsonNumber(json, "rate"), 0) << json;
+    const double p50 = JsonNumber(json, "p50_us"), p90 = JsonNumber(json, "p90_us"),
+                 p99 = JsonNumber(json, "p99_us"), p999 = JsonNumber(json, "p999_us"),
+                 max = JsonNumber(json, "max_us"), min = JsonNumber(json, "min_us");
     EXPECT_GT(p50, 0) << json;
     EXPECT_LE(min, p50) << json;
     EXPECT_LE(p50, p90) << json;
@@ -140,22 +96,22 @@ ServerProcess* ClickctlLoadgenTest::server_ = nullptr;
 // candidates_per_second and examples_per_second count `per_request` units
 // for every request, so they are the rate times that (up to printing).
 void ExpectUnitsRate(const std::string& json, const std::string& key, double per_request) {
-  const double rate = Field(json, "rate");
-  EXPECT_NEAR(Field(json, key), per_request * rate, 1e-6 * per_request * rate) << json;
+  const double rate = JsonNumber(json, "rate");
+  EXPECT_NEAR(JsonNumber(json, key), per_request * rate, 1e-6 * per_request * rate) << json;
 }
 
 TEST_F(ClickctlLoadgenTest, PredictClosedAndOpenLoop) {
   const std::string shape = "--context_features=5 --candidates=3 --candidate_features=8";
   std::string json = ExpectSaneRun(absl::StrCat(shape, " --concurrency=4"), "predict", "closed");
-  EXPECT_EQ(Field(json, "concurrency"), 4);
-  EXPECT_EQ(Field(json, "candidates"), 3);
-  EXPECT_EQ(Field(json, "context_features"), 5);
+  EXPECT_EQ(JsonNumber(json, "concurrency"), 4);
+  EXPECT_EQ(JsonNumber(json, "candidates"), 3);
+  EXPECT_EQ(JsonNumber(json, "context_features"), 5);
   ExpectUnitsRate(json, "candidates_per_second", 3);
 
   json = ExpectSaneRun(absl::StrCat(shape, " --qps=200"), "predict", "open");
-  EXPECT_EQ(Field(json, "target_qps"), 200);
-  EXPECT_GE(Field(json, "max_send_lag_us"), 0);
-  EXPECT_EQ(Field(json, "unsent"), 0);
+  EXPECT_EQ(JsonNumber(json, "target_qps"), 200);
+  EXPECT_GE(JsonNumber(json, "max_send_lag_us"), 0);
+  EXPECT_EQ(JsonNumber(json, "unsent"), 0);
   ExpectUnitsRate(json, "candidates_per_second", 3);
 }
 
@@ -175,25 +131,25 @@ TEST_F(ClickctlLoadgenTest, UpdateClosedAndOpenLoopTeachTheModel) {
 
 TEST_F(ClickctlLoadgenTest, HealthClosedAndOpenLoop) {
   std::string json = ExpectSaneRun("--concurrency=8", "health", "closed");
-  EXPECT_FALSE(Has(json, "candidates_per_second")) << json;
+  EXPECT_TRUE(JsonAt(json, "candidates_per_second").is_null()) << json;
   json = ExpectSaneRun("--qps=300", "health", "open");
-  EXPECT_EQ(Field(json, "target_qps"), 300);
+  EXPECT_EQ(JsonNumber(json, "target_qps"), 300);
 }
 
 TEST_F(ClickctlLoadgenTest, UpdateStream) {
   const std::string json =
       ExpectSaneRun("--batch_size=20 --candidate_features=10", "update_stream", "stream");
-  EXPECT_EQ(Field(json, "batch_size"), 20);
+  EXPECT_EQ(JsonNumber(json, "batch_size"), 20);
   ExpectUnitsRate(json, "examples_per_second", 20);
 }
 
 TEST_F(ClickctlLoadgenTest, MaxRequestsBoundsTheRun) {
   // The count bound ends these runs; the minute is only a backstop.
   for (const std::string mode : {"--concurrency=3", "--qps=1000"}) {
-    RunResult r = Loadgen(
+    CommandResult r = Loadgen(
         absl::StrCat("--method=health --max_requests=25 --duration_s=60 ", "--warmup_s=0 ", mode));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(Field(LastLine(r.out), "requests"), 25) << r.out;
+    EXPECT_EQ(JsonNumber(LastLine(r.out), "requests"), 25) << r.out;
   }
 }
 
@@ -204,7 +160,7 @@ TEST_F(ClickctlLoadgenTest, UsageErrors) {
         "--method=update_stream --concurrency=2", "--method=predict --duration_s=0",
         "--method=predict --concurrency=0", "--method=predict --optimizer=sgd",
         "--method=predict extra"}) {
-    RunResult r = Loadgen(args);
+    CommandResult r = Loadgen(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
     EXPECT_TRUE(Has(r.err, "clickctl loadgen: ")) << args << ": " << r.err;
   }
@@ -213,10 +169,10 @@ TEST_F(ClickctlLoadgenTest, UsageErrors) {
 TEST_F(ClickctlLoadgenTest, UnreachableServerFails) {
   auto port = testing::FindFreePort();
   ASSERT_TRUE(port.ok()) << port.status();
-  RunResult r = Clickctl(absl::StrCat("loadgen --method=health --json --deadline_ms=300 ",
-                                      "--server=127.0.0.1:", *port));
+  CommandResult r = Clickctl(absl::StrCat("loadgen --method=health --json --deadline_ms=300 ",
+                                          "--server=127.0.0.1:", *port));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_TRUE(Has(LastLine(r.out), "\"code\":\"UNAVAILABLE\"")) << r.out;
+  EXPECT_EQ(JsonText(r.out, "code"), "UNAVAILABLE") << r.out;
 }
 
 }  // namespace

@@ -7,46 +7,40 @@
 //
 // Every clickctl run is bounded by `timeout`, every loop in count and time;
 // no assertion depends on how fast anything runs.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
 #include "tests/server_process.h"
+#include "tests/test_util.h"
 
 namespace clickd {
 namespace {
 
+using ::clickd::testing::CommandResult;
+using ::clickd::testing::JsonAt;
+using ::clickd::testing::JsonNumber;
+using ::clickd::testing::JsonText;
+using ::clickd::testing::LastLine;
+using ::clickd::testing::ParseLastLine;
+using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerOptions;
 using ::clickd::testing::ServerProcess;
 
 const std::string kIpinyou = std::string(CLICKD_SHARED_DATA) + "/ipinyou/train.fm.txt";
 
-// Replayed metrics travel as doubles in UpdateStreamResponse and print with
-// 10 significant digits on both sides; the server's margins are floats, as
-// the offline replay's are inside ProgressiveMetrics, so the figures should
-// be identical. The tolerance only absorbs the printing.
+// Replayed metrics travel as doubles in UpdateStreamResponse and print
+// exactly (shortest round-trip form) on both sides; the server's margins are
+// floats, as the offline replay's are inside ProgressiveMetrics, so the
+// figures should be identical. The tolerance is a margin of safety only.
 constexpr double kRelativeTolerance = 1e-9;
-
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 std::string WriteTemp(const std::string& name, const std::string& contents) {
   const std::string path = absl::StrCat(::testing::TempDir(), "/", getpid(), "_", name);
@@ -55,42 +49,8 @@ std::string WriteTemp(const std::string& name, const std::string& contents) {
 }
 
 // Runs clickctl with `args` (shell syntax), killed after 120 s at most.
-RunResult Clickctl(const std::string& args) {
-  static std::atomic<int> runs{0};
-  const std::string err_path =
-      absl::StrCat(::testing::TempDir(), "/clickctl_network_", getpid(), "_", runs++, ".err");
-  const std::string cmd = absl::StrCat("timeout 120 ", CLICKCTL_PATH, " ", args, " 2>", err_path);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return {-1, "", "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  RunResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ReadFile(err_path)};
-  std::remove(err_path.c_str());
-  return r;
-}
-
-std::string LastLine(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && t.back() == '\n') t.pop_back();
-  const size_t nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
-
-// A number field of a one-line JSON object (first occurrence at or after
-// `from`); enough for what clickctl prints.
-double Field(const std::string& json, const std::string& key, size_t from = 0) {
-  const std::string needle = "\"" + key + "\":";
-  const size_t at = json.find(needle, from);
-  EXPECT_NE(at, std::string::npos) << key << " missing in " << json;
-  if (at == std::string::npos) return NAN;
-  const size_t begin = at + needle.size();
-  const size_t end = json.find_first_of(",}]", begin);
-  double v = NAN;
-  EXPECT_TRUE(absl::SimpleAtod(json.substr(begin, end - begin), &v)) << key << " in " << json;
-  return v;
+CommandResult Clickctl(const std::string& args) {
+  return RunCommand(absl::StrCat(CLICKCTL_PATH, " ", args), absl::Seconds(120));
 }
 
 bool Has(const std::string& text, const std::string& part) {
@@ -136,7 +96,7 @@ class ClickctlNetworkTest : public ::testing::Test {
   }
 
   // clickctl with --server set to ours.
-  RunResult Run(const std::string& args) {
+  CommandResult Run(const std::string& args) {
     return Clickctl(absl::StrCat(args, " --server=", server_->address()));
   }
 
@@ -146,45 +106,48 @@ class ClickctlNetworkTest : public ::testing::Test {
 
 TEST_F(ClickctlNetworkTest, ModelsCreateListGetDelete) {
   StartServer();
-  RunResult r = Run("models create --model=m1 --optimizer=adagrad --eta=0.2 --bits=18 --json");
+  CommandResult r = Run("models create --model=m1 --optimizer=adagrad --eta=0.2 --bits=18 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string json = LastLine(r.out);
-  EXPECT_TRUE(Has(json, R"("name":"m1")")) << json;
-  EXPECT_TRUE(Has(json, R"("optimizer":"adagrad")")) << json;
-  EXPECT_EQ(Field(json, "eta"), 0.2);
-  EXPECT_EQ(Field(json, "bits"), 18);
-  EXPECT_EQ(Field(json, "updates"), 0);
+  EXPECT_EQ(JsonText(json, "name"), "m1") << json;
+  EXPECT_EQ(JsonText(json, "optimizer"), "adagrad") << json;
+  EXPECT_EQ(JsonNumber(json, "eta"), 0.2);
+  EXPECT_EQ(JsonNumber(json, "bits"), 18);
+  EXPECT_EQ(JsonNumber(json, "updates"), 0);
 
   r = Run(R"(models create --config_json='{"name": "m2", "optimizer": "sgd"}' --json)");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Has(LastLine(r.out), R"("optimizer":"sgd")")) << r.out;
+  EXPECT_EQ(JsonText(r.out, "optimizer"), "sgd") << r.out;
 
   r = Run("models create --model=m1 --json");  // exists already
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(Has(LastLine(r.out), R"("code":"ALREADY_EXISTS")")) << r.out;
+  EXPECT_EQ(JsonText(r.out, "code"), "ALREADY_EXISTS") << r.out;
 
   r = Run("models list --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json = LastLine(r.out);
+  std::set<std::string> names;
+  for (const auto& model : JsonAt(json, "/models")) names.insert(model.value("name", ""));
   for (const char* name : {"default", "m1", "m2"}) {
-    EXPECT_TRUE(Has(json, absl::StrCat("\"name\":\"", name, "\""))) << json;
+    EXPECT_EQ(names.count(name), 1u) << name << " in " << json;
   }
 
   r = Run("models get --model=m2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json = LastLine(r.out);
   for (const char* key : {"updates", "coordinates", "bytes", "examples"}) {
-    EXPECT_EQ(Field(json, key), 0) << key;
+    EXPECT_EQ(JsonNumber(json, key), 0) << key;
   }
-  EXPECT_TRUE(Has(json, R"("logloss":null)")) << json;  // no examples yet
-  EXPECT_TRUE(Has(json, R"("auc_error_bound":)")) << json;
+  const nlohmann::ordered_json model = ParseLastLine(json);
+  EXPECT_TRUE(model.contains("logloss") && model["logloss"].is_null()) << json;  // no examples yet
+  EXPECT_TRUE(model.contains("auc_error_bound")) << json;
 
   r = Run("models delete --model=m2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(LastLine(r.out), R"({"deleted":"m2"})");
   r = Run("models get --model=m2 --json");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(Has(LastLine(r.out), R"("code":"NOT_FOUND")")) << r.out;
+  EXPECT_EQ(JsonText(r.out, "code"), "NOT_FOUND") << r.out;
   EXPECT_TRUE(Has(r.err, "NOT_FOUND")) << r.err;
 }
 
@@ -192,53 +155,53 @@ TEST_F(ClickctlNetworkTest, PredictAndUpdateFromFlagsAndJson) {
   StartServer();
   ASSERT_EQ(Run("models create --model=ctr --json").exit_code, 0);
   const std::string context = "--context='user|country=FR,age:30 page|home'";
-  RunResult r = Run(absl::StrCat("predict --model=ctr --json --request_id=r1 ", context,
-                                 " --candidates='ad|#7,brand=x; ad|#8'"));
+  CommandResult r = Run(absl::StrCat("predict --model=ctr --json --request_id=r1 ", context,
+                                     " --candidates='ad|#7,brand=x; ad|#8'"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string json = LastLine(r.out);
-  EXPECT_TRUE(Has(json, R"("request_id":"r1")")) << json;
-  EXPECT_EQ(Field(json, "model_version"), 0);
-  EXPECT_EQ(Field(json, "prediction"), 0.5);  // an untrained logistic model
-  EXPECT_EQ(Field(json, "prediction", json.find("},{")), 0.5) << "second candidate";
+  EXPECT_EQ(JsonText(json, "request_id"), "r1") << json;
+  EXPECT_EQ(JsonNumber(json, "model_version"), 0);
+  EXPECT_EQ(JsonNumber(json, "prediction"), 0.5);  // an untrained logistic model
+  EXPECT_EQ(JsonNumber(json, "/predictions/1/prediction"), 0.5) << "second candidate";
 
   r = Run(absl::StrCat("update --model=ctr --json ", context, " --example='ad|#7' --label=1"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json = LastLine(r.out);
-  EXPECT_EQ(Field(json, "applied"), 1);
-  EXPECT_EQ(Field(json, "model_version"), 1);
-  EXPECT_TRUE(Has(json, R"("margins":[0])")) << json;
+  EXPECT_EQ(JsonNumber(json, "applied"), 1);
+  EXPECT_EQ(JsonNumber(json, "model_version"), 1);
+  EXPECT_EQ(JsonAt(json, "/margins"), nlohmann::ordered_json::parse("[0]")) << json;
 
   // The clicked ad now scores above the other one.
   r = Run(absl::StrCat("predict --model=ctr --json ", context, " --candidates='ad|#7; ad|#8'"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json = LastLine(r.out);
-  EXPECT_EQ(Field(json, "model_version"), 1);
-  EXPECT_GT(Field(json, "margin"), Field(json, "margin", json.find("},{")));
+  EXPECT_EQ(JsonNumber(json, "model_version"), 1);
+  EXPECT_GT(JsonNumber(json, "/predictions/0/margin"), JsonNumber(json, "/predictions/1/margin"));
 
   const std::string update_json = WriteTemp("update.json", R"({"model": "ctr", "examples": [
       {"label": 0, "example": {"namespaces": [{"name": "ad", "features": [{"id": "8"}]}]}},
       {"label": 1, "importance": 2, "example": {}}]})");
   r = Run("update --json --request_json=" + update_json);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Field(LastLine(r.out), "applied"), 2);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "applied"), 2);
 
   r = Run(R"(predict --json --request_json='{"model": "ctr", "candidates": [{}]}')");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Field(LastLine(r.out), "model_version"), 3);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "model_version"), 3);
 
   r = Run("models get --model=ctr --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Field(LastLine(r.out), "updates"), 3);
-  EXPECT_EQ(Field(LastLine(r.out), "examples"), 3);
-  EXPECT_EQ(Field(LastLine(r.out), "weight"), 4);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "updates"), 3);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "examples"), 3);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "weight"), 4);
 
   // Errors from the server keep their code.
   r = Run("update --model=ctr --json --example='ad|#7' --label=0.5");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(Has(LastLine(r.out), R"("code":"INVALID_ARGUMENT")")) << r.out;
+  EXPECT_EQ(JsonText(r.out, "code"), "INVALID_ARGUMENT") << r.out;
   r = Run("predict --model=nope --json --candidates='ad|#7'");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(Has(LastLine(r.out), R"("code":"NOT_FOUND")")) << r.out;
+  EXPECT_EQ(JsonText(r.out, "code"), "NOT_FOUND") << r.out;
 }
 
 TEST_F(ClickctlNetworkTest, UsageErrorsExitTwoBeforeAnyCall) {
@@ -252,10 +215,10 @@ TEST_F(ClickctlNetworkTest, UsageErrorsExitTwoBeforeAnyCall) {
   EXPECT_EQ(Run("models frobnicate").exit_code, 2);
   EXPECT_EQ(Run("models create --config_json='{}' --alpha=1").exit_code, 2);
   EXPECT_EQ(Run("models list --deadline_ms=0").exit_code, 2);
-  const RunResult r = Run("replay --format=libsvm --shuffle_seed=1 " + kIpinyou);
+  const CommandResult r = Run("replay --format=libsvm --shuffle_seed=1 " + kIpinyou);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(Has(r.err, "--shuffle_seed does not apply to clickctl replay --server")) << r.err;
-  const RunResult m = Run("replay --format=libsvm --alpha=0.2 " + kIpinyou);
+  const CommandResult m = Run("replay --format=libsvm --alpha=0.2 " + kIpinyou);
   EXPECT_EQ(m.exit_code, 2);
   EXPECT_TRUE(Has(m.err,
                   "--alpha does not apply to clickctl replay --server without "
@@ -284,33 +247,34 @@ TEST_F(ClickctlNetworkTest, ReplayServerEqualsReplayOfflineOnIpinyou) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.model);
-    const RunResult offline = Clickctl(
+    const CommandResult offline = Clickctl(
         absl::StrCat("replay --offline --format=libsvm --json ", c.model_flags, " ", kIpinyou));
     ASSERT_EQ(offline.exit_code, 0) << offline.err;
-    const RunResult served =
+    const CommandResult served =
         Run(absl::StrCat("replay --format=libsvm --json --create_model --model=", c.model, " ",
                          c.model_flags, " ", c.batch, " ", kIpinyou));
     ASSERT_EQ(served.exit_code, 0) << served.err;
     const std::string a = LastLine(offline.out), b = LastLine(served.out);
-    EXPECT_EQ(Field(a, "examples"), 26773);
-    EXPECT_EQ(Field(b, "examples"), 26773);
-    EXPECT_EQ(Field(b, "acknowledged"), 26773);
-    EXPECT_EQ(Field(b, "auc_error_bound"), 0);  // a stream's AUC is exact
+    EXPECT_EQ(JsonNumber(a, "examples"), 26773);
+    EXPECT_EQ(JsonNumber(b, "examples"), 26773);
+    EXPECT_EQ(JsonNumber(b, "acknowledged"), 26773);
+    EXPECT_EQ(JsonNumber(b, "auc_error_bound"), 0);  // a stream's AUC is exact
     for (const char* key :
          {"weight", "loss", "logloss", "auc", "hinge", "mistakes", "calibration", "squared"}) {
-      ExpectRelativelyNear(Field(a, key), Field(b, key), key);
+      ExpectRelativelyNear(JsonNumber(a, key), JsonNumber(b, key), key);
     }
-    EXPECT_EQ(Field(a, "coordinates"), Field(b, "coordinates"));
-    EXPECT_EQ(Field(a, "bytes"), Field(b, "bytes"));
+    EXPECT_EQ(JsonNumber(a, "coordinates"), JsonNumber(b, "coordinates"));
+    EXPECT_EQ(JsonNumber(a, "bytes"), JsonNumber(b, "bytes"));
 
     // The model's lifetime metrics saw the same examples; its AUC is
     // streaming, off by at most its bound.
-    const RunResult get = Run("models get --json --model=" + c.model);
+    const CommandResult get = Run("models get --json --model=" + c.model);
     ASSERT_EQ(get.exit_code, 0) << get.err;
     const std::string g = LastLine(get.out);
-    EXPECT_EQ(Field(g, "updates"), 26773);
-    ExpectRelativelyNear(Field(g, "logloss"), Field(a, "logloss"), "lifetime logloss");
-    EXPECT_LE(std::abs(Field(g, "auc") - Field(a, "auc")), Field(g, "auc_error_bound") + 1e-9);
+    EXPECT_EQ(JsonNumber(g, "updates"), 26773);
+    ExpectRelativelyNear(JsonNumber(g, "logloss"), JsonNumber(a, "logloss"), "lifetime logloss");
+    EXPECT_LE(std::abs(JsonNumber(g, "auc") - JsonNumber(a, "auc")),
+              JsonNumber(g, "auc_error_bound") + 1e-9);
   }
 }
 
@@ -323,12 +287,12 @@ TEST_F(ClickctlNetworkTest, ReplayStoppedByTheServerReportsWhatWasAcknowledged) 
   for (int f = 1; f <= 20; ++f) lines += absl::StrCat(" ", f, ":1");
   lines += "\n0 3:1\n";
   const std::string path = WriteTemp("too_wide.libsvm", lines);
-  const RunResult r =
+  const CommandResult r =
       Run("replay --format=libsvm --json --create_model --model=wide --batch_size=100 " + path);
   EXPECT_EQ(r.exit_code, 1);
   const std::string json = LastLine(r.out);
-  EXPECT_TRUE(Has(json, R"("code":"RESOURCE_EXHAUSTED")")) << json;
-  EXPECT_EQ(Field(json, "acknowledged"), 200);  // messages 0 and 1; message 2 was rejected
+  EXPECT_EQ(JsonText(json, "code"), "RESOURCE_EXHAUSTED") << json;
+  EXPECT_EQ(JsonNumber(json, "acknowledged"), 200);  // messages 0 and 1; message 2 was rejected
   auto info = client_->GetModel("wide");
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->updates(), 200u);
@@ -337,15 +301,15 @@ TEST_F(ClickctlNetworkTest, ReplayStoppedByTheServerReportsWhatWasAcknowledged) 
 TEST_F(ClickctlNetworkTest, ReplayStopsAtABadLineAfterSendingTheLinesBeforeIt) {
   StartServer();
   const std::string path = WriteTemp("bad.libsvm", "1 3:1 4:1\n0 5:1\n1 3:1\n0 5:oops\n1 3:1\n");
-  RunResult r = Run("replay --format=libsvm --json --create_model --model=bad " + path);
+  CommandResult r = Run("replay --format=libsvm --json --create_model --model=bad " + path);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Has(r.err, path + ":4:")) << r.err;
-  EXPECT_EQ(Field(LastLine(r.out), "acknowledged"), 3);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "acknowledged"), 3);
   r = Run("replay --format=libsvm --json --skip_bad_lines --model=bad " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Field(LastLine(r.out), "examples"), 4);
-  EXPECT_EQ(Field(LastLine(r.out), "skipped_lines"), 1);
-  EXPECT_EQ(Field(LastLine(r.out), "model_version"), 7);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "examples"), 4);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "skipped_lines"), 1);
+  EXPECT_EQ(JsonNumber(LastLine(r.out), "model_version"), 7);
 }
 
 TEST_F(ClickctlNetworkTest, StoppedServerIsUnavailableToClickctlAndTheLibrary) {
@@ -354,9 +318,9 @@ TEST_F(ClickctlNetworkTest, StoppedServerIsUnavailableToClickctlAndTheLibrary) {
   client_.reset();
   EXPECT_EQ(server_->Stop().ToString(), "exit 0") << server_->Output();
   server_.reset();
-  const RunResult r = Clickctl("predict --json --candidates='ad|x' --server=" + address);
+  const CommandResult r = Clickctl("predict --json --candidates='ad|x' --server=" + address);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(Has(LastLine(r.out), R"("code":"UNAVAILABLE")")) << r.out;
+  EXPECT_EQ(JsonText(r.out, "code"), "UNAVAILABLE") << r.out;
   ClientOptions options;
   options.predict_retry.max_attempts = 2;
   auto client = ClickdClient::Create(address, options);

@@ -18,7 +18,6 @@
 // the kernel's page cache; only a power loss tells the modes apart, and
 // core/persist's fault-injection tests cover that).
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,20 +25,26 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
 #include "tests/server_process.h"
+#include "tests/test_util.h"
 
 namespace clickd {
 namespace {
 
+using ::clickd::testing::BackgroundCommand;
+using ::clickd::testing::CommandResult;
+using ::clickd::testing::JsonAt;
+using ::clickd::testing::JsonText;
+using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerOptions;
 using ::clickd::testing::ServerProcess;
 
@@ -63,83 +68,33 @@ std::string WriteClickLog(const std::string& path, uint64_t examples) {
   return path;
 }
 
-// Runs a shell command (bounded by `timeout`), returning its stdout.
-std::string RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(("timeout 300 " + command).c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
-}
-
-// The value of "key":"..." or "key":N in the last JSON line of `text`.
-std::string JsonField(const std::string& text, const std::string& key) {
-  const size_t line = text.rfind('{');
-  if (line == std::string::npos) return "";
-  const std::string marker = "\"" + key + "\":";
-  size_t at = text.find(marker, line);
-  if (at == std::string::npos) return "";
-  at += marker.size();
-  if (text[at] == '"') ++at;
-  const size_t end = text.find_first_of("\",}", at);
-  return text.substr(at, end - at);
-}
-
 std::string OfflineDigest(const std::string& log, uint64_t examples) {
   if (examples == 0) {
     // --max_examples=0 means "all": an empty model's digest comes from an
     // empty file instead.
     const std::string empty = ::testing::TempDir() + "/crash_loop_empty.vw";
     std::ofstream{empty};
-    return JsonField(RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json ",
-                                             empty, " 2>/dev/null")),
-                     "model_digest");
+    return JsonText(
+        RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json ", empty),
+                   absl::Seconds(300))
+            .out,
+        "model_digest");
   }
-  return JsonField(
+  return JsonText(
       RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json --max_examples=",
-                              examples, " ", log, " 2>/dev/null")),
+                              examples, " ", log),
+                 absl::Seconds(300))
+          .out,
       "model_digest");
 }
 
-// A clickctl child process streaming the log from example `skip`.
-struct Replay {
-  pid_t pid = -1;
-  std::string out_path;
-};
-
-Replay StartReplay(const std::string& address, const std::string& log, uint64_t skip,
-                   int batch_size, int round) {
-  Replay r;
-  r.out_path = absl::StrCat(::testing::TempDir(), "/crash_loop_", getpid(), "_", round, ".out");
-  const std::string command =
-      absl::StrCat("exec ", CLICKCTL_PATH, " replay --server=", address,
-                   " --format=vw --json --skip_examples=", skip, " --batch_size=", batch_size, " ",
-                   log, " >", r.out_path, " 2>&1");
-  r.pid = fork();
-  if (r.pid == 0) {
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  return r;
-}
-
-// Waits (up to 120 s, then kills it) for the replay; returns its output.
-std::string FinishReplay(const Replay& r) {
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (waitpid(r.pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(r.pid, SIGKILL);
-      waitpid(r.pid, &status, 0);
-      ADD_FAILURE() << "clickctl replay did not finish";
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::ifstream in(r.out_path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+// A clickctl child process streaming the log from example `skip`; Finish it
+// with a timeout (the helper kills it then).
+std::unique_ptr<BackgroundCommand> StartReplay(const std::string& address, const std::string& log,
+                                               uint64_t skip, int batch_size) {
+  return std::make_unique<BackgroundCommand>(absl::StrCat(
+      "exec ", CLICKCTL_PATH, " replay --server=", address,
+      " --format=vw --json --skip_examples=", skip, " --batch_size=", batch_size, " ", log));
 }
 
 std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir) {
@@ -191,14 +146,16 @@ TEST(CrashLoop, KilledServerRestoresExactlyTheDurableUpdates) {
     restored = CheckRestored(*server, log, acknowledged, examples, round);
     if (HasFailure()) break;
     const int batch_size = 1 + static_cast<int>(rng() % 200);
-    const Replay replay = StartReplay(server->address(), log, restored, batch_size, round);
+    const auto replay = StartReplay(server->address(), log, restored, batch_size);
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 300));
     server->Signal(SIGKILL);
     ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
-    const std::string out = FinishReplay(replay);
+    const CommandResult result = replay->Finish(absl::Seconds(120));
+    const std::string out = result.out + result.err;
+    EXPECT_NE(result.exit_code, -1) << "clickctl replay did not finish";
     uint64_t acked = 0;
-    ASSERT_TRUE(absl::SimpleAtoi(JsonField(out, "acknowledged"), &acked)) << out;
-    mid_stream_kills += absl::StrContains(out, "\"error\"");
+    ASSERT_TRUE(absl::SimpleAtoi(JsonText(result.out, "acknowledged"), &acked)) << out;
+    mid_stream_kills += !JsonAt(result.out, "error").is_null();
     acknowledged = restored + acked;
     std::printf("round %llu: batch %d, restored %llu, acknowledged %llu\n",
                 static_cast<unsigned long long>(round), batch_size,

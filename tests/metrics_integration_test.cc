@@ -25,6 +25,7 @@
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/server_process.h"
+#include "tests/test_util.h"
 
 namespace clickd {
 namespace {
@@ -98,15 +99,10 @@ std::pair<int, std::string> Promtool(const std::string& exposition) {
   if (fd < 0) return {-1, "mkstemp failed"};
   close(fd);
   std::ofstream(path) << exposition;
-  const std::string command = absl::StrCat(kPromtool, " check metrics < ", path, " 2>&1");
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
-  const int status = pclose(pipe);
+  const ::clickd::testing::CommandResult result = ::clickd::testing::RunCommand(
+      absl::StrCat(kPromtool, " check metrics < ", path, " 2>&1"), absl::Seconds(60));
   std::remove(path);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+  return {result.exit_code, result.out};
 }
 
 // ---------------------------------------------------------------------------

@@ -35,11 +35,14 @@
 #include "gtest/gtest.h"
 #include "tests/nats_cluster.h"
 #include "tests/server_process.h"
+#include "tests/test_util.h"
 
 namespace clickd {
 namespace {
 
+using ::clickd::testing::JsonText;
 using ::clickd::testing::NatsCluster;
+using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerOptions;
 using ::clickd::testing::ServerProcess;
 using Clock = std::chrono::steady_clock;
@@ -48,25 +51,6 @@ uint64_t EnvOr(const char* name, uint64_t fallback) {
   const char* value = std::getenv(name);
   uint64_t parsed = 0;
   return value != nullptr && absl::SimpleAtoi(value, &parsed) ? parsed : fallback;
-}
-
-std::string RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
-}
-
-std::string JsonField(const std::string& text, const std::string& field) {
-  const std::string key = "\"" + field + "\":";
-  size_t at = text.rfind(key);
-  if (at == std::string::npos) return "";
-  at += key.size();
-  if (text[at] == '"') ++at;
-  return text.substr(at, text.find_first_of("\",}", at) - at);
 }
 
 // One batch of clicks: the VW lines (for the offline replay) and the same
@@ -226,9 +210,11 @@ class Writer {
 };
 
 std::string OfflineDigest(const std::string& log) {
-  return JsonField(RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json ",
-                                           log, " 2>/dev/null")),
-                   "model_digest");
+  return JsonText(
+      RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json ", log),
+                 absl::Seconds(300))
+          .out,
+      "model_digest");
 }
 
 // Waits until replica i has applied `version` (Predict with

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/server_process.h"
+#include "tests/test_util.h"
 
 namespace clickd {
 namespace {
@@ -40,13 +41,7 @@ constexpr int kExamplesPerRound = 400;
 
 // Runs a shell command, killed after `seconds`; returns its stdout.
 std::string RunCommand(const std::string& command, int seconds) {
-  std::string out;
-  FILE* pipe = popen(absl::StrCat("timeout -s KILL ", seconds, " ", command).c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  pclose(pipe);
-  return out;
+  return ::clickd::testing::RunCommand(command, absl::Seconds(seconds)).out;
 }
 
 // A synthetic click log in VW format: some ads and some users click more

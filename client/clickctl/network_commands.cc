@@ -129,8 +129,10 @@ void PrintPrediction(const v1::PredictRequest& request, const v1::PredictRespons
   if (JsonFlag()) {
     std::vector<std::string> predictions;
     for (const v1::Prediction& p : response.predictions()) {
-      predictions.push_back(
-          JsonWriter().Number("prediction", p.prediction()).Number("margin", p.margin()).Finish());
+      predictions.push_back(JsonWriter()
+                                .FloatValued("prediction", p.prediction())
+                                .FloatValued("margin", p.margin())
+                                .Finish());
     }
     std::printf("%s\n", JsonWriter()
                             .String("model", request.model())
@@ -153,7 +155,9 @@ void PrintPrediction(const v1::PredictRequest& request, const v1::PredictRespons
 void PrintUpdate(const v1::UpdateRequest& request, const v1::UpdateResponse& response) {
   if (JsonFlag()) {
     std::vector<std::string> margins;
-    for (double m : response.margins()) margins.push_back(JsonNumber(m));
+    for (double m : response.margins()) {
+      margins.push_back(JsonNumber(JsonWriter::ShortestFloatForm(m)));
+    }
     std::printf("%s\n", JsonWriter()
                             .String("model", request.model())
                             .String("request_id", response.request_id())

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/flags/flag.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "client/clickctl/json_writer.h"
 #include "client/clickctl/model_flags.h"
@@ -31,9 +32,10 @@ ABSL_FLAG(bool, json, false, "print one JSON object as the last line of stdout")
 namespace clickd {
 namespace {
 
-std::string MetricsJson(const MetricsSummary& m, const std::optional<BootstrapIntervals>& ci) {
-  JsonWriter w;
-  w.Integer("examples", m.examples)
+// Adds the metrics' fields (and their 95% intervals under "ci95") to `w`.
+void AddMetrics(const MetricsSummary& m, const std::optional<BootstrapIntervals>& ci,
+                JsonWriter* w) {
+  w->Integer("examples", m.examples)
       .Number("weight", m.weight)
       .Number("loss", m.loss)
       .Number("logloss", m.logloss)
@@ -46,15 +48,14 @@ std::string MetricsJson(const MetricsSummary& m, const std::optional<BootstrapIn
     auto interval = [](const Interval& i) {
       return JsonWriter().Number("lo", i.lo).Number("hi", i.hi).Finish();
     };
-    w.Object("ci95", JsonWriter()
-                         .Object("loss", interval(ci->loss))
-                         .Object("logloss", interval(ci->logloss))
-                         .Object("auc", interval(ci->auc))
-                         .Object("mistakes", interval(ci->mistakes))
-                         .Object("calibration", interval(ci->calibration))
-                         .Finish());
+    w->Object("ci95", JsonWriter()
+                          .Object("loss", interval(ci->loss))
+                          .Object("logloss", interval(ci->logloss))
+                          .Object("auc", interval(ci->auc))
+                          .Object("mistakes", interval(ci->mistakes))
+                          .Object("calibration", interval(ci->calibration))
+                          .Finish());
   }
-  return w.Finish();
 }
 
 void PrintTable(const char* title, const MetricsSummary& m) {
@@ -65,16 +66,88 @@ void PrintTable(const char* title, const MetricsSummary& m) {
               m.calibration);
 }
 
+// Checks the command line; an error's message is the usage error to print.
+absl::Status CheckUsage(const std::vector<std::string>& args) {
+  if (!absl::GetFlag(FLAGS_offline)) {
+    return absl::InvalidArgumentError(
+        "pass --offline to train in this process (replaying through a server needs the gRPC "
+        "service)");
+  }
+  if (args.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("expected exactly one input FILE, got %d", args.size()));
+  }
+  return absl::OkStatus();
+}
+
+ReplayOptions ReplayOptionsFromFlags(InputFormat format) {
+  ReplayOptions options;
+  options.format = format;
+  options.passes = absl::GetFlag(FLAGS_passes);
+  options.max_examples = absl::GetFlag(FLAGS_max_examples);
+  options.shuffle_seed = absl::GetFlag(FLAGS_shuffle_seed);
+  options.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
+  options.normalize = absl::GetFlag(FLAGS_normalize);
+  options.progress_every = absl::GetFlag(FLAGS_progress_every);
+  options.on_progress = [](const ReplayProgress& p) {
+    std::fprintf(stderr, "progress: %llu examples, %.1f s, %.0f examples/s, mean loss %.5f\n",
+                 static_cast<unsigned long long>(p.examples), p.seconds, p.examples / p.seconds,
+                 p.mean_loss);
+  };
+  options.bootstrap_resamples = absl::GetFlag(FLAGS_bootstrap);
+  options.bootstrap_seed = absl::GetFlag(FLAGS_bootstrap_seed);
+  return options;
+}
+
+// Prints the human-readable tables and the throughput line.
+void PrintSummary(const ReplayResult& result, const ModelStats& stats) {
+  const double seconds = result.train_seconds;
+  const uint64_t n = result.progressive.examples;
+  PrintTable("progressive", result.progressive);
+  if (result.test.has_value()) PrintTable("test", *result.test);
+  std::printf(
+      "%.3f s, %.0f examples/s, %.0f features/s; %llu coordinates, %llu bytes, %llu "
+      "skipped lines\n",
+      seconds, n / seconds, result.features / seconds,
+      static_cast<unsigned long long>(stats.coordinates),
+      static_cast<unsigned long long>(stats.bytes),
+      static_cast<unsigned long long>(result.skipped_lines));
+}
+
+// The --json line: the progressive metrics at the top level (the documented
+// fields), then throughput, size and digest, and the test metrics under
+// "test".
+std::string ReplayJson(const ModelConfig& config, const ReplayResult& result, const Model& model) {
+  const ModelStats stats = model.Stats();
+  const double seconds = result.train_seconds;
+  const uint64_t n = result.progressive.examples;
+  JsonWriter w;
+  w.String("optimizer", OptimizerTypeName(config.optimizer.type))
+      .String("loss_function", LossTypeName(config.loss));
+  AddMetrics(result.progressive, result.progressive_ci, &w);
+  w.Number("seconds", seconds)
+      .Number("examples_per_second", n / seconds)
+      .Number("features_per_second", result.features / seconds)
+      .Integer("features", result.features)
+      .Integer("coordinates", stats.coordinates)
+      .Integer("bytes", stats.bytes)
+      .Number("bytes_per_coordinate",
+              stats.coordinates ? static_cast<double>(stats.bytes) / stats.coordinates : 0)
+      .Integer("skipped_lines", result.skipped_lines)
+      .String("model_digest", StateDigest(model));
+  if (result.test.has_value()) {
+    JsonWriter test;
+    AddMetrics(*result.test, result.test_ci, &test);
+    w.Object("test", test.Finish());
+  }
+  return w.Finish();
+}
+
 }  // namespace
 
 int RunReplayCommand(const std::vector<std::string>& args) {
-  if (!absl::GetFlag(FLAGS_offline)) {
-    std::cerr << "clickctl replay: pass --offline to train in this process "
-                 "(replaying through a server needs the gRPC service)\n";
-    return 2;
-  }
-  if (args.size() != 1) {
-    std::cerr << "clickctl replay: expected exactly one input FILE, got " << args.size() << "\n";
+  if (absl::Status usage = CheckUsage(args); !usage.ok()) {
+    std::cerr << "clickctl replay: " << usage.message() << "\n";
     return 2;
   }
   auto config = BuildModelConfig(ModelFlagValuesFromFlags());
@@ -89,67 +162,15 @@ int RunReplayCommand(const std::vector<std::string>& args) {
     std::cerr << "clickctl replay: " << model.status().message() << "\n";
     return 2;
   }
-  ReplayOptions options;
-  options.format = *format;
-  options.passes = absl::GetFlag(FLAGS_passes);
-  options.max_examples = absl::GetFlag(FLAGS_max_examples);
-  options.shuffle_seed = absl::GetFlag(FLAGS_shuffle_seed);
-  options.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
-  options.normalize = absl::GetFlag(FLAGS_normalize);
-  options.progress_every = absl::GetFlag(FLAGS_progress_every);
-  options.on_progress = [](const ReplayProgress& p) {
-    std::fprintf(stderr, "progress: %llu examples, %.1f s, %.0f examples/s, mean loss %.5f\n",
-                 static_cast<unsigned long long>(p.examples), p.seconds, p.examples / p.seconds,
-                 p.mean_loss);
-  };
-  options.bootstrap_resamples = absl::GetFlag(FLAGS_bootstrap);
-  options.bootstrap_seed = absl::GetFlag(FLAGS_bootstrap_seed);
-
-  auto result = ReplayOffline(**model, args[0], absl::GetFlag(FLAGS_test_file), options);
+  auto result = ReplayOffline(**model, args[0], absl::GetFlag(FLAGS_test_file),
+                              ReplayOptionsFromFlags(*format));
   if (!result.ok()) {
     std::cerr << "clickctl replay: " << result.status().message() << "\n";
     return 1;
   }
   for (const std::string& e : result->skipped_errors) std::cerr << "skipped: " << e << "\n";
-  const ModelStats stats = (*model)->Stats();
-  const double seconds = result->train_seconds;
-  const uint64_t n = result->progressive.examples;
-
-  PrintTable("progressive", result->progressive);
-  if (result->test.has_value()) PrintTable("test", *result->test);
-  std::printf(
-      "%.3f s, %.0f examples/s, %.0f features/s; %llu coordinates, %llu bytes, %llu "
-      "skipped lines\n",
-      seconds, n / seconds, result->features / seconds,
-      static_cast<unsigned long long>(stats.coordinates),
-      static_cast<unsigned long long>(stats.bytes),
-      static_cast<unsigned long long>(result->skipped_lines));
-  if (!absl::GetFlag(FLAGS_json)) return 0;
-
-  JsonWriter w;
-  w.String("optimizer", OptimizerTypeName(config->optimizer.type))
-      .String("loss_function", LossTypeName(config->loss));
-  const std::string progressive = MetricsJson(result->progressive, result->progressive_ci);
-  // The progressive metrics sit at the top level (the documented fields) ...
-  std::string json = w.Finish();
-  json.pop_back();
-  json += "," + progressive.substr(1, progressive.size() - 2);
-  JsonWriter tail;
-  tail.Number("seconds", seconds)
-      .Number("examples_per_second", n / seconds)
-      .Number("features_per_second", result->features / seconds)
-      .Integer("features", result->features)
-      .Integer("coordinates", stats.coordinates)
-      .Integer("bytes", stats.bytes)
-      .Number("bytes_per_coordinate",
-              stats.coordinates ? static_cast<double>(stats.bytes) / stats.coordinates : 0)
-      .Integer("skipped_lines", result->skipped_lines)
-      .String("model_digest", StateDigest(**model));
-  // ... and the test metrics under "test".
-  if (result->test.has_value()) tail.Object("test", MetricsJson(*result->test, result->test_ci));
-  const std::string rest = tail.Finish();
-  json += "," + rest.substr(1);
-  std::printf("%s\n", json.c_str());
+  PrintSummary(*result, (*model)->Stats());
+  if (absl::GetFlag(FLAGS_json)) std::printf("%s\n", ReplayJson(*config, *result, **model).c_str());
   return 0;
 }
 

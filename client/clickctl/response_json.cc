@@ -1,7 +1,5 @@
 #include "client/clickctl/response_json.h"
 
-#include <cmath>
-
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/clickctl/request_text.h"
@@ -32,9 +30,7 @@ std::string ModelInfoJson(const v1::ModelInfo& info) {
   return w.Finish();
 }
 
-std::string JsonNumber(double value) {
-  return std::isfinite(value) ? absl::StrFormat("%.10g", value) : "null";
-}
+std::string JsonNumber(double value) { return JsonWriter::Dump(JsonWriter::NumberValue(value)); }
 
 std::string JsonArray(const std::vector<std::string>& items) {
   return "[" + absl::StrJoin(items, ",") + "]";
