@@ -325,52 +325,62 @@ absl::Status FileUpdateLog::Resume(bool cut_torn_tail) {
   return absl::OkStatus();
 }
 
+uint64_t FileUpdateLog::HighestSequenceFrom(const std::vector<uint64_t>& firsts, size_t from,
+                                            uint64_t high_water) const {
+  uint64_t highest = high_water;
+  for (size_t j = from; j < firsts.size(); ++j) {
+    auto bytes = ReadWholeFile(env_, SegmentPath(firsts[j]));
+    if (bytes.ok()) highest = std::max(highest, HighestSequenceAfter(*bytes, 0, firsts[j] - 1));
+  }
+  return highest;
+}
+
+bool FileUpdateLog::CheckSegmentStart(const std::vector<uint64_t>& firsts, size_t i,
+                                      const LogRecoveryOptions& how, uint64_t high_water,
+                                      UpdateLogRecovery* found, Damage* damage) const {
+  const uint64_t covered = how.snapshot_sequence.value_or(0);
+  const uint64_t first = firsts[i];
+  // The boundary with what comes before: the snapshot, or the previous segment.
+  const uint64_t before = segments_.empty() ? covered : segments_.back().last_sequence;
+  if (segments_.empty() && how.snapshot_sequence.has_value() && first > covered + 1) {
+    const uint64_t at_least = HighestSequenceFrom(firsts, i, high_water);
+    *damage = {
+        absl::DataLossError(absl::StrCat(
+            SegmentName(first), ": the update log starts at record ", first, " but ",
+            covered == 0 ? std::string("no snapshot reads back")
+                         : absl::StrCat("the newest readable snapshot ends at record ", covered),
+            ": records ", covered + 1, "..", first - 1, " are missing; ",
+            Stake(covered + 1, at_least))),
+        i, 0, covered, at_least};
+    return true;
+  }
+  if (!segments_.empty() && first != before + 1) {
+    const bool gap = first > before + 1;
+    const std::string what = absl::StrCat(
+        SegmentName(first), ": starts at record ", first, " but ",
+        SegmentName(segments_.back().first_sequence), " ends at record ", before, ": records ",
+        gap ? absl::StrCat(before + 1, "..", first - 1, " are missing")
+            : absl::StrCat(first, "..", before, " appear twice"));
+    if ((gap ? first - 1 : before) > covered) {
+      const uint64_t at_least = HighestSequenceFrom(firsts, i, high_water);
+      *damage = {absl::DataLossError(absl::StrCat(what, "; ", Stake(before + 1, at_least))), i, 0,
+                 before, at_least};
+      return true;
+    }
+    found->covered_damage.push_back(
+        absl::StrCat(what, "; the snapshot at record ", covered, " holds them"));
+  }
+  return false;
+}
+
 absl::Status FileUpdateLog::ScanSegments(const std::vector<uint64_t>& firsts,
                                          const LogRecoveryOptions& how, uint64_t high_water,
                                          UpdateLogRecovery* found, Damage* damage) {
   const uint64_t covered = how.snapshot_sequence.value_or(0);
-  // The highest record known to exist in segments `from` on, or MANIFEST.
-  auto highest_from = [&](size_t from) {
-    uint64_t highest = high_water;
-    for (size_t j = from; j < firsts.size(); ++j) {
-      auto bytes = ReadWholeFile(env_, SegmentPath(firsts[j]));
-      if (bytes.ok()) highest = std::max(highest, HighestSequenceAfter(*bytes, 0, firsts[j] - 1));
-    }
-    return highest;
-  };
   for (size_t i = 0; i < firsts.size(); ++i) {
     const uint64_t first = firsts[i];
     const bool newest = i + 1 == firsts.size();
-    // The boundary with what comes before: the snapshot, or the previous segment.
-    const uint64_t before = segments_.empty() ? covered : segments_.back().last_sequence;
-    if (segments_.empty() && how.snapshot_sequence.has_value() && first > covered + 1) {
-      const uint64_t at_least = highest_from(i);
-      *damage = {
-          absl::DataLossError(absl::StrCat(
-              SegmentName(first), ": the update log starts at record ", first, " but ",
-              covered == 0 ? std::string("no snapshot reads back")
-                           : absl::StrCat("the newest readable snapshot ends at record ", covered),
-              ": records ", covered + 1, "..", first - 1, " are missing; ",
-              Stake(covered + 1, at_least))),
-          i, 0, covered, at_least};
-      return absl::OkStatus();
-    }
-    if (!segments_.empty() && first != before + 1) {
-      const bool gap = first > before + 1;
-      const std::string what = absl::StrCat(
-          SegmentName(first), ": starts at record ", first, " but ",
-          SegmentName(segments_.back().first_sequence), " ends at record ", before, ": records ",
-          gap ? absl::StrCat(before + 1, "..", first - 1, " are missing")
-              : absl::StrCat(first, "..", before, " appear twice"));
-      if ((gap ? first - 1 : before) > covered) {
-        const uint64_t at_least = highest_from(i);
-        *damage = {absl::DataLossError(absl::StrCat(what, "; ", Stake(before + 1, at_least))), i, 0,
-                   before, at_least};
-        return absl::OkStatus();
-      }
-      found->covered_damage.push_back(
-          absl::StrCat(what, "; the snapshot at record ", covered, " holds them"));
-    }
+    if (CheckSegmentStart(firsts, i, how, high_water, found, damage)) return absl::OkStatus();
     auto bytes = ReadWholeFile(env_, SegmentPath(first));
     if (!bytes.ok()) return bytes.status();
     const SegmentScan scan = ScanSegment(*bytes, first);
@@ -390,7 +400,8 @@ absl::Status FileUpdateLog::ScanSegments(const std::vector<uint64_t>& firsts,
       segments_.push_back({first, firsts[i + 1] - 1, bytes->size(), /*damaged=*/true});
       continue;
     }
-    const uint64_t at_least = std::max(scan.highest, highest_from(i + 1));
+    const uint64_t at_least =
+        std::max(scan.highest, HighestSequenceFrom(firsts, i + 1, high_water));
     *damage = {absl::DataLossError(absl::StrCat(where, ": ", Stake(scan.last + 1, at_least))), i,
                scan.whole, scan.last, at_least};
     return absl::OkStatus();

@@ -89,6 +89,18 @@ class FileUpdateLog final : public UpdateLog {
   std::string RelativeName(std::string_view name) const;
   // "log/<first seq>.log", for messages.
   std::string SegmentName(uint64_t first_sequence) const;
+  // The highest record known to exist in segments firsts[from..], or
+  // MANIFEST's `high_water` if that is higher.
+  uint64_t HighestSequenceFrom(const std::vector<uint64_t>& firsts, size_t from,
+                               uint64_t high_water) const;
+  // Checks where segment firsts[i] starts against what comes before it: the
+  // snapshot, or the last scanned segment. Returns true with *damage set if
+  // records are missing or doubled beyond the snapshot; notes in *found
+  // those the snapshot holds. Part of ScanSegments.
+  bool CheckSegmentStart(const std::vector<uint64_t>& firsts, size_t i,
+                         const LogRecoveryOptions& how, uint64_t high_water,
+                         UpdateLogRecovery* found, Damage* damage) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scans the segments named `firsts` into segments_, stopping at the first
   // damage that the snapshot does not cover; returns it (code OK if none).
   absl::Status ScanSegments(const std::vector<uint64_t>& firsts, const LogRecoveryOptions& how,

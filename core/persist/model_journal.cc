@@ -151,6 +151,69 @@ absl::StatusOr<std::unique_ptr<ModelJournal>> ModelJournal::Create(const std::st
   return std::unique_ptr<ModelJournal>(new ModelJournal(dir, options, *std::move(log), 0));
 }
 
+namespace {
+
+// The steps of ModelJournal::Open, in order.
+
+// Loads the newest snapshot of `dir` that reads back and matches its name
+// into *model, noting it (or nothing) in *report, and each newer snapshot
+// that was rejected, with its reason.
+absl::Status LoadNewestSnapshot(Env* env, const std::string& dir, Model* model,
+                                RecoveryReport* report) {
+  auto snapshots = ListSnapshots(env, dir);
+  if (!snapshots.ok()) return snapshots.status();
+  for (uint64_t sequence : *snapshots) {
+    const std::string path = dir + "/" + SnapshotName(sequence);
+    auto contents = ReadSnapshot(env, path);
+    if (contents.ok() && contents->log_sequence != sequence) {
+      contents = absl::DataLossError(path + ": its sequence differs from its name");
+    }
+    absl::Status status = contents.status();
+    if (status.ok()) status = model->ImportState(contents->state);
+    if (status.ok()) {
+      report->snapshot_sequence = sequence;
+      report->snapshot_unix_seconds = env->FileModifiedSeconds(path).value_or(0);
+      report->snapshot_bytes = env->FileSize(path).value_or(0);
+      break;
+    }
+    report->rejected_snapshots.push_back(std::string(status.message()));
+  }
+  return absl::OkStatus();
+}
+
+// Copies what opening the update log found into the recovery report.
+void ReportLogRecovery(const UpdateLogRecovery& recovery, RecoveryReport* report) {
+  report->torn_tail_bytes = recovery.torn_tail_bytes;
+  report->covered_log_damage = recovery.covered_damage;
+  report->salvaged_log_damage = recovery.salvaged_damage;
+  report->dropped_from = recovery.dropped_from;
+  report->dropped_at_least_through = recovery.dropped_at_least_through;
+  report->moved_aside = recovery.moved_aside;
+}
+
+// Replays the records of `log` after the snapshot into *model, counting
+// them in *report, and checks that the log reaches the snapshot.
+absl::Status ReplayLog(const std::string& dir, UpdateLog& log, Model* model,
+                       RecoveryReport* report) {
+  absl::Status replay = log.ReadAfter(report->snapshot_sequence,
+                                      [&](uint64_t, std::string_view record) -> absl::Status {
+                                        auto decoded = DecodeBatch(record);
+                                        if (!decoded.ok()) return decoded.status();
+                                        LearnBatch(*model, decoded->batch);
+                                        ++report->replayed_records;
+                                        return absl::OkStatus();
+                                      });
+  if (!replay.ok()) return replay;
+  if (log.last_sequence() < report->snapshot_sequence) {
+    return absl::DataLossError(absl::StrCat(dir, ": the log ends at ", log.last_sequence(),
+                                            " before the snapshot's sequence ",
+                                            report->snapshot_sequence));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
                                                         const JournalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -161,24 +224,8 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   auto model = CreateModel(*config);
   if (!model.ok()) return model.status();
   out.model = *std::move(model);
-
-  auto snapshots = ListSnapshots(env, dir);
-  if (!snapshots.ok()) return snapshots.status();
-  for (uint64_t sequence : *snapshots) {
-    const std::string path = dir + "/" + SnapshotName(sequence);
-    auto contents = ReadSnapshot(env, path);
-    if (contents.ok() && contents->log_sequence != sequence) {
-      contents = absl::DataLossError(path + ": its sequence differs from its name");
-    }
-    absl::Status status = contents.status();
-    if (status.ok()) status = out.model->ImportState(contents->state);
-    if (status.ok()) {
-      out.report.snapshot_sequence = sequence;
-      out.report.snapshot_unix_seconds = env->FileModifiedSeconds(path).value_or(0);
-      out.report.snapshot_bytes = env->FileSize(path).value_or(0);
-      break;
-    }
-    out.report.rejected_snapshots.push_back(std::string(status.message()));
+  if (absl::Status s = LoadNewestSnapshot(env, dir, out.model.get(), &out.report); !s.ok()) {
+    return s;
   }
 
   UpdateLogRecovery recovery;
@@ -187,31 +234,13 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   how.salvage_damaged = options.salvage_damaged_log;
   auto log = OpenLog(dir, options, &recovery, how);
   if (!log.ok()) return log.status();
-  out.report.torn_tail_bytes = recovery.torn_tail_bytes;
-  out.report.covered_log_damage = recovery.covered_damage;
-  out.report.salvaged_log_damage = recovery.salvaged_damage;
-  out.report.dropped_from = recovery.dropped_from;
-  out.report.dropped_at_least_through = recovery.dropped_at_least_through;
-  out.report.moved_aside = recovery.moved_aside;
+  ReportLogRecovery(recovery, &out.report);
   if (absl::Status s =
           CheckLogContinuesSnapshot(dir, **log, !recovery.salvaged_damage.empty(), &out.report);
       !s.ok()) {
     return s;
   }
-  absl::Status replay = (*log)->ReadAfter(out.report.snapshot_sequence,
-                                          [&](uint64_t, std::string_view record) -> absl::Status {
-                                            auto decoded = DecodeBatch(record);
-                                            if (!decoded.ok()) return decoded.status();
-                                            LearnBatch(*out.model, decoded->batch);
-                                            ++out.report.replayed_records;
-                                            return absl::OkStatus();
-                                          });
-  if (!replay.ok()) return replay;
-  if ((*log)->last_sequence() < out.report.snapshot_sequence) {
-    return absl::DataLossError(absl::StrCat(dir, ": the log ends at ", (*log)->last_sequence(),
-                                            " before the snapshot's sequence ",
-                                            out.report.snapshot_sequence));
-  }
+  if (absl::Status s = ReplayLog(dir, **log, out.model.get(), &out.report); !s.ok()) return s;
   out.journal.reset(new ModelJournal(dir, options, *std::move(log), out.report.snapshot_sequence));
   out.report.seconds = SecondsSince(start);
   return out;

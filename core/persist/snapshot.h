@@ -17,6 +17,9 @@
 #include "core/model/model.h"
 #include "core/model/model_config.h"
 #include "core/persist/env.h"
+// The config encoding shared by snapshots and the update log's header
+// (EncodeModelConfig, DecodeModelConfig), kept reachable from here.
+#include "core/persist/model_config_codec.h"  // IWYU pragma: export
 
 namespace clickd {
 
@@ -35,10 +38,6 @@ absl::StatusOr<SnapshotContents> ReadSnapshot(Env* env, const std::string& path)
 // The same format in memory (the writer streams the same bytes to disk).
 std::string EncodeSnapshot(const SnapshotContents& contents);
 absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes);
-
-// The config encoding shared by snapshots and the update log's header.
-void EncodeModelConfig(const ModelConfig& config, std::string* out);
-absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes);
 
 }  // namespace clickd
 

@@ -1,0 +1,135 @@
+// The Vowpal Wabbit text line parser behind ParseLine (parse.h):
+//   label [importance] ['tag]|ns[:scale] feat[:value] ...
+// docs/input_formats.md says what it accepts.
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "core/formats/parse_helpers.h"
+
+namespace clickd {
+namespace formats_internal {
+namespace {
+
+// Parses the text before the first '|'.
+absl::Status ParseVwLabelSection(std::string_view section, LabeledExample* out) {
+  Tokenizer tokens(section);
+  const std::string_view label_token = tokens.Next();
+  // A leading tag is how unlabelled VW examples look; replay needs labels.
+  if (label_token.empty() || label_token[0] == '\'') {
+    return absl::InvalidArgumentError("missing label");
+  }
+  absl::StatusOr<float> label = ParseNumberField("label", label_token);
+  if (!label.ok()) return label.status();
+  out->label = *label;
+
+  bool seen_importance = false;
+  bool seen_tag = false;
+  for (std::string_view token = tokens.Next(); !token.empty(); token = tokens.Next()) {
+    const ParsedFloat number = ParseFloat(token);
+    const bool is_tag = token[0] == '\'' || number.status == NumberStatus::kNotANumber;
+    if (seen_tag || (!is_tag && seen_importance)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected \"", AbslView(token),
+                       "\" in the label section; expected label [importance] [tag]"));
+    }
+    if (is_tag) {
+      seen_tag = true;
+      continue;
+    }
+    if (number.status != NumberStatus::kOk) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("importance \"", AbslView(token), "\" ", AbslView(Describe(number.status))));
+    }
+    if (number.value < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("importance \"", AbslView(token), "\" is negative"));
+    }
+    out->importance = number.value;
+    seen_importance = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VwFeatureError(std::string_view ns, int position, std::string_view token,
+                            std::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat("namespace \"", AbslView(ns), "\" feature ",
+                                                 position, " \"", AbslView(token),
+                                                 "\": ", AbslView(reason)));
+}
+
+absl::Status AddVwFeature(std::string_view ns, float scale, int position, std::string_view token,
+                          ExampleBuilder& builder) {
+  // Split at the first ':' as Vowpal Wabbit does, so "a:b:1" is an error.
+  const size_t colon = token.find(':');
+  const std::string_view name = token.substr(0, colon);
+  if (name.empty()) return VwFeatureError(ns, position, token, "empty name");
+  float value = 1.0f;
+  if (colon != std::string_view::npos) {
+    const ParsedFloat parsed = ParseFloat(token.substr(colon + 1));
+    if (parsed.status != NumberStatus::kOk) {
+      return VwFeatureError(ns, position, token,
+                            absl::StrCat("value ", AbslView(Describe(parsed.status))));
+    }
+    value = parsed.value;
+  }
+  value *= scale;
+  if (!std::isfinite(value)) {
+    return VwFeatureError(ns, position, token, "value times the namespace scale is not finite");
+  }
+  builder.AddNamed(name, value);
+  return absl::OkStatus();
+}
+
+// Parses the text after one '|': "ns[:scale] feat[:value] ...".
+absl::Status ParseVwNamespace(std::string_view segment, ExampleBuilder& builder) {
+  const size_t header_end = std::min(segment.find_first_of(" \t"), segment.size());
+  const std::string_view header = segment.substr(0, header_end);
+  const size_t colon = header.find(':');
+  const std::string_view name = header.substr(0, colon);
+  float scale = 1.0f;
+  if (colon != std::string_view::npos) {
+    const ParsedFloat parsed = ParseFloat(header.substr(colon + 1));
+    if (parsed.status != NumberStatus::kOk) {
+      return absl::InvalidArgumentError(absl::StrCat("namespace \"", AbslView(header), "\": scale ",
+                                                     AbslView(Describe(parsed.status))));
+    }
+    scale = parsed.value;
+  }
+  builder.StartNamespace(name);
+  Tokenizer tokens(segment.substr(header_end));
+  int position = 1;
+  for (std::string_view token = tokens.Next(); !token.empty(); token = tokens.Next()) {
+    absl::Status status = AddVwFeature(name, scale, position++, token, builder);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseVw(std::string_view line, LabeledExample* out) {
+  const size_t bar = line.find('|');
+  if (bar == std::string_view::npos) {
+    // Without this check a LIBSVM line would pass as a label and a tag.
+    return absl::InvalidArgumentError("missing '|': expected at least one namespace");
+  }
+  absl::Status status = ParseVwLabelSection(line.substr(0, bar), out);
+  if (!status.ok()) return status;
+
+  ExampleBuilder builder(out);
+  std::string_view rest = line.substr(bar + 1);
+  while (true) {
+    const size_t next_bar = rest.find('|');
+    status = ParseVwNamespace(rest.substr(0, next_bar), builder);
+    if (!status.ok()) return status;
+    if (next_bar == std::string_view::npos) break;
+    rest.remove_prefix(next_bar + 1);
+  }
+  builder.Finish();
+  return absl::OkStatus();
+}
+
+}  // namespace formats_internal
+}  // namespace clickd

@@ -1,0 +1,216 @@
+#include "core/persist/model_config_codec.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/persist/coding.h"
+
+namespace clickd {
+namespace {
+
+using coding::Decoder;
+
+// Version 1 of the config encoding starts with the name's length (<= 128);
+// later versions start with this marker and their version number.
+constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
+constexpr uint32_t kConfigVersion = 4;
+
+// The same message prefix as the rest of a snapshot's checks: a bad config
+// is a corrupt snapshot (or update-log header).
+absl::Status Corrupt(const std::string& what) {
+  return absl::DataLossError(absl::StrCat("snapshot is corrupt: ", what));
+}
+
+// A parameter of an optimizer added after version 1, and the encoding
+// version that added it.
+struct LaterParam {
+  uint32_t since;
+  double* value;
+};
+
+// The parameters of optimizers added after version 1, in a fixed order:
+// every optimizer's, whichever the model uses, so that every config has one
+// encoding. New ones go at the end, with a new version.
+std::vector<LaterParam> ParamsSinceV1(OptimizerConfig& o) {
+  return {{2, &o.pa.c},
+          {2, &o.cw.eta},
+          {2, &o.cw.a},
+          {4, &o.metagrad_diag.diameter},
+          {4, &o.metagrad_diag.gradient_bound}};
+}
+
+// The fields decoded as plain integers, range-checked only once the whole
+// config has parsed (CheckAndSetIntegerFields).
+struct IntegerFields {
+  uint32_t loss = 0;
+  uint32_t type = 0;
+  uint32_t times_t = 0;
+  uint32_t bits = 0;
+  uint32_t bias = 0;
+  uint32_t shards = 0;
+};
+
+// Reads the encoding version: 1 unless the bytes start with the marker, in
+// which case *in moves past the marker and the version.
+absl::StatusOr<uint32_t> ReadConfigVersion(std::string_view bytes, Decoder* in) {
+  Decoder peek(bytes);
+  uint32_t first = 0;
+  if (!peek.GetFixed32(&first) || first != kConfigVersionMarker) return 1u;
+  uint32_t version = 1;
+  in->GetFixed32(&first);
+  in->GetFixed32(&version);
+  if (version < 2 || version > kConfigVersion) {
+    return Corrupt(absl::StrCat("model config encoding version ", version, " is unknown"));
+  }
+  return version;
+}
+
+// Reads the optimizer's type, the parameters of every optimizer (those of
+// version 1, then those added since that `version` has), and FTRL's flag.
+void ReadOptimizer(Decoder* in, uint32_t version, OptimizerConfig* o, IntegerFields* fields) {
+  in->GetFixed32(&fields->type);
+  for (double* v : {&o->ftrl.alpha, &o->ftrl.beta, &o->ftrl.lambda1, &o->ftrl.lambda2,
+                    &o->adagrad.eta, &o->adagrad.delta, &o->adagrad.lambda, &o->pc_ogd.radius,
+                    &o->pc_ogd.scale, &o->global_ogd.radius, &o->global_ogd.scale, &o->sgd.eta}) {
+    in->GetDouble(v);
+  }
+  for (const LaterParam& p : ParamsSinceV1(*o)) {
+    if (version >= p.since) in->GetDouble(p.value);
+  }
+  in->GetFixed32(&fields->times_t);
+}
+
+// Reads the hashing section: seed, bits, bias and the interactions.
+absl::Status ReadHashing(Decoder* in, HashingConfig* hashing, IntegerFields* fields) {
+  uint32_t n = 0;
+  in->GetFixed64(&hashing->seed);
+  in->GetFixed32(&fields->bits);
+  in->GetFixed32(&fields->bias);
+  in->GetFixed32(&n);
+  for (uint32_t i = 0; i < n && in->ok(); ++i) {
+    uint32_t arity = 0;
+    in->GetFixed32(&arity);
+    if (arity > 3) return Corrupt("an interaction has more than 3 namespaces");
+    std::vector<std::string> names(arity);
+    for (auto& name : names) in->GetString(&name);
+    hashing->interactions.push_back(std::move(names));
+  }
+  return absl::OkStatus();
+}
+
+// Reads the dense block (version 3 on): its namespaces and its optimizer.
+absl::Status ReadDenseBlock(Decoder* in, ModelConfig* c) {
+  uint32_t count = 0;
+  in->GetFixed32(&count);
+  if (count > in->remaining().size()) return Corrupt("the dense namespace count is corrupt");
+  for (uint32_t i = 0; i < count && in->ok(); ++i) {
+    DenseNamespace ns;
+    uint32_t dim = 0;
+    in->GetString(&ns.name);
+    in->GetFixed32(&dim);
+    if (dim > static_cast<uint32_t>(kMaxDenseDim)) return Corrupt("a dense dimension is corrupt");
+    ns.dim = static_cast<int>(dim);
+    c->dense_namespaces.push_back(std::move(ns));
+  }
+  DenseOptimizerConfig& d = c->dense_optimizer;
+  uint32_t dense_type = 0, tau = 0;
+  in->GetFixed32(&dense_type);
+  for (double* v : {&d.eta, &d.delta, &d.weight_power, &d.diameter, &d.gradient_bound}) {
+    in->GetDouble(v);
+  }
+  in->GetFixed32(&tau);
+  if (DenseOptimizerTypeName(static_cast<DenseOptimizerType>(dense_type)) == "unknown" ||
+      tau > static_cast<uint32_t>(kMaxDenseDim)) {
+    return Corrupt("the dense optimizer config has out-of-range fields");
+  }
+  d.type = static_cast<DenseOptimizerType>(dense_type);
+  d.tau = static_cast<int>(tau);
+  return absl::OkStatus();
+}
+
+// Checks the integer fields' ranges and stores them in *c. Booleans must be
+// 0 or 1, so that every file has one decoding and one encoding (the fuzzer
+// checks decode-then-encode is the identity, for the current version).
+absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, ModelConfig* c) {
+  // A type this build does not know has no name.
+  const bool known_type = version == 1
+                              ? f.type <= static_cast<uint32_t>(OptimizerType::kSgd)
+                              : OptimizerTypeName(static_cast<OptimizerType>(f.type)) != "unknown";
+  if (f.times_t > 1 || f.bias > 1 || f.loss > static_cast<uint32_t>(LossType::kHinge) ||
+      !known_type || f.bits > 62 || f.shards > kMaxShards) {
+    return Corrupt("the model config has out-of-range fields");
+  }
+  c->loss = static_cast<LossType>(f.loss);
+  c->optimizer.type = static_cast<OptimizerType>(f.type);
+  c->optimizer.ftrl.lambda1_times_t = f.times_t != 0;
+  c->hashing.bits = static_cast<int>(f.bits);
+  c->hashing.bias = f.bias != 0;
+  c->num_shards = static_cast<int>(f.shards);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void EncodeModelConfig(const ModelConfig& c, std::string* out) {
+  coding::PutFixed32(out, kConfigVersionMarker);
+  coding::PutFixed32(out, kConfigVersion);
+  coding::PutString(out, c.name);
+  coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
+  const OptimizerConfig& o = c.optimizer;
+  coding::PutFixed32(out, static_cast<uint32_t>(o.type));
+  for (double v : {o.ftrl.alpha, o.ftrl.beta, o.ftrl.lambda1, o.ftrl.lambda2, o.adagrad.eta,
+                   o.adagrad.delta, o.adagrad.lambda, o.pc_ogd.radius, o.pc_ogd.scale,
+                   o.global_ogd.radius, o.global_ogd.scale, o.sgd.eta}) {
+    coding::PutDouble(out, v);
+  }
+  OptimizerConfig copy = o;
+  for (const LaterParam& p : ParamsSinceV1(copy)) coding::PutDouble(out, *p.value);
+  coding::PutFixed32(out, o.ftrl.lambda1_times_t ? 1 : 0);
+  coding::PutFixed64(out, c.hashing.seed);
+  coding::PutFixed32(out, static_cast<uint32_t>(c.hashing.bits));
+  coding::PutFixed32(out, c.hashing.bias ? 1 : 0);
+  coding::PutFixed32(out, static_cast<uint32_t>(c.hashing.interactions.size()));
+  for (const auto& names : c.hashing.interactions) {
+    coding::PutFixed32(out, static_cast<uint32_t>(names.size()));
+    for (const auto& n : names) coding::PutString(out, n);
+  }
+  coding::PutFixed32(out, static_cast<uint32_t>(c.num_shards));
+  // Version 3: the dense block.
+  coding::PutFixed32(out, static_cast<uint32_t>(c.dense_namespaces.size()));
+  for (const DenseNamespace& ns : c.dense_namespaces) {
+    coding::PutString(out, ns.name);
+    coding::PutFixed32(out, static_cast<uint32_t>(ns.dim));
+  }
+  const DenseOptimizerConfig& d = c.dense_optimizer;
+  coding::PutFixed32(out, static_cast<uint32_t>(d.type));
+  for (double v : {d.eta, d.delta, d.weight_power, d.diameter, d.gradient_bound}) {
+    coding::PutDouble(out, v);
+  }
+  coding::PutFixed32(out, static_cast<uint32_t>(d.tau));
+}
+
+absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
+  Decoder in(bytes);
+  absl::StatusOr<uint32_t> version = ReadConfigVersion(bytes, &in);
+  if (!version.ok()) return version.status();
+  ModelConfig c;
+  IntegerFields fields;
+  in.GetString(&c.name);
+  in.GetFixed32(&fields.loss);
+  ReadOptimizer(&in, *version, &c.optimizer, &fields);
+  if (absl::Status s = ReadHashing(&in, &c.hashing, &fields); !s.ok()) return s;
+  in.GetFixed32(&fields.shards);
+  if (*version >= 3) {
+    if (absl::Status s = ReadDenseBlock(&in, &c); !s.ok()) return s;
+  }
+  if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
+  if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;
+  if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
+    return Corrupt(absl::StrCat("the model config is invalid: ", s.message()));
+  }
+  return c;
+}
+
+}  // namespace clickd
