@@ -8,6 +8,7 @@ PACKAGES=(
   clang-format
   libabsl-dev libxxhash-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  prometheus-cpp-dev  # the metrics' registry, counters, gauges, histograms and text format
   libcpp-httplib-dev  # /metrics; the metrics tests use prometheus and promtool (below) too
   libssl-dev openssl  # TLS certificate checks and token digests; the security tests make certificates
   python3 python3-xxhash python3-matplotlib

@@ -8,7 +8,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "server/metrics/histogram.h"
 
 ABSL_FLAG(std::string, replication, "none",
           "none: each process is its own model (the embedded file log in --data_dir); "

@@ -102,22 +102,53 @@ DurabilityMetrics::DurabilityMetrics(Registry* registry)
           "Time each snapshot of the model took, from the state copy to the published file.")) {}
 
 std::function<void(double)> DurabilityMetrics::SyncObserver(const std::string& model) {
-  // Shared: a deleted model's log may still sync once after its series went.
-  std::shared_ptr<Histogram> histogram = sync_durations_.Share({{"model", model}}, SyncBuckets());
-  return [histogram = std::move(histogram)](double seconds) { histogram->Observe(seconds); };
+  std::shared_ptr<SyncSeries> series;
+  {
+    MutexLock lock(&mu_);
+    std::shared_ptr<SyncSeries>& slot = syncs_[model];
+    if (slot == nullptr) {
+      slot = std::make_shared<SyncSeries>();
+      MutexLock series_lock(&slot->mu);
+      slot->histogram = &sync_durations_.Add({{"model", model}}, SyncBuckets());
+    }
+    series = slot;
+  }
+  return [series = std::move(series)](double seconds) {
+    MutexLock lock(&series->mu);
+    if (series->histogram != nullptr) series->histogram->Observe(seconds);
+  };
 }
 
 void DurabilityMetrics::RemoveDeletedModels(const ModelRegistry& models) {
-  auto deleted = [&models](const Labels& labels) {
-    auto it = labels.find("model");
-    return it != labels.end() && models.Get(it->second) == nullptr;
-  };
-  sync_durations_.RemoveIf(deleted);
-  snapshot_durations_.RemoveIf(deleted);
+  MutexLock lock(&mu_);
+  for (auto it = syncs_.begin(); it != syncs_.end();) {
+    if (models.Get(it->first) != nullptr) {
+      ++it;
+      continue;
+    }
+    {
+      MutexLock series_lock(&it->second->mu);
+      sync_durations_.Remove(it->second->histogram);
+      it->second->histogram = nullptr;
+    }
+    it = syncs_.erase(it);
+  }
+  for (auto it = snapshots_.begin(); it != snapshots_.end();) {
+    if (models.Get(it->first) != nullptr) {
+      ++it;
+      continue;
+    }
+    snapshot_durations_.Remove(it->second);
+    it = snapshots_.erase(it);
+  }
 }
 
 void DurabilityMetrics::ObserveSnapshot(const std::string& model, double seconds) {
-  snapshot_durations_.Add({{"model", model}}, SnapshotBuckets()).Observe(seconds);
+  MutexLock lock(&mu_);
+  Histogram*& histogram = snapshots_[model];
+  if (histogram == nullptr)
+    histogram = &snapshot_durations_.Add({{"model", model}}, SnapshotBuckets());
+  histogram->Observe(seconds);
 }
 
 }  // namespace clickd::metrics

@@ -8,8 +8,12 @@
 #define CLICKD_SERVER_METRICS_DURABILITY_METRICS_H_
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "core/base/mutex.h"
 #include "core/model/registry.h"
 #include "server/metrics/registry.h"
 
@@ -28,7 +32,8 @@ class DurabilityMetrics {
   static void RegisterModelFamilies(Registry* registry, const ModelRegistry* models);
 
   // The observer of one model's update-log syncs (for
-  // DurabilityOptions::sync_observer); it holds its histogram directly.
+  // DurabilityOptions::sync_observer). It may outlive the model's series
+  // (a deleted model's log may sync once more): it then observes nothing.
   std::function<void(double seconds)> SyncObserver(const std::string& model);
 
   // Records a finished snapshot's duration.
@@ -39,8 +44,18 @@ class DurabilityMetrics {
   void RemoveDeletedModels(const ModelRegistry& models);
 
  private:
+  // One model's sync histogram, shared with its observers; null once the
+  // series was removed.
+  struct SyncSeries {
+    Mutex mu;
+    Histogram* histogram ABSL_GUARDED_BY(mu) = nullptr;
+  };
+
   Family<Histogram>& sync_durations_;
   Family<Histogram>& snapshot_durations_;
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<SyncSeries>> syncs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Histogram*> snapshots_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace clickd::metrics

@@ -1,13 +1,13 @@
 #include "server/metrics/http_exporter.h"
 
 #include <httplib.h>
+#include <prometheus/text_serializer.h>
 
 #include <chrono>
 #include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/metrics/text_serializer.h"
 
 namespace clickd::metrics {
 namespace {
@@ -24,6 +24,10 @@ std::string LiteralPattern(const std::string& path) {
 }
 
 }  // namespace
+
+std::string SerializeText(const std::vector<MetricFamily>& families) {
+  return prometheus::TextSerializer().Serialize(families);
+}
 
 absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::string& address,
                                                                   int port,

@@ -1,6 +1,6 @@
 // HttpExporter: serves a Collectable (the metrics Registry) over HTTP for
 // Prometheus to scrape: GET /metrics answers the text exposition format
-// (text_serializer.h). Other pages may be served beside it (HttpPage: the
+// (prometheus-cpp's TextSerializer). Other pages may be served beside it (HttpPage: the
 // status page, server/status/status_page.h); any other path is 404. Built
 // on cpp-httplib, with a small thread pool of its own: scrapes never run on
 // gRPC's threads, and a slow scraper cannot hold up a request.
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/metrics/metric_family.h"
+#include "server/metrics/registry.h"
 
 namespace httplib {
 class Server;
@@ -39,6 +39,13 @@ struct HttpReply {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
 };
+
+// The Content-Type of SerializeText's output.
+inline constexpr char kTextContentType[] = "text/plain; version=0.0.4; charset=utf-8";
+
+// The text exposition format (0.0.4) of `families`: prometheus-cpp's
+// TextSerializer.
+std::string SerializeText(const std::vector<MetricFamily>& families);
 
 // A page served beside /metrics: GET `path` answers handler(query), the
 // query string's parameters (the last value of a repeated one). Handlers run

@@ -14,7 +14,6 @@
 
 #include "gtest/gtest.h"
 #include "server/metrics/registry.h"
-#include "server/metrics/text_serializer.h"
 
 namespace clickd::metrics {
 namespace {

@@ -1,97 +1,115 @@
 #include "server/metrics/registry.h"
 
+#include <prometheus/check_names.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace clickd::metrics {
 namespace {
 
-// A family whose series a callback computes at scrape time.
-class CallbackFamily final : public FamilyBase {
- public:
-  CallbackFamily(std::string name, std::string help, MetricType type, SampleCallback callback)
-      : FamilyBase(std::move(name), std::move(help), type), callback_(std::move(callback)) {}
-
-  MetricFamily Collect() const override {
-    MetricFamily family{name(), help(), type(), {}};
-    for (Sample& sample : callback_()) {
-      const bool valid =
-          std::all_of(sample.labels.begin(), sample.labels.end(),
-                      [](const auto& label) { return IsValidLabelName(label.first); });
-      if (!valid) continue;
-      ClientMetric m;
-      m.labels = std::move(sample.labels);
-      m.value = sample.value;
-      family.metrics.push_back(std::move(m));
-    }
-    std::sort(family.metrics.begin(), family.metrics.end(),
-              [](const ClientMetric& a, const ClientMetric& b) { return a.labels < b.labels; });
-    return family;
-  }
-
- private:
-  const SampleCallback callback_;
-};
+// Metric and label names are constants of the program, so a bad one (or two
+// families with one name) is a bug, not an error to handle: report it and
+// abort at startup, where the family is built.
+[[noreturn]] void FailOnMisuse(const std::string& what) {
+  std::fprintf(stderr, "clickd metrics misuse: %s\n", what.c_str());
+  std::abort();
+}
 
 }  // namespace
 
-template <typename T>
-Family<T>& Registry::Build(const std::string& name, const std::string& help) {
-  MutexLock lock(&mu_);
-  for (const auto& family : families_) {
-    if (family->name() != name) continue;
-    auto* same = dynamic_cast<Family<T>*>(family.get());
-    if (same == nullptr || same->help() != help) {
-      FailOnMisuse("metric \"" + name + "\" is already registered with another type or help");
-    }
-    return *same;
+bool Registry::CheckName(const std::string& name, Kind kind, const std::string& help) const {
+  if (!prometheus::CheckMetricName(name)) FailOnMisuse("invalid metric name \"" + name + "\"");
+  auto it = names_.find(name);
+  if (it == names_.end()) return false;
+  if (kind == Kind::kCallback || it->second.kind != kind || it->second.help != help) {
+    FailOnMisuse("metric \"" + name + "\" is already registered");
   }
-  CheckNewName(name);
-  auto family = std::make_unique<Family<T>>(name, help);
-  Family<T>& ref = *family;
-  families_.push_back(std::move(family));
-  return ref;
+  return true;
+}
+
+template <typename T>
+Family<T>& Registry::Build(prometheus::detail::Builder<T> builder, Kind kind,
+                           const std::string& name, const std::string& help) {
+  MutexLock lock(&mu_);
+  if (!CheckName(name, kind, help)) names_.emplace(name, Built{kind, help});
+  // Same name, kind and help: the library's Merge returns the same family.
+  return builder.Name(name).Help(help).Register(*library_);
 }
 
 Family<Counter>& Registry::BuildCounter(const std::string& name, const std::string& help) {
-  return Build<Counter>(name, help);
+  return Build(prometheus::BuildCounter(), Kind::kCounter, name, help);
 }
 
 Family<Gauge>& Registry::BuildGauge(const std::string& name, const std::string& help) {
-  return Build<Gauge>(name, help);
+  return Build(prometheus::BuildGauge(), Kind::kGauge, name, help);
 }
 
 Family<Histogram>& Registry::BuildHistogram(const std::string& name, const std::string& help) {
-  return Build<Histogram>(name, help);
+  return Build(prometheus::BuildHistogram(), Kind::kHistogram, name, help);
 }
 
 void Registry::BuildCallback(const std::string& name, const std::string& help, MetricType type,
                              SampleCallback callback) {
-  if (type == MetricType::kHistogram)
-    FailOnMisuse("callback family \"" + name + "\" must be a counter or gauge");
   MutexLock lock(&mu_);
-  CheckNewName(name);
-  families_.push_back(std::make_unique<CallbackFamily>(name, help, type, std::move(callback)));
-}
-
-void Registry::CheckNewName(const std::string& name) const {
-  if (!IsValidMetricName(name)) FailOnMisuse("invalid metric name \"" + name + "\"");
-  for (const auto& family : families_) {
-    if (family->name() == name) FailOnMisuse("metric \"" + name + "\" is already registered");
-  }
+  CheckName(name, Kind::kCallback, help);
+  names_.emplace(name, Built{Kind::kCallback, help});
+  callbacks_.push_back(std::make_shared<const CallbackFamily>(
+      CallbackFamily{name, help, type, std::move(callback)}));
 }
 
 std::vector<MetricFamily> Registry::Collect() const {
-  std::vector<const FamilyBase*> families;
+  std::vector<std::shared_ptr<const CallbackFamily>> callbacks;
   {
     ReaderMutexLock lock(&mu_);
-    for (const auto& family : families_) families.push_back(family.get());
+    callbacks = callbacks_;
   }
-  // Families are never removed, so the pointers outlive the lock.
-  std::vector<MetricFamily> out;
-  out.reserve(families.size());
-  for (const FamilyBase* family : families) out.push_back(family->Collect());
+  std::vector<MetricFamily> out = library_->Collect();
+  for (const auto& callback : callbacks) {
+    MetricFamily family;
+    family.name = callback->name;
+    family.help = callback->help;
+    family.type = callback->type == MetricType::kCounter ? prometheus::MetricType::Counter
+                                                         : prometheus::MetricType::Gauge;
+    std::vector<Sample> samples = callback->callback();
+    std::sort(samples.begin(), samples.end(),
+              [](const Sample& a, const Sample& b) { return a.labels < b.labels; });
+    for (Sample& sample : samples) {
+      const bool valid = std::all_of(sample.labels.begin(), sample.labels.end(), [](const auto& l) {
+        return prometheus::CheckLabelName(l.first);
+      });
+      if (!valid) continue;
+      ClientMetric m;
+      for (auto& [label, value] : sample.labels) m.label.push_back({label, value});
+      if (callback->type == MetricType::kCounter) {
+        m.counter.value = sample.value;
+      } else {
+        m.gauge.value = sample.value;
+      }
+      family.metric.push_back(std::move(m));
+    }
+    out.push_back(std::move(family));
+  }
   return out;
+}
+
+Labels LabelsOf(const ClientMetric& metric) {
+  Labels labels;
+  for (const ClientMetric::Label& l : metric.label) labels[l.name] = l.value;
+  return labels;
+}
+
+double ValueOf(const MetricFamily& family, const ClientMetric& metric) {
+  switch (family.type) {
+    case prometheus::MetricType::Counter:
+      return metric.counter.value;
+    case prometheus::MetricType::Gauge:
+      return metric.gauge.value;
+    default:
+      return 0;
+  }
 }
 
 }  // namespace clickd::metrics

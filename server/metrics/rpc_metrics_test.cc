@@ -12,8 +12,8 @@ namespace {
 double RequestCount(const Registry& registry, const Labels& labels) {
   for (const MetricFamily& f : registry.Collect()) {
     if (f.name != "clickd_requests_total") continue;
-    for (const ClientMetric& m : f.metrics) {
-      if (m.labels == labels) return m.value;
+    for (const ClientMetric& m : f.metric) {
+      if (LabelsOf(m) == labels) return m.counter.value;
     }
   }
   return -1;
@@ -22,8 +22,8 @@ double RequestCount(const Registry& registry, const Labels& labels) {
 const ClientMetric* Duration(const std::vector<MetricFamily>& families, const Labels& labels) {
   for (const MetricFamily& f : families) {
     if (f.name != "clickd_request_duration_seconds") continue;
-    for (const ClientMetric& m : f.metrics) {
-      if (m.labels == labels) return &m;
+    for (const ClientMetric& m : f.metric) {
+      if (LabelsOf(m) == labels) return &m;
     }
   }
   return nullptr;
@@ -62,18 +62,19 @@ TEST(RpcMetrics, RecordsByMethodAndCode) {
   const std::vector<MetricFamily> families = registry.Collect();
   const ClientMetric* ok = Duration(families, {{"method", "Predict"}, {"code", "OK"}});
   ASSERT_NE(ok, nullptr);
-  EXPECT_EQ(ok->sample_count, 2u);
-  EXPECT_DOUBLE_EQ(ok->sample_sum, 0.0032);
+  EXPECT_EQ(ok->histogram.sample_count, 2u);
+  EXPECT_DOUBLE_EQ(ok->histogram.sample_sum, 0.0032);
   // 0.0002 is in le=0.00025, 0.003 in le=0.005.
-  for (const HistogramBucket& b : ok->buckets) {
+  for (const ClientMetric::Bucket& b : ok->histogram.bucket) {
     const uint64_t expected = b.upper_bound < 0.00025 ? 0 : b.upper_bound < 0.005 ? 1 : 2;
     EXPECT_EQ(b.cumulative_count, expected) << b.upper_bound;
   }
   const ClientMetric* slow =
       Duration(families, {{"method", "Update"}, {"code", "RESOURCE_EXHAUSTED"}});
   ASSERT_NE(slow, nullptr);
-  EXPECT_EQ(slow->buckets[slow->buckets.size() - 2].cumulative_count, 0u);  // le=10
-  EXPECT_EQ(slow->buckets.back().cumulative_count, 1u);                     // +Inf
+  EXPECT_EQ(slow->histogram.bucket[slow->histogram.bucket.size() - 2].cumulative_count,
+            0u);                                                  // le=10
+  EXPECT_EQ(slow->histogram.bucket.back().cumulative_count, 1u);  // +Inf
 }
 
 // Threads race to create the series of a new code; all count into one.
@@ -94,7 +95,7 @@ TEST(RpcMetrics, ConcurrentFirstCallsOfACode) {
   const std::vector<MetricFamily> families = registry.Collect();
   const ClientMetric* d = Duration(families, {{"method", "Predict"}, {"code", "NOT_FOUND"}});
   ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->sample_count, 20000u);
+  EXPECT_EQ(d->histogram.sample_count, 20000u);
 }
 
 }  // namespace
