@@ -138,6 +138,96 @@ absl::StatusOr<bool> ReplicationFromFlags() {
   return true;
 }
 
+namespace {
+
+// The stream-name prefix's streams and subjects (docs/replication.md#flags).
+struct StreamNames {
+  std::string log_stream, log_subject, snapshot_stream, snapshot_subjects;
+};
+
+StreamNames StreamNamesFromFlags() {
+  const std::string prefix = absl::GetFlag(FLAGS_nats_stream);
+  const std::string subjects = absl::StrCat("clickd.", absl::AsciiStrToLower(prefix));
+  return {prefix + "_LOG", subjects + ".log", prefix + "_SNAPSHOTS", subjects + ".snapshots"};
+}
+
+// Opens the log stream, creating it if needed. NATS may not be up yet (a
+// whole cluster restarting): keeps trying for --catch_up_timeout.
+absl::StatusOr<std::unique_ptr<JetStreamLog>> OpenLog(NatsConnection* nats,
+                                                      const StreamNames& names) {
+  JetStreamLogOptions options;
+  options.stream = names.log_stream;
+  options.subject = names.log_subject;
+  options.replicas = absl::GetFlag(FLAGS_nats_replicas);
+  const auto give_up = std::chrono::steady_clock::now() +
+                       absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
+  for (;;) {
+    auto log = JetStreamLog::Open(nats, options);
+    if (log.ok() || std::chrono::steady_clock::now() > give_up) return log;
+    std::cerr << "clickd: waiting for NATS: " << log.status().message() << std::endl;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// Counts every publish in the publish latency histogram or the failures.
+std::function<void(double, bool)> PublishObserver(metrics::Registry* metrics) {
+  auto& publish_seconds = metrics->BuildHistogram(
+      "clickd_replication_publish_seconds",
+      "Time from publishing a record to JetStream's acknowledgement (acknowledged ones).");
+  auto& publish_failures = metrics->BuildCounter(
+      "clickd_replication_publish_failures_total",
+      "Records JetStream did not acknowledge in time (the caller got UNAVAILABLE).");
+  auto* latency = &publish_seconds.Add(
+      {}, metrics::Histogram::BucketBoundaries{0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                               0.05, 0.1, 0.2, 0.5, 1, 2, 5});
+  auto* failures = &publish_failures.Add({});
+  return [latency, failures](double seconds, bool acknowledged) {
+    if (acknowledged) {
+      latency->Observe(seconds);
+    } else {
+      failures->Increment();
+    }
+  };
+}
+
+// Says how the replica was restored, then applies the stream as far as it
+// reaches now (bounded by --catch_up_timeout; serving starts anyway after).
+void ReportAndCatchUp(const Replication& replication, const ModelRegistry& registry,
+                      const std::string& replica_id, const ReplicaStartReport& report) {
+  for (const std::string& reason : report.rejected) {
+    std::cout << "clickd: skipped a damaged replica snapshot: " << reason << std::endl;
+  }
+  std::cout << "clickd: replica " << replica_id << " restored " << registry.size()
+            << " model(s) from " << report.source << " at sequence " << report.snapshot_sequence
+            << " in " << report.seconds << " s; applying " << replication.log->options().stream
+            << std::endl;
+  const auto catch_up = absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
+  if (absl::Status s = replication.replica->CatchUp(catch_up); !s.ok()) {
+    std::cerr << "clickd: serving before catching up with the stream: " << s.message() << std::endl;
+  } else {
+    std::cout << "clickd: caught up with the stream at sequence "
+              << replication.replica->applied_sequence() << std::endl;
+  }
+}
+
+// Creates, through the stream, the configured models the stream does not
+// have yet.
+void CreateConfiguredModels(Replica* replica, const ModelRegistry& registry,
+                            const std::vector<ModelConfig>& configured) {
+  for (const ModelConfig& config : configured) {
+    if (registry.Get(config.name) != nullptr) continue;
+    auto created = replica->Create(config);
+    // Another replica starting with the same config may have won the race.
+    if (!created.ok() && !absl::IsAlreadyExists(created.status())) {
+      std::cerr << "clickd: could not create configured model \"" << config.name
+                << "\" through the stream (it will be created at the next start): "
+                << created.status().message() << std::endl;
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Replication>> StartReplication(
     ModelRegistry* registry, const std::string& data_dir,
     std::chrono::milliseconds snapshot_interval, const std::vector<ModelConfig>& configured,
@@ -155,30 +245,13 @@ absl::StatusOr<std::unique_ptr<Replication>> StartReplication(
   if (!nats.ok()) return nats.status();
   out->nats = *std::move(nats);
 
-  const std::string prefix = absl::GetFlag(FLAGS_nats_stream);
-  const std::string subject_prefix = absl::StrCat("clickd.", absl::AsciiStrToLower(prefix));
-  const int replicas = absl::GetFlag(FLAGS_nats_replicas);
-  JetStreamLogOptions log_options;
-  log_options.stream = prefix + "_LOG";
-  log_options.subject = subject_prefix + ".log";
-  log_options.replicas = replicas;
-  // NATS may not be up yet (a whole cluster restarting): keep trying for
-  // the catch-up timeout before giving up.
-  const auto give_up = std::chrono::steady_clock::now() +
-                       absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
-  for (;;) {
-    auto log = JetStreamLog::Open(out->nats.get(), log_options);
-    if (log.ok()) {
-      out->log = *std::move(log);
-      break;
-    }
-    if (std::chrono::steady_clock::now() > give_up) return log.status();
-    std::cerr << "clickd: waiting for NATS: " << log.status().message() << std::endl;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
+  const StreamNames names = StreamNamesFromFlags();
+  auto log = OpenLog(out->nats.get(), names);
+  if (!log.ok()) return log.status();
+  out->log = *std::move(log);
   auto snapshots =
-      SnapshotStore::Open(out->nats->jetstream(), prefix + "_SNAPSHOTS",
-                          subject_prefix + ".snapshots", replicas, out->nats->timeout());
+      SnapshotStore::Open(out->nats->jetstream(), names.snapshot_stream, names.snapshot_subjects,
+                          absl::GetFlag(FLAGS_nats_replicas), out->nats->timeout());
   if (!snapshots.ok()) return snapshots.status();
   out->snapshots = *std::move(snapshots);
 
@@ -189,50 +262,13 @@ absl::StatusOr<std::unique_ptr<Replication>> StartReplication(
   options.apply_timeout =
       absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_replication_apply_timeout));
   options.snapshot_interval = snapshot_interval;
-  auto& publish_seconds = metrics->BuildHistogram(
-      "clickd_replication_publish_seconds",
-      "Time from publishing a record to JetStream's acknowledgement (acknowledged ones).");
-  auto& publish_failures = metrics->BuildCounter(
-      "clickd_replication_publish_failures_total",
-      "Records JetStream did not acknowledge in time (the caller got UNAVAILABLE).");
-  auto* latency = &publish_seconds.Add(
-      {}, metrics::Histogram::BucketBoundaries{0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
-                                               0.05, 0.1, 0.2, 0.5, 1, 2, 5});
-  auto* failures = &publish_failures.Add({});
-  options.on_publish = [latency, failures](double seconds, bool acknowledged) {
-    if (acknowledged) {
-      latency->Observe(seconds);
-    } else {
-      failures->Increment();
-    }
-  };
+  options.on_publish = PublishObserver(metrics);
   ReplicaStartReport report;
   auto replica = Replica::Start(registry, out->log.get(), out->snapshots.get(), options, &report);
   if (!replica.ok()) return replica.status();
   out->replica = *std::move(replica);
-  for (const std::string& reason : report.rejected) {
-    std::cout << "clickd: skipped a damaged replica snapshot: " << reason << std::endl;
-  }
-  std::cout << "clickd: replica " << replica_id << " restored " << registry->size()
-            << " model(s) from " << report.source << " at sequence " << report.snapshot_sequence
-            << " in " << report.seconds << " s; applying " << log_options.stream << std::endl;
-  const auto catch_up = absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
-  if (absl::Status s = out->replica->CatchUp(catch_up); !s.ok()) {
-    std::cerr << "clickd: serving before catching up with the stream: " << s.message() << std::endl;
-  } else {
-    std::cout << "clickd: caught up with the stream at sequence "
-              << out->replica->applied_sequence() << std::endl;
-  }
-  for (const ModelConfig& config : configured) {
-    if (registry->Get(config.name) != nullptr) continue;
-    auto created = out->replica->Create(config);
-    // Another replica starting with the same config may have won the race.
-    if (!created.ok() && !absl::IsAlreadyExists(created.status())) {
-      std::cerr << "clickd: could not create configured model \"" << config.name
-                << "\" through the stream (it will be created at the next start): "
-                << created.status().message() << std::endl;
-    }
-  }
+  ReportAndCatchUp(*out, *registry, replica_id, report);
+  CreateConfiguredModels(out->replica.get(), *registry, configured);
   out->writer = std::make_unique<ReplicatedModelWriter>(
       out->replica.get(), absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_max_version_wait)));
   RegisterReplicationMetrics(metrics, registry, out->replica.get(), out->nats.get());
