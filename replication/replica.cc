@@ -324,9 +324,7 @@ absl::StatusOr<Replica::Learned> Replica::Learn(const std::string& model,
   }
   std::string record;
   EncodeLogRecordHeader(LogRecord::Kind::kUpdate, model, created_at, &record);
-  std::string payload;
-  EncodeBatch(batch, &payload);
-  record += payload;
+  EncodeBatch(batch, &record);  // appends: the batch is encoded once, in place
   SealLogRecord(&record);
   std::string msg_id = idempotency_key.empty()
                            ? NewMessageId()

@@ -44,6 +44,16 @@ absl::StatusOr<size_t> CheckUpdateLimits(const HashingConfig& hashing,
         absl::StrCat("idempotency_key has ", request.idempotency_key().size(),
                      " bytes; the limit is ", limits.max_idempotency_key_bytes));
   }
+  // The key becomes a NATS message id, a header value: a CR or LF would
+  // forge headers, so only printable ASCII is accepted.
+  for (size_t i = 0; i < request.idempotency_key().size(); ++i) {
+    const unsigned char c = request.idempotency_key()[i];
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("idempotency_key has byte ", static_cast<int>(c), " at offset ", i,
+                       "; it may hold only printable ASCII (0x21-0x7e)"));
+    }
+  }
   if (total > limits.max_examples_per_update) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the update has ", total, " examples; the limit is ", limits.max_examples_per_update));
@@ -306,7 +316,9 @@ bool ClickdService::ScoresInline(const v1::PredictRequest& request) const {
   std::shared_ptr<ServedModel> served = registry_->Get(request.model());
   if (served == nullptr) return true;  // NotFound, answered at once
   // A replica behind min_model_version waits for it: never on a gRPC thread.
-  if (request.min_model_version() > writer_->Version(*served)) return false;
+  if (request.min_model_version() > 0 && request.min_model_version() > writer_->Version(*served)) {
+    return false;
+  }
   // The request's cost against the inline bound, by the same count that
   // checks the limits (server/request_cost.h).
   Limits small = limits_;

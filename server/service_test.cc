@@ -254,6 +254,13 @@ TEST(ClickdService, IdempotencyKeyOverTheLimitIsRefusedAndLearnsNothing) {
             std::string::npos)
       << refused;
   EXPECT_EQ((*served)->model().Updates(), 0u);
+  // A CR LF would forge NATS headers in the message id: refused, nothing learned.
+  request.set_idempotency_key("k\r\nNats-Expected-Stream: X");
+  refused = service.ApplyUpdate(**served, request, &response, &scored);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("idempotency_key has byte 13 at offset 1"), std::string::npos)
+      << refused;
+  EXPECT_EQ((*served)->model().Updates(), 0u);
   // At the limit it is accepted (and, without replication, has no effect).
   request.set_idempotency_key(std::string(128, 'k'));
   EXPECT_TRUE(service.ApplyUpdate(**served, request, &response, &scored).ok());
