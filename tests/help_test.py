@@ -78,10 +78,15 @@ def flag_entries(text):
 
 
 def in_source_tree(file, source_dir):
-    """Whether FILE, as __FILE__ named it when compiled, is under source_dir."""
-    if os.path.isabs(file):
-        path = os.path.realpath(file)
-        return path.startswith(os.path.realpath(source_dir) + os.sep)
+    """Whether FILE, as __FILE__ named it when compiled, is under source_dir.
+
+    Abseil's help strips a path's leading slashes (its NormalizeFilename), so
+    an absolute __FILE__ (a build outside ccache's base_dir, as in CI) shows as
+    "check/work/main/server/main.cc"; it is tried with the slash put back.
+    """
+    root = os.path.realpath(source_dir) + os.sep
+    if os.path.isabs(file) or os.path.realpath("/" + file).startswith(root):
+        return os.path.realpath("/" + file.lstrip("/")).startswith(root)
     parts = file.split("/")
     while parts and parts[0] in (".", ".."):
         parts.pop(0)
