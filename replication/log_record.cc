@@ -1,8 +1,8 @@
 #include "replication/log_record.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/persist/coding.h"
-#include "core/persist/crc32c.h"
+#include "core/base/coding.h"
+#include "core/base/crc32c.h"
 
 namespace clickd {
 

@@ -37,7 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "core/persist/env.h"
 #include "replication/jetstream_log.h"
 #include "replication/replica_snapshot.h"

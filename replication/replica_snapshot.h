@@ -7,7 +7,7 @@
 // published to JetStream (replication/snapshot_store.h), which carries the
 // same bytes.
 //
-// Format (all integers little-endian, as core/persist/coding.h writes them):
+// Format (all integers little-endian, as core/base/coding.h writes them):
 //
 //   bundle   := magic version sequence count model{count} crc
 //   magic    := "CLKDREP1"                        8 bytes

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <random>
 
-#include "core/persist/coding.h"
-#include "core/persist/crc32c.h"
+#include "core/base/coding.h"
+#include "core/base/crc32c.h"
 #include "gtest/gtest.h"
 
 namespace clickd {

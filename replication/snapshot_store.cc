@@ -6,8 +6,8 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "core/persist/coding.h"
-#include "core/persist/crc32c.h"
+#include "core/base/coding.h"
+#include "core/base/crc32c.h"
 
 namespace clickd {
 namespace {

@@ -10,7 +10,7 @@
 // interleave in the stream, so the manifest lists the stream sequence of
 // every chunk rather than assuming they are consecutive.
 //
-// Manifest (little-endian, core/persist/coding.h):
+// Manifest (little-endian, core/base/coding.h):
 //
 //   manifest := "CLKDMAN1" version:fixed32 sequence:fixed64 total_bytes:fixed64
 //               chunk_count:fixed32 first_chunk_stream_sequence:fixed64

@@ -14,7 +14,7 @@
 #include "core/features/example.h"
 #include "core/model/model.h"
 #include "core/model/model_config.h"
-#include "core/model/served_model.h"
+#include "core/serving/served_model.h"
 #include "server/limits.h"
 
 namespace clickd {

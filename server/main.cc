@@ -70,7 +70,7 @@
 #include "absl/time/time.h"
 #include "core/base/command_line.h"
 #include "core/base/mutex.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "google/protobuf/descriptor.h"
 #include "server/auth/authorizer.h"
 #include "server/auth/call_auth.h"

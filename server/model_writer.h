@@ -23,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "replication/replica.h"
 
 namespace clickd {

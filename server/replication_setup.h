@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "replication/jetstream_log.h"
 #include "replication/nats_connection.h"
 #include "replication/replica.h"

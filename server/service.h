@@ -1,7 +1,7 @@
 // ClickdService: the clickd.v1.Clickd gRPC service on the callback API.
 //
 // Thin by design: each handler converts the request (server/convert.h),
-// calls core (core/model/serving.h, core/model/registry.h) and converts the
+// calls core (core/model/serving.h, core/serving/registry.h) and converts the
 // status once, after checking the call's deadline.
 //
 // Isolation: the handlers only hand the call's work to the executor
@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "clickd/v1/clickd.grpc.pb.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "server/auth/call_auth.h"
 #include "server/executor.h"
 #include "server/limits.h"

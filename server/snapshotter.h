@@ -19,7 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 
 namespace clickd {
 

@@ -1,6 +1,6 @@
 #include "core/persist/batch_codec.h"
 
-#include "core/persist/coding.h"
+#include "core/base/coding.h"
 
 namespace clickd {
 namespace {

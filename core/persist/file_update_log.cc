@@ -6,8 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/persist/coding.h"
-#include "core/persist/crc32c.h"
+#include "core/base/coding.h"
+#include "core/base/crc32c.h"
 
 namespace clickd {
 namespace {

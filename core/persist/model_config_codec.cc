@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/persist/coding.h"
+#include "core/base/coding.h"
 
 namespace clickd {
 namespace {

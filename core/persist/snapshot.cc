@@ -1,8 +1,8 @@
 #include "core/persist/snapshot.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/persist/coding.h"
-#include "core/persist/crc32c.h"
+#include "core/base/coding.h"
+#include "core/base/crc32c.h"
 #include "core/persist/model_config_codec.h"
 
 namespace clickd {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "server/metrics/registry.h"
 
 namespace clickd::metrics {

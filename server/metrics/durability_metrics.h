@@ -14,7 +14,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "core/base/mutex.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "server/metrics/registry.h"
 
 namespace clickd::metrics {

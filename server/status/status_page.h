@@ -33,7 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "core/base/mutex.h"
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 #include "server/metrics/http_exporter.h"
 #include "server/status/status_json.h"
 

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/persist/crc32c.h"
+#include "core/base/crc32c.h"
 
 namespace clickd::dense_state {
 namespace {

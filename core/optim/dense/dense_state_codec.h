@@ -5,7 +5,7 @@
 //             aux:fixed32 rounds:fixed64 block* crc:fixed32
 //   string := length:fixed32 bytes[length]
 //   block  := rows:fixed32 cols:fixed32 double[rows * cols]  (column-major)
-//   crc    := masked CRC32C (core/persist/crc32c.h) of every byte before it
+//   crc    := masked CRC32C (core/base/crc32c.h) of every byte before it
 //
 // `kind` names the optimizer and its form ("ada_fd_da"), `aux` is the shape
 // parameter besides dim (tau for the sketches, 0 otherwise). Each optimizer
@@ -26,7 +26,7 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/persist/coding.h"
+#include "core/base/coding.h"
 
 namespace clickd::dense_state {
 

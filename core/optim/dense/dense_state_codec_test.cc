@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/persist/crc32c.h"
+#include "core/base/crc32c.h"
 #include "gtest/gtest.h"
 
 namespace clickd::dense_state {

@@ -11,7 +11,7 @@
 #include "Eigen/Eigenvalues"
 #include "absl/strings/str_cat.h"
 #include "core/optim/dense/metagrad_grid.h"
-#include "core/persist/coding.h"
+#include "core/base/coding.h"
 
 namespace clickd {
 namespace {

@@ -7,8 +7,8 @@
 // Thread safety: safe for concurrent access. Learning and snapshots
 // synchronize in the journal and the model; the metrics and the snapshot
 // statistics are guarded by their own locks, held only to add or read.
-#ifndef CLICKD_CORE_MODEL_SERVED_MODEL_H_
-#define CLICKD_CORE_MODEL_SERVED_MODEL_H_
+#ifndef CLICKD_CORE_SERVING_SERVED_MODEL_H_
+#define CLICKD_CORE_SERVING_SERVED_MODEL_H_
 
 #include <atomic>
 #include <chrono>
@@ -152,4 +152,4 @@ class ServedModel {
 
 }  // namespace clickd
 
-#endif  // CLICKD_CORE_MODEL_SERVED_MODEL_H_
+#endif  // CLICKD_CORE_SERVING_SERVED_MODEL_H_

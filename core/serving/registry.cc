@@ -1,4 +1,4 @@
-#include "core/model/registry.h"
+#include "core/serving/registry.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // ServedModel's monitoring state: the recent window runs on the injected
 // clock, and the counters count.
-#include "core/model/served_model.h"
+#include "core/serving/served_model.h"
 
 #include <chrono>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "core/persist/crc32c.h"
+#include "core/base/crc32c.h"
 
 #include <string>
 

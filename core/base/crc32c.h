@@ -2,8 +2,8 @@
 // Abseil 20220623 has no absl/crc, so this is a table-driven implementation
 // (slicing by 8), checked against the standard value 0xE3069283 for
 // "123456789". Pure functions.
-#ifndef CLICKD_CORE_PERSIST_CRC32C_H_
-#define CLICKD_CORE_PERSIST_CRC32C_H_
+#ifndef CLICKD_CORE_BASE_CRC32C_H_
+#define CLICKD_CORE_BASE_CRC32C_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -25,4 +25,4 @@ inline uint32_t Unmask(uint32_t masked) {
 
 }  // namespace clickd::crc32c
 
-#endif  // CLICKD_CORE_PERSIST_CRC32C_H_
+#endif  // CLICKD_CORE_BASE_CRC32C_H_

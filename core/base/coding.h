@@ -1,8 +1,8 @@
 // Little-endian fixed-width encoding for the on-disk formats, and a
 // bounds-checked decoder that never reads past its input (the readers are
 // fuzzed). Header-only, pure.
-#ifndef CLICKD_CORE_PERSIST_CODING_H_
-#define CLICKD_CORE_PERSIST_CODING_H_
+#ifndef CLICKD_CORE_BASE_CODING_H_
+#define CLICKD_CORE_BASE_CODING_H_
 
 #include <cstdint>
 #include <cstring>
@@ -100,4 +100,4 @@ class Decoder {
 
 }  // namespace clickd::coding
 
-#endif  // CLICKD_CORE_PERSIST_CODING_H_
+#endif  // CLICKD_CORE_BASE_CODING_H_

@@ -13,8 +13,8 @@
 // reader/writer lock, held only to copy or swap a shared_ptr; creates and
 // deletes also serialize on a second lock, held across their disk work, so
 // that two of them never race on one directory.
-#ifndef CLICKD_CORE_MODEL_REGISTRY_H_
-#define CLICKD_CORE_MODEL_REGISTRY_H_
+#ifndef CLICKD_CORE_SERVING_REGISTRY_H_
+#define CLICKD_CORE_SERVING_REGISTRY_H_
 
 #include <cstdint>
 #include <functional>
@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
 #include "core/model/model.h"
-#include "core/model/served_model.h"
+#include "core/serving/served_model.h"
 #include "core/persist/model_journal.h"
 
 namespace clickd {
@@ -107,4 +107,4 @@ class ModelRegistry {
 
 }  // namespace clickd
 
-#endif  // CLICKD_CORE_MODEL_REGISTRY_H_
+#endif  // CLICKD_CORE_SERVING_REGISTRY_H_

@@ -1,4 +1,4 @@
-#include "core/model/served_model.h"
+#include "core/serving/served_model.h"
 
 #include <chrono>
 
