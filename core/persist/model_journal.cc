@@ -7,9 +7,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/persist/batch_codec.h"
 #include "core/base/coding.h"
 #include "core/base/crc32c.h"
+#include "core/persist/batch_codec.h"
 #include "core/persist/file_update_log.h"
 #include "core/persist/snapshot.h"
 
