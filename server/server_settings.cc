@@ -1,0 +1,317 @@
+#include "server/server_settings.h"
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/auth/authorizer.h"
+#include "server/auth/tls.h"
+#include "server/flag_checks.h"
+#include "server/replication_setup.h"
+#include "server/server_config.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port to listen on");
+ABSL_FLAG(std::string, config, "", "JSON file declaring models (clickd.v1.ServerConfig)");
+ABSL_FLAG(bool, default_model, true,
+          "serve the embedded model \"default\" (FTRL-Proximal, logistic) unless the config "
+          "declares one by that name");
+ABSL_FLAG(int, threads, 0,
+          "upper bound on gRPC's worker threads (0: gRPC's default, about one per core)");
+ABSL_FLAG(uint64_t, max_candidates, 1000, "limit on candidates per Predict");
+ABSL_FLAG(uint64_t, max_features_per_example, 4096, "limit on features per example");
+ABSL_FLAG(uint64_t, max_examples_per_update, 10000, "limit on examples per Update message");
+ABSL_FLAG(int, max_message_bytes, 16 << 20, "limit on a request's size");
+ABSL_FLAG(uint64_t, max_features_after_interactions, 65536,
+          "limit on the features one example yields after the model's interactions, dense "
+          "values and bias included (for Predict: a candidate with its context)");
+ABSL_FLAG(uint64_t, max_features_per_request, 4'000'000,
+          "limit on the features after interactions of a whole Predict (the context once plus "
+          "each candidate's) or Update message (every example)");
+ABSL_FLAG(uint64_t, max_inline_predict_features, 1024,
+          "a Predict yielding at most this many features after interactions is scored on the "
+          "gRPC thread that received it, since handing it to a worker costs more (0: never)");
+ABSL_FLAG(int, worker_threads, 0,
+          "threads that run the model work of calls, off gRPC's threads (0: four per core; "
+          "durable learners spend most of their time waiting for a disk sync, and several "
+          "learners of one model share a sync)");
+ABSL_FLAG(int, max_queued_calls, 1024,
+          "calls waiting for a worker before new ones are refused with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_learners_per_model, 0,
+          "calls that may learn (or wait on) one model at once; further ones wait without a "
+          "worker (0: half the workers, at least 1)");
+ABSL_FLAG(uint64_t, max_models, 256,
+          "limit on the models one process holds; CreateModel beyond it is RESOURCE_EXHAUSTED "
+          "(models restored from --data_dir always load)");
+ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long SIGTERM waits for in-flight calls");
+ABSL_FLAG(std::string, data_dir, "",
+          "directory for the models' snapshots and update logs (empty: models live in memory "
+          "only and are lost on exit)");
+ABSL_FLAG(std::string, update_log_sync, "every_request",
+          "when the update log is synced to disk: every_request (an update is acknowledged "
+          "once on disk), interval (every --update_log_sync_interval_ms), none (by the OS)");
+ABSL_FLAG(int, update_log_sync_interval_ms, 100, "sync period for --update_log_sync=interval");
+ABSL_FLAG(bool, recover_damaged_log, false,
+          "start despite a damaged update log: keep each model's records before the damage, "
+          "move the damaged segments aside and report what was dropped (docs/durability.md)");
+ABSL_FLAG(absl::Duration, snapshot_interval, absl::Minutes(5),
+          "how often models that learned since their last snapshot are snapshotted (0: only on "
+          "demand and at shutdown)");
+ABSL_FLAG(int, keep_snapshots, 2, "snapshots kept per model (the newest K; at least 1)");
+ABSL_FLAG(bool, snapshot_on_shutdown, true,
+          "snapshot models that learned since their last snapshot when stopping on SIGTERM");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
+          "address of the Prometheus /metrics endpoint (0.0.0.0 to expose it, e.g. in a "
+          "container)");
+ABSL_FLAG(int, metrics_port, 9464, "port of the Prometheus /metrics endpoint; 0 disables it");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain of the server: with --tls_key_file, gRPC is served over TLS "
+          "(empty: plaintext)");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: clients must present a certificate it signed (mTLS)");
+ABSL_FLAG(int, tls_refresh_interval_seconds, 60,
+          "how often the TLS files are re-read: rotated certificates are served to new "
+          "connections without a restart");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "file of `ROLE TOKEN` lines (roles predict, learn, admin): calls need "
+          "`authorization: Bearer TOKEN` (docs/security.md)");
+ABSL_FLAG(std::string, auth_cert_roles_file, "",
+          "file of `ROLE NAME` lines: a client certificate whose CN or SAN is NAME has ROLE "
+          "(needs --tls_client_ca_file)");
+ABSL_FLAG(int, auth_reload_interval_seconds, 60,
+          "how often the auth files are checked for changes and re-read (0: read at start "
+          "only)");
+ABSL_FLAG(std::string, admin_address, "",
+          "HOST:PORT serving CreateModel, DeleteModel and SnapshotModel, which --address then "
+          "refuses (empty: --address serves them)");
+ABSL_FLAG(std::string, health_address, "",
+          "HOST:PORT serving only grpc.health.v1, in plaintext, for probes that cannot use TLS "
+          "(empty: none)");
+ABSL_FLAG(bool, reflection, false, "serve gRPC server reflection (on every address)");
+
+namespace clickd {
+namespace {
+
+// The models --config declares, and the embedded default model.
+absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels() {
+  std::vector<ModelConfig> configs;
+  if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
+    auto loaded = LoadServerConfig(path);
+    if (!loaded.ok()) return loaded.status();
+    configs = *std::move(loaded);
+  }
+  const bool declared_default = std::any_of(
+      configs.begin(), configs.end(), [](const ModelConfig& c) { return c.name == "default"; });
+  if (absl::GetFlag(FLAGS_default_model) && !declared_default) {
+    configs.push_back(DefaultModelConfig());
+  }
+  return configs;
+}
+
+absl::StatusOr<DurabilityOptions> DurabilityFromFlags() {
+  DurabilityOptions options;
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  auto sync = ParseSyncMode(absl::GetFlag(FLAGS_update_log_sync));
+  if (!sync.ok()) return sync.status();
+  options.journal.log.sync = *sync;
+  const int interval_ms = absl::GetFlag(FLAGS_update_log_sync_interval_ms);
+  if (interval_ms < 1 || interval_ms > 60'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--update_log_sync_interval_ms=", interval_ms, " must be in [1, 60000]"));
+  }
+  options.journal.log.sync_interval = std::chrono::milliseconds(interval_ms);
+  options.journal.salvage_damaged_log = absl::GetFlag(FLAGS_recover_damaged_log);
+  const int keep = absl::GetFlag(FLAGS_keep_snapshots);
+  if (keep < 1 || keep > 1000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keep_snapshots=", keep, " must be in [1, 1000]"));
+  }
+  options.journal.keep_snapshots = keep;
+  if (absl::GetFlag(FLAGS_snapshot_interval) < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--snapshot_interval must not be negative");
+  }
+  return options;
+}
+
+absl::StatusOr<Security> SecurityFromFlags() {
+  const std::pair<const char*, std::string> addresses[] = {
+      {"--admin_address", absl::GetFlag(FLAGS_admin_address)},
+      {"--health_address", absl::GetFlag(FLAGS_health_address)}};
+  for (const auto& [flag, address] : addresses) {
+    if (address.empty()) continue;
+    if (absl::Status s = auth::CheckAddress(flag, address); !s.ok()) return s;
+  }
+  Security security;
+  auth::TlsFiles files;
+  files.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  files.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  files.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  files.refresh_interval_seconds = absl::GetFlag(FLAGS_tls_refresh_interval_seconds);
+  security.tls = !files.cert_file.empty() || !files.key_file.empty();
+  security.client_certificates = !files.client_ca_file.empty();
+  security.tls_refresh_interval_seconds = files.refresh_interval_seconds;
+  if (!security.tls && !files.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_client_ca_file needs --tls_cert_file and --tls_key_file");
+  }
+  if (security.tls) {
+    auto credentials = auth::TlsServerCredentialsFromFiles(files);
+    if (!credentials.ok()) return credentials.status();
+    security.credentials = *std::move(credentials);
+  } else {
+    security.credentials = grpc::InsecureServerCredentials();
+  }
+  const std::string tokens = absl::GetFlag(FLAGS_auth_tokens_file);
+  const std::string cert_roles = absl::GetFlag(FLAGS_auth_cert_roles_file);
+  if (!cert_roles.empty() && files.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--auth_cert_roles_file needs --tls_client_ca_file (client certificates under mTLS)");
+  }
+  const int reload = absl::GetFlag(FLAGS_auth_reload_interval_seconds);
+  if (reload < 0 || reload > 86'400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth_reload_interval_seconds=", reload, " must be in [0, 86400]"));
+  }
+  security.auth_reload_interval_seconds = reload;
+  if (!tokens.empty() || !cert_roles.empty()) {
+    auto loaded = auth::AuthFiles::Load(tokens, cert_roles);
+    if (!loaded.ok()) return loaded.status();
+    security.auth = *std::move(loaded);
+  }
+  return security;
+}
+
+// The flags of the listening address, gRPC and the request limits, checked
+// before anything starts: a typo stops the server with exit 2 naming the
+// flag and its range (docs/operations.md lists them).
+absl::Status CheckServingFlags() {
+  if (absl::Status s = auth::CheckAddress("--address", absl::GetFlag(FLAGS_address)); !s.ok()) {
+    return s;
+  }
+  const struct {
+    const char* name;
+    int64_t value, lo, hi;
+  } ranges[] = {
+      {"threads", absl::GetFlag(FLAGS_threads), 0, 1024},
+      {"max_candidates", static_cast<int64_t>(absl::GetFlag(FLAGS_max_candidates)), 1, 1'000'000},
+      {"max_features_per_example",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_features_per_example)), 1, 1 << 20},
+      {"max_examples_per_update",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_examples_per_update)), 1, 1'000'000},
+      {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, 1 << 30},
+      {"max_models", static_cast<int64_t>(absl::GetFlag(FLAGS_max_models)), 1, 100'000},
+      {"max_inline_predict_features",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_predict_features)), 0, 65536},
+      {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
+  };
+  for (const auto& r : ranges) {
+    // uint64 flags above INT64_MAX read as negative here, and are refused too.
+    if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+Limits LimitsFromFlags() {
+  Limits limits;
+  limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
+  limits.max_features_per_example = absl::GetFlag(FLAGS_max_features_per_example);
+  limits.max_examples_per_update = absl::GetFlag(FLAGS_max_examples_per_update);
+  limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  limits.max_features_after_interactions = absl::GetFlag(FLAGS_max_features_after_interactions);
+  limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);
+  limits.max_inline_predict_features = absl::GetFlag(FLAGS_max_inline_predict_features);
+  return limits;
+}
+
+// The flags of the request costs and of the executor (server/executor.h),
+// checked: the limits must hold at least one example and stay small enough
+// that an accepted request, and its replay at restart, fits in memory.
+absl::StatusOr<ExecutorOptions> IsolationFromFlags() {
+  constexpr uint64_t kMaxPerExample = uint64_t{1} << 26;  // 64M features: 1 GiB hashed
+  const uint64_t per_example = absl::GetFlag(FLAGS_max_features_after_interactions);
+  if (per_example < 1 || per_example > kMaxPerExample) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_features_after_interactions=", per_example, " must be in [1, ",
+                     kMaxPerExample, "]"));
+  }
+  const uint64_t per_request = absl::GetFlag(FLAGS_max_features_per_request);
+  if (per_request < per_example || per_request > (uint64_t{1} << 32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_features_per_request=", per_request,
+                     " must be in [--max_features_after_interactions, 2^32]"));
+  }
+  const int grace = absl::GetFlag(FLAGS_shutdown_grace_seconds);
+  if (grace < 0 || grace > 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shutdown_grace_seconds=", grace, " must be in [0, 3600]"));
+  }
+  ExecutorOptions options;
+  const int threads = absl::GetFlag(FLAGS_worker_threads);
+  if (threads < 0 || threads > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--worker_threads=", threads, " must be in [0, 1024]"));
+  }
+  options.threads = threads > 0
+                        ? threads
+                        : 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int queued = absl::GetFlag(FLAGS_max_queued_calls);
+  if (queued < 1 || queued > 1'000'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_queued_calls=", queued, " must be in [1, 1000000]"));
+  }
+  options.max_queued = static_cast<size_t>(queued);
+  const int learners = absl::GetFlag(FLAGS_max_learners_per_model);
+  if (learners < 0 || learners > options.threads) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_learners_per_model=", learners,
+                                                   " must be in [0, ", options.threads,
+                                                   "] (the worker threads)"));
+  }
+  options.max_running_per_key = learners > 0 ? learners : std::max(1, options.threads / 2);
+  return options;
+}
+
+Addresses AddressesFromFlags() {
+  Addresses addresses;
+  addresses.main = absl::GetFlag(FLAGS_address);
+  addresses.admin = absl::GetFlag(FLAGS_admin_address);
+  addresses.health = absl::GetFlag(FLAGS_health_address);
+  addresses.grpc_threads = absl::GetFlag(FLAGS_threads);
+  addresses.reflection = absl::GetFlag(FLAGS_reflection);
+  addresses.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  addresses.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  return addresses;
+}
+
+}  // namespace
+
+absl::StatusOr<ServerSettings> ServerSettingsFromFlags() {
+  ServerSettings settings;
+  auto durability = DurabilityFromFlags();
+  if (!durability.ok()) return durability.status();
+  settings.durability = *std::move(durability);
+  auto isolation = IsolationFromFlags();
+  if (!isolation.ok()) return isolation.status();
+  settings.isolation = *isolation;
+  auto security = SecurityFromFlags();
+  if (!security.ok()) return security.status();
+  settings.security = *std::move(security);
+  if (absl::Status s = CheckServingFlags(); !s.ok()) return s;
+  auto replicated = ReplicationFromFlags();
+  if (!replicated.ok()) return replicated.status();
+  settings.replicated = *replicated;
+  auto configured = ConfiguredModels();
+  if (!configured.ok()) return configured.status();
+  settings.configured_models = *std::move(configured);
+  settings.addresses = AddressesFromFlags();
+  settings.limits = LimitsFromFlags();
+  settings.max_models = absl::GetFlag(FLAGS_max_models);
+  settings.snapshot_interval = absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval));
+  settings.snapshot_on_shutdown = absl::GetFlag(FLAGS_snapshot_on_shutdown);
+  settings.shutdown_grace = std::chrono::seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  return settings;
+}
+
+}  // namespace clickd
