@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tests/child_process.h"
 
 // The process handling below follows tests/server_process.cc, which starts
 // clickd; it is not shared because that library links gRPC and builds clickd.
@@ -172,12 +173,6 @@ absl::StatusOr<int> AgreedLeader(const std::vector<GroupView>& views, const std:
       absl::StrCat("no agreed leader of ", group, " (", absl::StrJoin(seen, ", "), ")"));
 }
 
-std::string ExitText(int wait_status) {
-  if (WIFEXITED(wait_status)) return absl::StrCat("exit ", WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) return absl::StrCat("signal ", WTERMSIG(wait_status));
-  return absl::StrCat("wait status ", wait_status);
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NatsCluster>> NatsCluster::Start(
@@ -285,47 +280,28 @@ absl::Status NatsCluster::WriteConfig(int node) const {
 }
 
 absl::Status NatsCluster::Spawn(int node) {
-  // Everything the child needs is built before fork: between fork and exec
-  // only async-signal-safe calls are allowed.
-  std::vector<std::string> argv_strings = {binary_, "-c", ConfigPath(node)};
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  const std::vector<std::string> argv = {binary_, "-c", ConfigPath(node)};
   const std::string log_path = LogPath(node);
-  const pid_t parent = getpid();
   AppendToFile(log_path, absl::StrCat("--- NatsCluster: starting ", NodeName(node), ": ",
-                                      absl::StrJoin(argv_strings, " "), "\n"));
-
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int in = open("/dev/null", O_RDONLY);
-    const int out = open(log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-    if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  pids_[node] = pid;
+                                      absl::StrJoin(argv, " "), "\n"));
+  auto pid = testing::Spawn(argv, {.stdout_path = log_path, .append = true});
+  if (!pid.ok()) return pid.status();
+  pids_[node] = *pid;
   return absl::OkStatus();
 }
 
 bool NatsCluster::Poll(int node) {
   if (pids_[node] <= 0) return false;
-  int status = 0;
-  pid_t r;
-  do {
-    r = waitpid(pids_[node], &status, WNOHANG);
-  } while (r < 0 && errno == EINTR);
-  if (r != pids_[node]) return true;
-  AppendToFile(LogPath(node), absl::StrCat("--- NatsCluster: ", NodeName(node), " (pid ",
-                                           pids_[node], ") ended: ", ExitText(status), "\n"));
-  pids_[node] = -1;
+  std::optional<ExitStatus> status = Reap(pids_[node]);
+  if (!status.has_value()) return true;
+  NoteEnded(node, *status);
   return false;
+}
+
+void NatsCluster::NoteEnded(int node, const ExitStatus& status) {
+  AppendToFile(LogPath(node), absl::StrCat("--- NatsCluster: ", NodeName(node), " (pid ",
+                                           pids_[node], ") ended: ", status.ToString(), "\n"));
+  pids_[node] = -1;
 }
 
 std::vector<int> NatsCluster::Running() {
@@ -350,13 +326,7 @@ void NatsCluster::Terminate(const std::vector<int>& nodes, int signal, std::chro
                    absl::StrCat("--- NatsCluster: ", NodeName(node), " still running ",
                                 grace.count(), " s after signal ", signal, ": SIGKILL\n"));
     }
-    kill(pids_[node], SIGKILL);
-    int status = 0;
-    while (waitpid(pids_[node], &status, 0) < 0 && errno == EINTR) {
-    }
-    AppendToFile(LogPath(node), absl::StrCat("--- NatsCluster: ", NodeName(node), " (pid ",
-                                             pids_[node], ") ended: ", ExitText(status), "\n"));
-    pids_[node] = -1;
+    NoteEnded(node, WaitOrKill(pids_[node], milliseconds(0)));
   }
 }
 

@@ -43,6 +43,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
+#include "tests/child_process.h"
 
 namespace clickd::testing {
 
@@ -128,6 +129,8 @@ class NatsCluster {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reaps a node that exited by itself; true if it is running.
   bool Poll(int node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs how `node` ended and forgets its pid.
+  void NoteEnded(int node, const ExitStatus& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The nodes running now.
   std::vector<int> Running();
   // Every node's log tail, for error messages.

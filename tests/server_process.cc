@@ -25,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/child_process.h"
 
 namespace clickd::testing {
 namespace {
@@ -54,74 +55,17 @@ absl::StatusOr<std::string> MakeLogFile() {
   return path;
 }
 
-// Starts `binary` with `args`, stdin from /dev/null, stdout and stderr to
-// `log_path`. The child gets SIGKILL if the thread that started it dies, so
-// a crashed test leaves no server behind.
+// Starts `binary` with `args`, its stdout and stderr to `log_path`.
 absl::StatusOr<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
                             const std::string& log_path) {
-  // Everything the child needs is built before fork: between fork and exec
-  // only async-signal-safe calls are allowed.
-  std::vector<std::string> argv_strings = {binary};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t parent = getpid();
-
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    const int in = open("/dev/null", O_RDONLY);
-    const int out = open(log_path.c_str(), O_WRONLY | O_TRUNC);
-    if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(127);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Reaps `pid` if it has exited.
-std::optional<ExitStatus> Reap(pid_t pid) {
-  int status = 0;
-  pid_t r;
-  do {
-    r = waitpid(pid, &status, WNOHANG);
-  } while (r < 0 && errno == EINTR);
-  if (r == pid) return ExitStatus{status};
-  return std::nullopt;
-}
-
-// Waits for `pid` to exit, SIGKILLing it after `timeout`.
-ExitStatus WaitOrKill(pid_t pid, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (auto status = Reap(pid)) return *status;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return ExitStatus{status};
+  std::vector<std::string> argv = {binary};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::Spawn(argv, {.stdout_path = log_path});
 }
 
 std::string DefaultBinary() { return CLICKD_BINARY; }
 
 }  // namespace
-
-bool ExitStatus::exited() const { return WIFEXITED(wait_status); }
-int ExitStatus::code() const { return exited() ? WEXITSTATUS(wait_status) : -1; }
-int ExitStatus::signal() const { return WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0; }
-
-std::string ExitStatus::ToString() const {
-  if (exited()) return absl::StrCat("exit ", code());
-  return absl::StrCat("signal ", signal());
-}
 
 absl::StatusOr<int> FindFreePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -44,19 +44,9 @@
 #include "absl/status/statusor.h"
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "grpc/health/v1/health.pb.h"
+#include "tests/child_process.h"
 
 namespace clickd::testing {
-
-// How a child process ended, from its wait status.
-struct ExitStatus {
-  int wait_status = 0;
-
-  bool exited() const;
-  int code() const;    // the exit code, or -1 if a signal ended it
-  int signal() const;  // the terminating signal, or 0
-  // "exit 0", "exit 2", "signal 9".
-  std::string ToString() const;
-};
 
 struct ServerOptions {
   // Flags after --address and --metrics_port=0 (no /metrics endpoint unless

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/child_process.h"
 
 namespace clickd {
 namespace testing {
@@ -56,18 +57,9 @@ const nlohmann::ordered_json* FindKey(const nlohmann::ordered_json& value, const
 
 BackgroundCommand::BackgroundCommand(const std::string& command)
     : out_path_(TempPath("out")), err_path_(TempPath("err")) {
-  pid_ = fork();
-  if (pid_ == 0) {
-    setpgid(0, 0);
-    const int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (out < 0 || err < 0) _exit(127);
-    dup2(out, STDOUT_FILENO);
-    dup2(err, STDERR_FILENO);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  if (pid_ > 0) setpgid(pid_, pid_);  // either side may run first
+  auto pid = Spawn({"/bin/sh", "-c", command},
+                   {.stdout_path = out_path_, .stderr_path = err_path_, .own_process_group = true});
+  pid_ = pid.ok() ? *pid : -1;
 }
 
 BackgroundCommand::~BackgroundCommand() {
@@ -77,19 +69,9 @@ BackgroundCommand::~BackgroundCommand() {
 CommandResult BackgroundCommand::Finish(absl::Duration timeout) {
   CommandResult result;
   if (pid_ <= 0) return result;
-  const absl::Time deadline = absl::Now() + timeout;
-  int status = 0;
-  pid_t done = 0;
-  while ((done = waitpid(pid_, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (done == 0) {
-    kill(-pid_, SIGKILL);
-    waitpid(pid_, &status, 0);
-  } else {
-    kill(-pid_, SIGKILL);  // whatever the shell left behind
-  }
-  result.exit_code = done == pid_ && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // The whole group goes: whatever the shell left behind too.
+  const ExitStatus status = WaitOrKill(pid_, absl::ToChronoMilliseconds(timeout), /*group=*/true);
+  result.exit_code = status.code();
   result.out = ReadAndRemove(out_path_);
   result.err = ReadAndRemove(err_path_);
   pid_ = -1;
