@@ -33,6 +33,7 @@ using ::clickd::testing::ParseLastLine;
 using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerOptions;
 using ::clickd::testing::ServerProcess;
+using ::clickd::testing::TempFile;
 
 const std::string kIpinyou = std::string(CLICKD_SHARED_DATA) + "/ipinyou/train.fm.txt";
 
@@ -41,12 +42,6 @@ const std::string kIpinyou = std::string(CLICKD_SHARED_DATA) + "/ipinyou/train.f
 // floats, as the offline replay's are inside ProgressiveMetrics, so the
 // figures should be identical. The tolerance is a margin of safety only.
 constexpr double kRelativeTolerance = 1e-9;
-
-std::string WriteTemp(const std::string& name, const std::string& contents) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/", getpid(), "_", name);
-  std::ofstream(path) << contents;
-  return path;
-}
 
 // Runs clickctl with `args` (shell syntax), killed after 120 s at most.
 CommandResult Clickctl(const std::string& args) {
@@ -178,9 +173,10 @@ TEST_F(ClickctlNetworkTest, PredictAndUpdateFromFlagsAndJson) {
   EXPECT_EQ(JsonNumber(json, "model_version"), 1);
   EXPECT_GT(JsonNumber(json, "/predictions/0/margin"), JsonNumber(json, "/predictions/1/margin"));
 
-  const std::string update_json = WriteTemp("update.json", R"({"model": "ctr", "examples": [
+  const TempFile update_json_file("update.json", R"({"model": "ctr", "examples": [
       {"label": 0, "example": {"namespaces": [{"name": "ad", "features": [{"id": "8"}]}]}},
       {"label": 1, "importance": 2, "example": {}}]})");
+  const std::string& update_json = update_json_file.path();
   r = Run("update --json --request_json=" + update_json);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(JsonNumber(LastLine(r.out), "applied"), 2);
@@ -286,7 +282,8 @@ TEST_F(ClickctlNetworkTest, ReplayStoppedByTheServerReportsWhatWasAcknowledged) 
   lines += "1";
   for (int f = 1; f <= 20; ++f) lines += absl::StrCat(" ", f, ":1");
   lines += "\n0 3:1\n";
-  const std::string path = WriteTemp("too_wide.libsvm", lines);
+  const TempFile file("too_wide.libsvm", lines);
+  const std::string& path = file.path();
   const CommandResult r =
       Run("replay --format=libsvm --json --create_model --model=wide --batch_size=100 " + path);
   EXPECT_EQ(r.exit_code, 1);
@@ -300,7 +297,8 @@ TEST_F(ClickctlNetworkTest, ReplayStoppedByTheServerReportsWhatWasAcknowledged) 
 
 TEST_F(ClickctlNetworkTest, ReplayStopsAtABadLineAfterSendingTheLinesBeforeIt) {
   StartServer();
-  const std::string path = WriteTemp("bad.libsvm", "1 3:1 4:1\n0 5:1\n1 3:1\n0 5:oops\n1 3:1\n");
+  const TempFile file("bad.libsvm", "1 3:1 4:1\n0 5:1\n1 3:1\n0 5:oops\n1 3:1\n");
+  const std::string& path = file.path();
   CommandResult r = Run("replay --format=libsvm --json --create_model --model=bad " + path);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Has(r.err, path + ":4:")) << r.err;

@@ -16,16 +16,11 @@ using ::clickd::testing::CommandResult;
 using ::clickd::testing::JsonNumber;
 using ::clickd::testing::JsonText;
 using ::clickd::testing::LastLine;
+using ::clickd::testing::TempFile;
 
 // Runs clickctl with `args` (shell syntax), killed after 300 s at most.
 CommandResult RunClickctl(const std::string& args) {
   return ::clickd::testing::RunCommand(absl::StrCat(CLICKCTL_PATH, " ", args), absl::Seconds(300));
-}
-
-std::string WriteTemp(const std::string& name, const std::string& contents) {
-  const std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path) << contents;
-  return path;
 }
 
 TEST(ClickctlReplay, IpinyouJsonHasEveryField) {
@@ -79,14 +74,16 @@ TEST(ClickctlReplay, CriteoReplays) {
 }
 
 TEST(ClickctlReplay, MalformedLineStopsWithFileAndLine) {
-  const std::string path = WriteTemp("bad.libsvm", "1 3:1 4:1\n0 5:oops\n1 3:1\n");
+  const TempFile file("bad.libsvm", "1 3:1 4:1\n0 5:oops\n1 3:1\n");
+  const std::string& path = file.path();
   const CommandResult r = RunClickctl("replay --offline --format=libsvm " + path);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(path + ":2:"), std::string::npos) << r.err;
 }
 
 TEST(ClickctlReplay, SkipBadLinesCountsAndReports) {
-  const std::string path = WriteTemp("bad2.libsvm", "1 3:1 4:1\n0 5:oops\n0.5 3:1\n1 3:1\n0 4:1\n");
+  const TempFile file("bad2.libsvm", "1 3:1 4:1\n0 5:oops\n0.5 3:1\n1 3:1\n0 4:1\n");
+  const std::string& path = file.path();
   const CommandResult r =
       RunClickctl("replay --offline --format=libsvm --skip_bad_lines --json " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -78,6 +78,13 @@ CommandResult BackgroundCommand::Finish(absl::Duration timeout) {
   return result;
 }
 
+TempFile::TempFile(const std::string& name, const std::string& contents)
+    : path_(TempPath(name.c_str())) {
+  std::ofstream(path_) << contents;
+}
+
+TempFile::~TempFile() { std::remove(path_.c_str()); }
+
 CommandResult RunCommand(const std::string& command, absl::Duration timeout) {
   return BackgroundCommand(command).Finish(timeout);
 }

@@ -41,6 +41,21 @@ class BackgroundCommand {
   std::string err_path_;
 };
 
+// A file in the test's temporary directory (TEST_TMPDIR or /tmp), named
+// uniquely after `name`, holding `contents`; removed when this goes.
+class TempFile {
+ public:
+  TempFile(const std::string& name, const std::string& contents);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  const std::string path_;
+};
+
 // Runs `command` with /bin/sh, killed after `timeout`.
 CommandResult RunCommand(const std::string& command, absl::Duration timeout);
 
