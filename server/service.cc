@@ -266,7 +266,9 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   thread_local HashedCandidates hashed;
   // A large request's buffers are not kept for the thread's next one.
   absl::Cleanup release = [] {
-    if (hashed.features.capacity() > kKeptHashedFeatures) hashed = HashedCandidates();
+    if (hashed.features.capacity() + hashed.context.features.capacity() > kKeptHashedFeatures) {
+      hashed = HashedCandidates();
+    }
   };
   const Model& model = (*served)->model();
   if (absl::Status s = HashPredictRequest(request, model, limits_, &hashed); !s.ok()) return s;

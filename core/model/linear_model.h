@@ -70,11 +70,10 @@ class LinearModel final : public Model {
     store_.WithKeysReadLocked(lists, [&](auto&& lookup) {
       // Under the shard locks, as a learner advances it under its own.
       const RoundContext round = CurrentRound();
-      size_t i = 0;
       for (size_t l = 0; l < lists.size(); ++l) {
         double margin = 0;
         for (const HashedFeature& f : lists[l]) {
-          const CoordinateState* state = lookup(i++, f.key);
+          const CoordinateState* state = lookup(f.key);
           if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
         }
         out[l] = margin;

@@ -56,8 +56,8 @@ class ShardedStore {
 
   // Calls fn(lookup) holding the reader lock of every shard that a key of
   // `lists` (a range of ranges of items with a `.key`) maps to, where
-  // lookup(i, key) returns the state of `key`, the i-th key of all lists in
-  // order (whose shard is known by then), or null if absent. Locks are taken in ascending shard
+  // lookup(key) returns the state of `key` (one of those keys), or null if
+  // absent. Locks are taken in ascending shard
   // order, as WithKeysLocked takes its writer locks, so the two cannot deadlock; and since a
   // learning step holds all its shards' writer locks, fn sees each step on those shards either
   // whole or not at all, for every key at once. One lock per touched shard instead of one per key:
@@ -65,16 +65,13 @@ class ShardedStore {
   // cannot follow locks taken in loops: see WithKeysLocked.)
   template <typename Lists, typename Fn>
   void WithKeysReadLocked(const Lists& lists, Fn&& fn) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    thread_local std::vector<int> shard_of;  // per key, in order
     thread_local std::vector<int> touched;
     thread_local std::vector<uint8_t> is_touched;
-    shard_of.clear();
     touched.clear();
     is_touched.assign(num_shards_, 0);
     for (const auto& list : lists) {
       for (const auto& item : list) {
         const int s = ShardIndex(item.key);
-        shard_of.push_back(s);
         if (!is_touched[s]) {
           is_touched[s] = 1;
           touched.push_back(s);
@@ -83,12 +80,11 @@ class ShardedStore {
     }
     std::sort(touched.begin(), touched.end());
     for (int s : touched) shards_[s].mu.ReaderLock();
-    auto lookup = [this](int shard, uint64_t key) -> const State* {
-      const Map& map = UnsafeMap(shard);
+    fn([this](uint64_t key) -> const State* {
+      const Map& map = UnsafeMap(ShardIndex(key));
       auto it = map.find(key);
       return it == map.end() ? nullptr : &it->second;
-    };
-    fn([&](size_t i, uint64_t key) { return lookup(shard_of[i], key); });
+    });
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.ReaderUnlock();
   }
 
