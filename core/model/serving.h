@@ -27,7 +27,9 @@ struct CandidateScore {
 // hashed and its partial margin computed once, so the cost grows with
 // |context| + sum |candidate| (plus the crosses the model asks for), not
 // with |context| x #candidates. Dense values (checked by CheckDenseValues)
-// add the dense block's margin.
+// add the dense block's margin. Scores each list with its own Model::Margin
+// call: the form for tools and tests, and the reference the server's
+// hashed form below is tested against (wire/predict_request_test.cc).
 std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& context,
                                             absl::Span<const Example> candidates);
 
