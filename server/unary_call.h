@@ -2,6 +2,14 @@
 // response messages (on one protobuf arena, freed when the last holder of
 // the call lets go) and its single finish.
 //
+// The arena is what gRPC's callback MessageAllocator would give a
+// generated method (the suggestion); the service's methods are raw
+// (ByteBuffer) and parse their own requests (server/raw_message.h), so the
+// call owns the arena instead. Its first block is part of the call, so a
+// typical request (a Predict of a few hundred features) and its response
+// take no malloc for messages; larger ones grow it in blocks of up to
+// kMaxArenaBlockBytes.
+//
 // A call may be finished from more than one place (a worker with the
 // result, the executor refusing the work, an alarm at the call's deadline);
 // Finish claims the call once and ignores later attempts, so the reactor is
@@ -38,6 +46,7 @@ class UnaryCall {
         method_(method),
         response_bytes_(response_bytes),
         start_(std::chrono::steady_clock::now()),
+        arena_(ArenaOptionsFor(initial_block_, sizeof(initial_block_))),
         request_(google::protobuf::Arena::CreateMessage<Request>(&arena_)),
         response_(google::protobuf::Arena::CreateMessage<Response>(&arena_)) {}
 
@@ -66,13 +75,27 @@ class UnaryCall {
 
   bool finished() const { return finished_.load(); }
 
+  static constexpr size_t kInitialArenaBytes = 8 << 10;
+  static constexpr size_t kMaxArenaBlockBytes = 64 << 10;
+
  private:
+  static google::protobuf::ArenaOptions ArenaOptionsFor(char* block, size_t size) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block;
+    options.initial_block_size = size;
+    options.start_block_size = kInitialArenaBytes;
+    options.max_block_size = kMaxArenaBlockBytes;
+    return options;
+  }
+
   const Service* const service_;
   grpc::ServerUnaryReactor* const reactor_;
   const std::string_view method_;  // a literal
   grpc::ByteBuffer* const response_bytes_;
   const std::chrono::steady_clock::time_point start_;
   std::atomic<bool> finished_{false};
+  // Declared before the arena, which uses it: the arena's first block.
+  alignas(8) char initial_block_[kInitialArenaBytes];
   google::protobuf::Arena arena_;
   Request* const request_;
   Response* const response_;

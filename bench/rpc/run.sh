@@ -17,7 +17,10 @@
 # measurement: case, repetition, load, loadgen's JSON), summary.md (the
 # tables, by bench/rpc/summarize.py), clickd.log.
 # Environment: BUILD_DIR (build/release), REPEATS (3), DURATION_S (5),
-# WARMUP_S (1), PIN (1).
+# WARMUP_S (1), PIN (1), CASES (all; "predict": only issue 12's Predict
+# cases, 1x40 at 1 and 64 in flight and 100x40 at 8, each beside the
+# health check, summarized by bench/rpc/summarize_predict.py; ~1 min with
+# REPEATS=2 DURATION_S=3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,6 +29,7 @@ repeats=${REPEATS:-3}
 duration=${DURATION_S:-5}
 warmup=${WARMUP_S:-1}
 pin=${PIN:-1}
+cases=${CASES:-all}
 clickd=$build/server/clickd
 clickctl=$build/client/clickctl
 for binary in "$clickd" "$clickctl"; do
@@ -152,6 +156,16 @@ for rep in $(seq "$repeats"); do
   echo "## repetition $rep"
   echo "uptime: $(uptime)"
   machine_load
+  if [[ $cases == predict ]]; then
+    measure health_c1 "$rep" --method=health --concurrency=1
+    measure predict1x40_c1 "$rep" "${single[@]}" --concurrency=1
+    measure health_c64 "$rep" --method=health --concurrency=64
+    measure predict1x40_c64 "$rep" "${single[@]}" --concurrency=64
+    measure health_c8 "$rep" --method=health --concurrency=8
+    measure predict100x40_c8 "$rep" --method=predict --context_features=0 --candidates=100 \
+      --candidate_features=40 --concurrency=8
+    continue
+  fi
   measure health_c1 "$rep" --method=health --concurrency=1
   measure predict1x40_c1 "$rep" "${single[@]}" --concurrency=1
   measure health_c64 "$rep" --method=health --concurrency=64
@@ -173,4 +187,8 @@ done
 
 echo
 machine_load
-python3 bench/rpc/summarize.py "$results" | tee "$out/summary.md"
+if [[ $cases == predict ]]; then
+  /usr/bin/python3 bench/rpc/summarize_predict.py "$results" | tee "$out/summary.md"
+else
+  python3 bench/rpc/summarize.py "$results" | tee "$out/summary.md"
+fi

@@ -112,23 +112,36 @@ void SortAndMerge(std::vector<HashedFeature>* features) {
   features->erase(write, features->end());
 }
 
+FeatureHasher::Collector::Collector(const FeatureHasher& hasher, std::vector<HashedFeature>* plain,
+                                    TermLists* terms)
+    : hasher_(hasher), plain_(plain), terms_(terms) {
+  terms->resize(hasher.interactions_.size() * kMaxCrossArity);
+  for (auto& t : *terms) t.clear();
+}
+
+void FeatureHasher::Collector::StartNamespace(std::string_view name) {
+  namespace_hash_ = hasher_.NamespaceHash(name);
+  matching_.clear();
+  const std::vector<CompiledInteraction>& interactions = hasher_.interactions_;
+  for (size_t i = 0; i < interactions.size(); ++i) {
+    for (int j = 0; j < interactions[i].arity; ++j) {
+      if (interactions[i].namespace_hash[j] == namespace_hash_) {
+        matching_.push_back(static_cast<int>(i * kMaxCrossArity + j));
+      }
+    }
+  }
+}
+
 void FeatureHasher::Collect(const Example& example, std::vector<HashedFeature>* plain,
                             TermLists* terms) const {
-  terms->resize(interactions_.size() * kMaxCrossArity);
-  for (auto& t : *terms) t.clear();
+  Collector collector(*this, plain, terms);
   for (const Namespace& ns : example.namespaces) {
-    const size_t begin = plain->size();
-    const uint64_t ns_hash = NamespaceHash(ns.name);
+    collector.StartNamespace(ns.name);
     for (const Feature& f : ns.features) {
-      if (f.value == 0.0f) continue;  // contributes neither margin nor gradient
-      const uint64_t key = f.has_id ? IdKey(ns_hash, f.id) : NamedKey(ns_hash, f.name);
-      plain->push_back({key, f.value});
-    }
-    for (size_t i = 0; i < interactions_.size(); ++i) {
-      for (int j = 0; j < interactions_[i].arity; ++j) {
-        if (interactions_[i].namespace_hash[j] != ns_hash) continue;
-        auto& term = (*terms)[i * kMaxCrossArity + j];
-        term.insert(term.end(), plain->begin() + begin, plain->end());
+      if (f.has_id) {
+        collector.AddId(f.id, f.value);
+      } else {
+        collector.AddNamed(f.name, f.value);
       }
     }
   }
@@ -190,6 +203,10 @@ void FeatureHasher::Hash(const Example& example, std::vector<HashedFeature>* out
 void FeatureHasher::HashContext(const Example& context, HashedContext* out) const {
   out->features.clear();
   Collect(context, &out->features, &out->terms);
+  FinishContext(out);
+}
+
+void FeatureHasher::FinishContext(HashedContext* out) const {
   if (!interactions_.empty()) AppendCrosses(out->terms, nullptr, &out->features);
   if (config_.bias) out->features.push_back({BiasKey(), 1.0f});
   FoldAndMerge(&out->features, 0);
@@ -200,8 +217,13 @@ void FeatureHasher::HashCandidate(const HashedContext& context, const Example& c
   out->clear();
   thread_local TermLists terms;
   Collect(candidate, out, &terms);
+  FinishCandidate(context, terms, out, 0);
+}
+
+void FeatureHasher::FinishCandidate(const HashedContext& context, const TermLists& terms,
+                                    std::vector<HashedFeature>* out, size_t first) const {
   if (!interactions_.empty()) AppendCrosses(context.terms, &terms, out);
-  FoldAndMerge(out, 0);
+  FoldAndMerge(out, first);
 }
 
 // Crosses every feature of the first named namespace with every feature of

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "core/features/example.h"
 
@@ -75,6 +76,10 @@ struct HashedContext {
 
 class FeatureHasher {
  public:
+  // Unfolded features of each interaction term (interaction i, term j at
+  // i * 3 + j).
+  using TermLists = std::vector<std::vector<HashedFeature>>;
+
   explicit FeatureHasher(HashingConfig config);
 
   const HashingConfig& config() const { return config_; }
@@ -95,6 +100,53 @@ class FeatureHasher {
   void HashCandidate(const HashedContext& context, const Example& candidate,
                      std::vector<HashedFeature>* out) const;
 
+  // Collects one example's unfolded features namespace by namespace, which
+  // is what Hash, HashContext and HashCandidate do with an Example, for
+  // callers that hold examples in another form (a parsed PredictRequest,
+  // wire/predict_request.h) and should not copy them into an Example first.
+  // Finish with FinishContext or FinishCandidate.
+  class Collector {
+   public:
+    // Appends features to *plain; clears *terms (one list per interaction
+    // term) and appends to them.
+    Collector(const FeatureHasher& hasher, std::vector<HashedFeature>* plain, TermLists* terms);
+    Collector(const Collector&) = delete;
+    Collector& operator=(const Collector&) = delete;
+
+    // Starts a namespace: the features added next are its own.
+    void StartNamespace(std::string_view name);
+    // Adds a feature of the current namespace; a value of 0 drops it.
+    void AddNamed(std::string_view name, float value) {
+      if (value != 0.0f) Add(NamedKey(namespace_hash_, name), value);
+    }
+    void AddId(uint64_t id, float value) {
+      if (value != 0.0f) Add(IdKey(namespace_hash_, id), value);
+    }
+
+   private:
+    void Add(uint64_t key, float value) {
+      plain_->push_back({key, value});
+      for (int t : matching_) (*terms_)[t].push_back({key, value});
+    }
+
+    const FeatureHasher& hasher_;
+    std::vector<HashedFeature>* const plain_;
+    TermLists* const terms_;
+    uint64_t namespace_hash_ = 0;
+    // The interaction terms that name the current namespace.
+    absl::InlinedVector<int, 8> matching_;
+  };
+
+  // Completes HashContext for a context whose features a Collector gathered
+  // into out->features and out->terms: its crosses, the bias, fold, merge.
+  void FinishContext(HashedContext* out) const;
+  // Completes HashCandidate for a candidate whose features a Collector
+  // appended to *out from index `first` (its terms in `terms`): appends the
+  // crosses with at least one candidate feature, then folds and merges
+  // (*out)[first, end).
+  void FinishCandidate(const HashedContext& context, const TermLists& terms,
+                       std::vector<HashedFeature>* out, size_t first) const;
+
   uint64_t NamespaceHash(std::string_view name) const;
   static uint64_t NamedKey(uint64_t namespace_hash, std::string_view name);
   static uint64_t IdKey(uint64_t namespace_hash, uint64_t id);
@@ -103,8 +155,6 @@ class FeatureHasher {
   uint64_t Fold(uint64_t key) const { return key & fold_mask_; }
 
  private:
-  using TermLists = std::vector<std::vector<HashedFeature>>;
-
   // Appends the example's unfolded features to *plain and, for every
   // interaction term whose namespace name matches, to that term's list.
   void Collect(const Example& example, std::vector<HashedFeature>* plain, TermLists* terms) const;

@@ -12,6 +12,12 @@ double DenseModel::Margin(absl::Span<const HashedFeature> features) const {
   return dense_block()->SparseMargin(features);
 }
 
+void DenseModel::Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
+                         absl::Span<double> out) const {
+  ReaderMutexLock lock(&learn_mu_);
+  for (size_t i = 0; i < lists.size(); ++i) out[i] = dense_block()->SparseMargin(lists[i]);
+}
+
 double DenseModel::LearnWithDense(absl::Span<const HashedFeature> features,
                                   const Eigen::VectorXd* dense, double label, double importance) {
   DenseBlock* block = dense_block();

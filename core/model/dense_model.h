@@ -28,6 +28,9 @@ class DenseModel final : public Model {
   explicit DenseModel(ModelConfig config) : Model(std::move(config)) {}
 
   double Margin(absl::Span<const HashedFeature> features) const override;
+  // Under the learn lock (shared): no step lands between two lists.
+  void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
+               absl::Span<double> out) const override;
   double LearnWithDense(absl::Span<const HashedFeature> features, const Eigen::VectorXd* dense,
                         double label, double importance) override;
   ModelStats Stats() const override;

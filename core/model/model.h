@@ -44,6 +44,13 @@ class Model {
   // dense_block()->Margin(x).
   virtual double Margin(absl::Span<const HashedFeature> features) const = 0;
 
+  // Sets out[i] = Margin(lists[i]) for every list (out.size() ==
+  // lists.size()), bit for bit, reading the model's round counters once for
+  // all of them: a Predict scores its context and every candidate at one
+  // round, with one read of the round's lock instead of one per candidate.
+  virtual void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
+                       absl::Span<double> out) const = 0;
+
   // Takes one online step on a labeled example whose label the caller has
   // checked with CheckLabel. With `dense` (the example's assembled dense
   // vector; the model must have a dense block), the margin includes the

@@ -27,9 +27,33 @@ struct CandidateScore {
 // hashed and its partial margin computed once, so the cost grows with
 // |context| + sum |candidate| (plus the crosses the model asks for), not
 // with |context| x #candidates. Dense values (checked by CheckDenseValues)
-// add the dense block's margin.
+// add the dense block's margin. Scores each list with its own Model::Margin
+// call: the form for tools and tests, and the reference the server's
+// hashed form below is tested against (wire/predict_request_test.cc).
 std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& context,
                                             absl::Span<const Example> candidates);
+
+// A Predict's context and candidates hashed for one model, without the
+// Examples (wire/predict_request.h fills one straight from a request).
+struct HashedCandidates {
+  HashedContext context;
+  // Every candidate's own features and its crosses with the context, folded
+  // and merged as FeatureHasher::HashCandidate makes them, one candidate
+  // after another: candidate i's are features[ends[i - 1], ends[i]) (from 0
+  // for i = 0).
+  std::vector<HashedFeature> features;
+  std::vector<size_t> ends;
+  // Only for a request with dense values: dense[0] holds the context's,
+  // dense[1 + i] candidate i's (no namespaces). Empty otherwise.
+  std::vector<Example> dense;
+
+  void Clear();
+};
+
+// Scores hashed candidates with the same bits as ScoreCandidates above
+// gives for the examples they were hashed from, reading the context and
+// every candidate at one round of the model (Model::Margins).
+std::vector<CandidateScore> ScoreCandidates(const Model& model, const HashedCandidates& hashed);
 
 // One example to learn: its own features plus, optionally, a shared context
 // (an impression's), with a label and an importance weight.

@@ -54,6 +54,40 @@ class ShardedStore {
     return true;
   }
 
+  // Calls fn(lookup) holding the reader lock of every shard that a key of
+  // `lists` (a range of ranges of items with a `.key`) maps to, where
+  // lookup(key) returns the state of `key` (one of those keys), or null if
+  // absent. Locks are taken in ascending shard
+  // order, as WithKeysLocked takes its writer locks, so the two cannot deadlock; and since a
+  // learning step holds all its shards' writer locks, fn sees each step on those shards either
+  // whole or not at all, for every key at once. One lock per touched shard instead of one per key:
+  // the read path of scoring a whole request. `fn` must not call back into the store. (The analysis
+  // cannot follow locks taken in loops: see WithKeysLocked.)
+  template <typename Lists, typename Fn>
+  void WithKeysReadLocked(const Lists& lists, Fn&& fn) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    thread_local std::vector<int> touched;
+    thread_local std::vector<uint8_t> is_touched;
+    touched.clear();
+    is_touched.assign(num_shards_, 0);
+    for (const auto& list : lists) {
+      for (const auto& item : list) {
+        const int s = ShardIndex(item.key);
+        if (!is_touched[s]) {
+          is_touched[s] = 1;
+          touched.push_back(s);
+        }
+      }
+    }
+    std::sort(touched.begin(), touched.end());
+    for (int s : touched) shards_[s].mu.ReaderLock();
+    fn([this](uint64_t key) -> const State* {
+      const Map& map = UnsafeMap(ShardIndex(key));
+      auto it = map.find(key);
+      return it == map.end() ? nullptr : &it->second;
+    });
+    for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.ReaderUnlock();
+  }
+
   // Calls fn(State&) on the key's state under the shard's writer lock,
   // inserting a default State first if the key is new. Returns true if the
   // key was inserted. `fn` must not call back into the store.
@@ -159,6 +193,7 @@ class ShardedStore {
   // The map of shard s, whose lock WithKeysLocked holds: the analysis cannot
   // follow a lock taken in a loop over shards, hence the escape hatch.
   Map& UnsafeMap(int s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return shards_[s].map; }
+  const Map& UnsafeMap(int s) const ABSL_NO_THREAD_SAFETY_ANALYSIS { return shards_[s].map; }
   const Shard& ShardFor(uint64_t key) const { return shards_[ShardIndex(key)]; }
 
   const int num_shards_;

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Where a Predict's server instructions go, by stage, counted by callgrind
+# (docs/performance_rpc.md, "Where a Predict's instructions go"); ~3 min:
+#
+#   bash bench/rpc/predict_stages.sh                       # build/release
+#   BUILD_DIR=build/rel LABEL=after bash bench/rpc/predict_stages.sh
+#
+# Runs clickd under valgrind --tool=callgrind on a free port of 127.0.0.1,
+# teaches the default model as profile.sh does, then for each case zeroes
+# the counters, sends CALLS calls with clickctl loadgen (closed loop, 1 in
+# flight, not under valgrind) and dumps: a health check (2,000 calls), a
+# Predict of 1 candidate x 40 features (2,000) and one of 100 x 40 (100),
+# no context. Prints the server's instructions per call (all threads) and
+# the inclusive instructions per call of each stage's functions; "the rest"
+# is gRPC (transport, polling, the call's reactor) and the server's own
+# bookkeeping (metrics, access check). Functions missing from a build (the
+# Example path before issue 12, HashPredictRequest after) print 0.
+# Output: bench/out/rpc/stages-$LABEL/ (dumps, stages.txt).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+build=${BUILD_DIR:-build/release}
+label=${LABEL:-$(basename "$build")}
+clickd=$build/server/clickd
+clickctl=$build/client/clickctl
+for binary in "$clickd" "$clickctl"; do
+  if [[ ! -x $binary ]]; then
+    echo "predict_stages.sh: $binary is missing: build it or set BUILD_DIR" >&2
+    exit 1
+  fi
+done
+if ! command -v valgrind > /dev/null || ! command -v callgrind_control > /dev/null; then
+  echo "predict_stages.sh: needs valgrind (apt-get install valgrind)" >&2
+  exit 1
+fi
+out=bench/out/rpc/stages-$label
+mkdir -p "$out"
+rm -f "$out"/server.*
+exec > >(tee "$out/stages.txt") 2>&1
+
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+server=127.0.0.1:$port
+valgrind --tool=callgrind --callgrind-out-file="$out/server.%p" "$clickd" --address="$server" \
+  > "$out/clickd_callgrind.log" 2>&1 &
+clickd_pid=$!
+stop_server() {
+  kill -TERM "$clickd_pid" 2>/dev/null || true
+  wait "$clickd_pid" 2>/dev/null || true
+}
+trap stop_server EXIT
+
+loadgen() {
+  "$clickctl" loadgen --server="$server" --json --warmup_s=0 --duration_s=600 "$@"
+}
+for attempt in $(seq 120); do  # valgrind starts slowly: at most ~60 s
+  if loadgen --method=health --max_requests=1 --deadline_ms=500 > /dev/null 2>&1; then break; fi
+  if ! kill -0 "$clickd_pid" 2>/dev/null || [[ $attempt == 120 ]]; then
+    echo "predict_stages.sh: clickd under callgrind did not become ready" >&2
+    cat "$out/clickd_callgrind.log" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+echo "# server instructions per Predict by stage (callgrind), $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "build: $build ($label)"
+loadgen --method=update_stream --candidate_features=40 --batch_size=100 --max_requests=300 \
+  --deadline_ms=600000 --request_seed=8 > /dev/null
+
+: > "$out/index.txt"
+phase() {
+  local name=$1 calls=$2
+  shift 2
+  callgrind_control -z "$clickd_pid" > /dev/null 2>&1
+  local line
+  line=$(loadgen --max_requests="$calls" --deadline_ms=60000 "$@" | tail -1)
+  callgrind_control -d "$name" "$clickd_pid" > /dev/null 2>&1
+  /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['errors']==0, r" "$line"
+  echo "$name $calls $(grep -l "^desc: Trigger: dump $name\$" "$out"/server.* | head -1)" \
+    >> "$out/index.txt"
+}
+phase health 2000 --method=health
+phase predict_1x40 2000 --method=predict --candidates=1 --candidate_features=40
+phase predict_100x40 100 --method=predict --candidates=100 --candidate_features=40
+/usr/bin/python3 bench/rpc/predict_stages.py "$out/index.txt"

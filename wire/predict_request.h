@@ -1,0 +1,34 @@
+// A PredictRequest checked and hashed for a model straight from the parsed
+// message: the features of its context and candidates go from the
+// request's strings and ids into the model's hashed features
+// (core/features/hasher.h), with no Example and no copied name in between.
+//
+// The checks are those of server/convert.h's ToExample for the context and
+// each candidate, then CheckDenseValues (core/model/serving.h) for each
+// candidate with the context, in the same order, with the same codes and
+// the same messages (e.g. "candidates[3].namespaces[0].features[2].value
+// is nan; must be finite"); a field path is built only for an error. The
+// request's cost (server/request_cost.h) is checked by the caller first.
+//
+// Pure function; thread-compatible (the output belongs to the caller).
+#ifndef CLICKD_WIRE_PREDICT_REQUEST_H_
+#define CLICKD_WIRE_PREDICT_REQUEST_H_
+
+#include "absl/status/status.h"
+#include "clickd/v1/clickd.pb.h"
+#include "core/model/model.h"
+#include "core/model/serving.h"
+#include "server/limits.h"
+
+namespace clickd {
+
+// Checks the request's context and candidates and hashes them for `model`
+// into *out (cleared first): what ScoreCandidates(model, hashed) scores as
+// ScoreCandidates(model, context, candidates) scores the converted
+// Examples. Dense values, which are rare, are copied into out->dense.
+absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& model,
+                                const Limits& limits, HashedCandidates* out);
+
+}  // namespace clickd
+
+#endif  // CLICKD_WIRE_PREDICT_REQUEST_H_
