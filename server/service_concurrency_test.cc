@@ -15,7 +15,6 @@
 // in time.
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -27,6 +26,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -65,6 +65,26 @@ std::string FreshDataDir(const std::string& label) {
                                        getpid(), "_", n.fetch_add(1));
   std::filesystem::remove_all(dir);  // PIDs repeat across runs
   return dir;
+}
+
+// Removes a directory tree when it goes out of scope.
+class RemoveOnExit {
+ public:
+  explicit RemoveOnExit(std::string dir) : dir_(std::move(dir)) {}
+  ~RemoveOnExit() {
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+
+ private:
+  const std::string dir_;
+};
+
+// The default model config under another name.
+ModelConfig Named(const std::string& name) {
+  ModelConfig config;
+  config.name = name;
+  return config;
 }
 
 v1::Example Ad(const std::string& name) {
@@ -252,6 +272,8 @@ struct Server {
   metrics::DurabilityMetrics durability_metrics;
   ModelRegistry registry;
   metrics::RpcMetrics rpc_metrics;
+  // Tests reset it to stop snapshots from some point on; the service only
+  // uses it in SnapshotModel, which needs gRPC and is not called here.
   std::optional<Snapshotter> snapshotter;
   Executor executor;
   LocalModelWriter writer;
@@ -265,12 +287,20 @@ DurabilityOptions Durable(const std::string& label, SyncMode sync) {
   return durability;
 }
 
+// Each test runs over a durable registry (in a temporary data directory,
+// removed afterwards) and over a memory-only one.
 class ServiceConcurrency : public ::testing::TestWithParam<bool> {
  protected:
   bool durable() const { return GetParam(); }
-  DurabilityOptions Options(const std::string& label) const {
-    return durable() ? Durable(label, SyncMode::kEveryRequest) : DurabilityOptions{};
+  DurabilityOptions Options(const std::string& label) {
+    if (!durable()) return DurabilityOptions{};
+    DurabilityOptions durability = Durable(label, SyncMode::kEveryRequest);
+    remove_.emplace_back(std::make_unique<RemoveOnExit>(durability.data_dir));
+    return durability;
   }
+
+ private:
+  std::vector<std::unique_ptr<RemoveOnExit>> remove_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Registry, ServiceConcurrency, ::testing::Bool(),
@@ -435,7 +465,7 @@ TEST_P(ServiceConcurrency, ModelChurnFailsCleanly) {
   Server server(Options("churn"), {.threads = 3, .max_queued = 4096, .max_running_per_key = 1},
                 std::chrono::milliseconds(1));
   ClickdService& service = server.service;
-  ASSERT_TRUE(server.writer.Create(ModelConfig{.name = "stable"}).ok());
+  ASSERT_TRUE(server.writer.Create(Named("stable")).ok());
 
   constexpr int kChurnRounds = 40, kLearners = 2, kUpdatesEach = 80, kPredictors = 2,
                 kPredictsEach = 150;
@@ -592,7 +622,7 @@ TEST_P(ServiceConcurrency, ModelChurnFailsCleanly) {
 TEST_P(ServiceConcurrency, DeletedModelsCallsFailCleanly) {
   Server server(Options("deleted"), {.threads = 2}, std::chrono::milliseconds(0));
   ClickdService& service = server.service;
-  ASSERT_TRUE(server.writer.Create(ModelConfig{.name = "doomed"}).ok());
+  ASSERT_TRUE(server.writer.Create(Named("doomed")).ok());
   auto held = *service.Lookup("doomed", "model");
   v1::UpdateResponse response;
   std::vector<ScoredExample> scored;
@@ -623,6 +653,66 @@ TEST_P(ServiceConcurrency, DeletedModelsCallsFailCleanly) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(service.Lookup("doomed", "model").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(server.writer.Delete("doomed").code(), absl::StatusCode::kNotFound);
+}
+
+// One name deleted and created again and again while learners hold the
+// model of that name: every create succeeds, and a restart restores the
+// model the name holds at the end. A deleted model's learner still waiting
+// for its record's sync must not write into the directory of the model that
+// took its name (its update log publishes a MANIFEST there), which made the
+// create fail or the restart refuse the new model's log.
+TEST(ServiceConcurrencyDurable, RecreatedModelRestartsCleanly) {
+  DurabilityOptions durability = Durable("recreate", SyncMode::kEveryRequest);
+  const std::string data_dir = durability.data_dir;
+  RemoveOnExit remove_data_dir(data_dir);
+  constexpr int kRounds = 60, kLearners = 3, kUpdatesEach = 100;
+  Unexpected unexpected;
+  uint64_t final_updates = 0;
+  {
+    ModelRegistry registry(durability);
+    LocalModelWriter writer(&registry);
+    ClickdService service(
+        &registry, Limits{}, [] {}, nullptr, nullptr, nullptr, {}, &writer);
+    ASSERT_TRUE(writer.Create(Named("m")).ok());
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kLearners; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kUpdatesEach; ++i) {
+          auto served = service.Lookup("m", "model");
+          absl::Status s = served.status();
+          if (s.ok()) {
+            v1::UpdateResponse response;
+            std::vector<ScoredExample> scored;
+            s = service.ApplyUpdate(**served, Impression("m", t * kUpdatesEach + i, 2), &response,
+                                    &scored);
+          }
+          if (!s.ok() && s.code() != absl::StatusCode::kNotFound &&
+              s.code() != absl::StatusCode::kFailedPrecondition) {
+            unexpected.Add("Update", s);
+          }
+        }
+      });
+    }
+    threads.emplace_back([&] {
+      for (int i = 0; i < kRounds; ++i) {
+        if (absl::Status s = writer.Delete("m"); !s.ok()) unexpected.Add("Delete", s);
+        if (auto s = writer.Create(Named("m")); !s.ok()) unexpected.Add("Create", s.status());
+      }
+    });
+    JoinAll(threads);
+    auto served = registry.Get("m");
+    ASSERT_NE(served, nullptr);
+    final_updates = served->model().Updates();
+  }
+  EXPECT_EQ(unexpected.count(), 0) << unexpected.Describe();
+
+  DurabilityOptions reopen;
+  reopen.data_dir = data_dir;
+  ModelRegistry restored(reopen);
+  auto recovered = restored.Recover();
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_NE(restored.Get("m"), nullptr);
+  EXPECT_EQ(restored.Get("m")->model().Updates(), final_updates);
 }
 
 // --- Executor overload and shutdown ---------------------------------------
@@ -801,6 +891,7 @@ TEST(ServiceConcurrencyDurable, SnapshotsDuringLearningRestoreToTheLogOrder) {
   durability.journal.open_log = recorder.Opener();
   durability.journal.keep_snapshots = 1000;  // every snapshot stays readable
   const std::string data_dir = durability.data_dir;
+  RemoveOnExit remove_data_dir(data_dir);
   const std::string log_dir = data_dir + "/models/default/log";
 
   constexpr int kSubmitters = 3, kUpdatesEach = 40, kTail = 12, kCandidates = 3;
