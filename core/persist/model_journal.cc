@@ -259,9 +259,16 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
     if (!appended.ok()) return appended.status();
     sequence = *appended;
     scored = LearnBatch(model, batch);
+    MutexLock syncing(&syncing_mu_);
+    ++syncing_;
   }
   // Outside the learn lock: concurrent learners share one sync.
-  if (absl::Status s = log_->WaitDurable(sequence); !s.ok()) return s;
+  const absl::Status durable = log_->WaitDurable(sequence);
+  {
+    MutexLock syncing(&syncing_mu_);
+    if (--syncing_ == 0) syncing_done_.SignalAll();
+  }
+  if (!durable.ok()) return durable;
   return scored;
 }
 
@@ -306,8 +313,13 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model) {
 void ModelJournal::Close() {
   // Waits for a snapshot in flight, which writes outside the learn lock.
   MutexLock one_at_a_time(&snapshot_mu_);
-  MutexLock lock(&learn_mu_);
-  closed_ = true;
+  {
+    MutexLock lock(&learn_mu_);
+    closed_ = true;
+  }
+  // No learner counts itself in now; wait for those syncing.
+  MutexLock syncing(&syncing_mu_);
+  while (syncing_ > 0) syncing_done_.Wait(&syncing_mu_);
 }
 
 uint64_t ModelJournal::records_since_snapshot() const {

@@ -107,9 +107,11 @@ class ModelJournal {
   absl::StatusOr<SnapshotReport> Snapshot(const Model& model);
 
   // Refuses every later Learn and Snapshot (FailedPrecondition) once a
-  // snapshot in flight has finished: for a model being deleted, so that a
-  // request still holding it cannot write into a directory that is about
-  // to go, or be reused by a new model.
+  // snapshot in flight has finished, and waits for the learners still
+  // waiting for their record's sync (a sync may publish the log's
+  // MANIFEST): for a model being deleted, so that a request still holding
+  // it cannot write into a directory that is about to go, or be reused by a
+  // new model.
   void Close();
 
   // Removes a model's directory: renames it to a tombstone (a name no model
@@ -138,6 +140,12 @@ class ModelJournal {
   // Held exclusively to log + apply a batch, and to copy state for a snapshot.
   Mutex learn_mu_;
   bool closed_ ABSL_GUARDED_BY(learn_mu_) = false;
+  // Learners between their append and the end of their durability wait.
+  // Counted up under learn_mu_ too (after the closed_ check), down without
+  // it, so that a learner's acknowledgement never waits for another's step.
+  Mutex syncing_mu_;
+  CondVar syncing_done_;
+  int syncing_ ABSL_GUARDED_BY(syncing_mu_) = 0;
   mutable Mutex snapshot_mu_;  // one snapshot at a time
   uint64_t snapshot_sequence_ ABSL_GUARDED_BY(snapshot_mu_);
 };
