@@ -10,12 +10,14 @@
 #include "core/model/serving.h"
 #include "core/model/state_digest.h"
 #include "server/call_util.h"
-#include "server/convert.h"
 #include "server/get_model_digest.h"
 #include "server/request_cost.h"
 #include "server/status.h"
 #include "server/unary_call.h"
 #include "server/update_stream.h"
+#include "wire/example_proto.h"
+#include "wire/model_config_proto.h"
+#include "wire/model_info_proto.h"
 
 namespace clickd {
 namespace {
