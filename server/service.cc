@@ -89,7 +89,8 @@ absl::Status ConvertUpdate(const v1::UpdateRequest& request, size_t total, const
   for (int i = 0; i < request.examples_size(); ++i, ++next) {
     const v1::LabeledExample& le = request.examples(i);
     fields.push_back(absl::StrCat("examples[", i, "]"));
-    auto e = ToExample(le.example(), fields.back() + ".example", limits);
+    auto e = ToExample(
+        le.example(), [&] { return fields.back() + ".example"; }, limits);
     if (!e.ok()) return e.status();
     examples[next] = *std::move(e);
     out->batch.push_back(
@@ -98,13 +99,15 @@ absl::Status ConvertUpdate(const v1::UpdateRequest& request, size_t total, const
   for (int m = 0; m < request.impressions_size(); ++m) {
     const v1::Impression& imp = request.impressions(m);
     const std::string field = absl::StrCat("impressions[", m, "]");
-    auto ctx = ToExample(imp.context(), field + ".context", limits);
+    auto ctx = ToExample(
+        imp.context(), [&] { return field + ".context"; }, limits);
     if (!ctx.ok()) return ctx.status();
     out->contexts[m] = *std::move(ctx);
     for (int c = 0; c < imp.candidates_size(); ++c, ++next) {
       const v1::LabeledExample& le = imp.candidates(c);
       fields.push_back(absl::StrCat(field, ".candidates[", c, "]"));
-      auto e = ToExample(le.example(), fields.back() + ".example", limits);
+      auto e = ToExample(
+          le.example(), [&] { return fields.back() + ".example"; }, limits);
       if (!e.ok()) return e.status();
       examples[next] = *std::move(e);
       out->batch.push_back({&out->contexts[m], &examples[next], le.label(),

@@ -55,5 +55,56 @@ TEST(Convert, ErrorsNameThePath) {
   EXPECT_EQ(s.message(), "context has 2 features; the limit is 1");
 }
 
+// Every error of ToExample, pinned byte for byte.
+TEST(Convert, EveryExampleErrorNamesItsField) {
+  ExampleLimits small;
+  small.max_name_bytes = 4;
+  small.max_namespaces_per_example = 1;
+  auto message = [&](const v1::Example& e) {
+    return std::string(ToExample(e, "examples[2].example", small).status().message());
+  };
+  v1::Example e = ProtoExample();
+  EXPECT_EQ(message(e),
+            "examples[2].example.namespaces[0].features[0].name has 10 bytes; must be 1..4");
+  e.mutable_namespaces(0)->mutable_features(0)->set_name("");
+  EXPECT_EQ(message(e),
+            "examples[2].example.namespaces[0].features[0].name has 0 bytes; must be 1..4");
+  e.mutable_namespaces(0)->set_name("users");
+  EXPECT_EQ(message(e), "examples[2].example.namespaces[0].name has 5 bytes; the limit is 4");
+  e.add_namespaces();
+  auto s = ToExample(e, "examples[2].example", small).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "examples[2].example.namespaces has 2 entries; the limit is 1");
+
+  e.Clear();
+  auto* dense = e.add_dense();
+  dense->set_namespace_("image");
+  dense->add_values(1);
+  s = ToExample(e, "context", small).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "context.dense[0].namespace has 5 bytes; the limit is 4");
+  dense->set_namespace_("img");
+  for (int i = 0; i < 65536; ++i) dense->add_values(0);
+  s = ToExample(e, "context", small).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(), "context has 65537 dense values; the limit is 65536");
+}
+
+// A valid example formats no path; an error formats it once.
+TEST(Convert, PathIsFormattedOnlyForAnError) {
+  int formatted = 0;
+  auto path = [&] {
+    ++formatted;
+    return std::string("candidates[3]");
+  };
+  EXPECT_TRUE(ToExample(ProtoExample(), path, ExampleLimits{}).ok());
+  EXPECT_EQ(formatted, 0);
+  v1::Example e = ProtoExample();
+  e.mutable_namespaces(0)->mutable_features(1)->set_value(std::nanf(""));
+  EXPECT_EQ(ToExample(e, path, ExampleLimits{}).status().message(),
+            "candidates[3].namespaces[0].features[1].value is nan; must be finite");
+  EXPECT_EQ(formatted, 1);
+}
+
 }  // namespace
 }  // namespace clickd
