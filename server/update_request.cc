@@ -87,10 +87,9 @@ absl::Status ConvertUpdate(const v1::UpdateRequest& request, size_t total, const
 }
 
 // The path of each batch entry, in batch order: "examples[i]", then
-// "impressions[m].candidates[c]". Core's checks take their names formatted.
-std::vector<std::string> EntryFields(const v1::UpdateRequest& request, size_t total) {
+// "impressions[m].candidates[c]".
+std::vector<std::string> EntryFields(const v1::UpdateRequest& request) {
   std::vector<std::string> fields;
-  fields.reserve(total);
   for (int i = 0; i < request.examples_size(); ++i) {
     fields.push_back(absl::StrCat("examples[", i, "]"));
   }
@@ -102,21 +101,35 @@ std::vector<std::string> EntryFields(const v1::UpdateRequest& request, size_t to
   return fields;
 }
 
+// Core's checks take the names of what they check already formatted. Each
+// is run first without names and, only if it fails, again with them: a
+// valid request formats no name, and since the checks are pure, the second
+// run fails at the same entry with the same message, now named.
+
+// Step 3: labels and importances for the model's loss.
+absl::Status CheckLabels(const Model& model, const v1::UpdateRequest& request,
+                         const ValidatedUpdate& update) {
+  const LossType loss = model.config().loss;
+  if (ValidateTrainingBatch(loss, update.batch, [](size_t) { return std::string(); }).ok()) {
+    return absl::OkStatus();
+  }
+  const std::vector<std::string> fields = EntryFields(request);
+  return ValidateTrainingBatch(loss, update.batch, [&](size_t i) { return fields[i]; });
+}
+
 // Step 4: every entry's dense values (and its context's) against the
 // model's dense block.
-absl::Status CheckUpdateDenseValues(const Model& model, const ValidatedUpdate& update,
-                                    const std::vector<std::string>& fields) {
+absl::Status CheckDense(const Model& model, const v1::UpdateRequest& request,
+                        const ValidatedUpdate& update) {
   for (size_t i = 0; i < update.batch.size(); ++i) {
     const TrainingExample& entry = update.batch[i];
+    if (CheckDenseValues(model, entry.context, {}, *entry.example, {}).ok()) continue;
     const std::string context_field =
         entry.context == nullptr
             ? std::string()
             : absl::StrCat("impressions[", entry.context - update.contexts.data(), "].context");
-    if (absl::Status s = CheckDenseValues(model, entry.context, context_field, *entry.example,
-                                          fields[i] + ".example");
-        !s.ok()) {
-      return s;
-    }
+    return CheckDenseValues(model, entry.context, context_field, *entry.example,
+                            EntryFields(request)[i] + ".example");
   }
   return absl::OkStatus();
 }
@@ -130,14 +143,8 @@ absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
   if (!total.ok()) return total.status();
   ValidatedUpdate update;
   if (absl::Status s = ConvertUpdate(request, *total, limits, &update); !s.ok()) return s;
-  // Step 3: labels and importances for the model's loss.
-  const std::vector<std::string> fields = EntryFields(request, *total);
-  if (absl::Status s = ValidateTrainingBatch(model.config().loss, update.batch,
-                                             [&](size_t i) { return fields[i]; });
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckUpdateDenseValues(model, update, fields); !s.ok()) return s;
+  if (absl::Status s = CheckLabels(model, request, update); !s.ok()) return s;
+  if (absl::Status s = CheckDense(model, request, update); !s.ok()) return s;
   return update;
 }
 

@@ -3,15 +3,18 @@
 #include <cmath>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
 namespace clickd {
 namespace {
 
-std::unique_ptr<Model> NewModel() {
+std::unique_ptr<Model> NewModel(std::vector<DenseNamespace> dense = {}) {
   ModelConfig config;
   config.name = "m";
+  config.dense_namespaces = std::move(dense);
+  config.dense_optimizer.tau = 1;  // within the small dimensions below
   auto model = CreateModel(config);
   EXPECT_TRUE(model.ok()) << model.status();
   return *std::move(model);
@@ -109,6 +112,35 @@ TEST(ValidateUpdateRequest, RefusesEmptyRequestsAndBadKeys) {
   auto status = ValidateUpdateRequest(*model, r, limits).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(status.message(), "the update has 3 examples; the limit is 2");
+}
+
+// Core's checks run unnamed first, then named for an error: the names
+// are those of the failing entry.
+TEST(ValidateUpdateRequest, CoreCheckErrorsNameTheEntry) {
+  auto model = NewModel({{"img", 2}});
+  v1::UpdateRequest r = Request();
+  r.mutable_examples(0)->set_importance(-1);
+  EXPECT_EQ(ValidateUpdateRequest(*model, r, Limits{}).status().message(),
+            "examples[0].importance is -1; must be finite and >= 0");
+  r.mutable_examples(0)->clear_importance();
+  auto* dense = r.mutable_impressions(0)->mutable_candidates(1)->mutable_example()->add_dense();
+  dense->set_namespace_("img");
+  dense->add_values(1);
+  dense->add_values(std::nanf(""));
+  EXPECT_EQ(ValidateUpdateRequest(*model, r, Limits{}).status().message(),
+            "impressions[0].candidates[1].example.dense[0].values[1] is nan; must be finite");
+  auto* context_dense = r.mutable_impressions(0)->mutable_context()->add_dense();
+  context_dense->set_namespace_("img");
+  context_dense->add_values(1);
+  EXPECT_EQ(ValidateUpdateRequest(*model, r, Limits{}).status().message(),
+            "impressions[0].context.dense[0].values has 1 entries; dense namespace \"img\" has "
+            "dimension 2");
+  context_dense->add_values(2);
+  dense->set_values(1, 3);
+  EXPECT_EQ(ValidateUpdateRequest(*model, r, Limits{}).status().message(),
+            "impressions[0].candidates[1].example.dense[0].namespace \"img\" is given twice");
+  r.mutable_impressions(0)->mutable_context()->clear_dense();
+  EXPECT_TRUE(ValidateUpdateRequest(*model, r, Limits{}).ok());
 }
 
 }  // namespace
