@@ -36,8 +36,8 @@ absl::Status AtPath(const absl::Status& status, const std::string& path) {
   return absl::Status(status.code(), absl::StrCat(path, status.message()));
 }
 
-// Checks the example's sizes (namespaces, features, dense values) before
-// anything is copied.
+// Checks the example's sizes (namespaces, features) before anything is
+// copied.
 absl::Status CheckSizes(const v1::Example& proto, FieldPath field, const ExampleLimits& limits) {
   if (static_cast<size_t>(proto.namespaces_size()) > limits.max_namespaces_per_example) {
     return absl::ResourceExhaustedError(
