@@ -141,7 +141,7 @@ Example AnyExample(FuzzedDataProvider& in, const ModelConfig& config) {
   return e;
 }
 
-// The server's checks of one example's values (server/convert.cc ToExample
+// The server's checks of one example's values (wire/example_proto.cc ToExample
 // calls CheckFeatureValue for each feature).
 bool ValuesAccepted(const Model& model, const Example& e) {
   for (const Namespace& ns : e.namespaces) {

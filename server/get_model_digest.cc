@@ -11,9 +11,9 @@
 
 #include "core/model/state_digest.h"
 #include "server/call_util.h"
-#include "server/convert.h"
 #include "server/service.h"
 #include "server/status.h"
+#include "wire/model_info_proto.h"
 
 namespace clickd {
 

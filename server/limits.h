@@ -1,16 +1,21 @@
 // Request limits of the service, set by flags. Exceeding one is
 // RESOURCE_EXHAUSTED with a message naming the field, the count and the limit.
+//
+// Limits extends wire's ExampleLimits (features and namespaces per example,
+// name bytes), which ToExample checks, so that the server passes its limits
+// to the conversion as they are and wire never includes server/.
 #ifndef CLICKD_SERVER_LIMITS_H_
 #define CLICKD_SERVER_LIMITS_H_
 
 #include <cstddef>
 #include <cstdint>
 
+#include "wire/example_proto.h"
+
 namespace clickd {
 
-struct Limits {
-  size_t max_candidates = 1000;            // per Predict
-  size_t max_features_per_example = 4096;  // per context, candidate or example
+struct Limits : ExampleLimits {
+  size_t max_candidates = 1000;  // per Predict
   // Features after the model's interactions, dense values included
   // (server/request_cost.h): per example (a candidate with its context),
   // and per request (Predict, or an Update message).
@@ -24,8 +29,6 @@ struct Limits {
   // UpdateRequest.idempotency_key (it becomes part of a NATS message id).
   size_t max_idempotency_key_bytes = 128;
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
-  size_t max_namespaces_per_example = 256;
-  size_t max_name_bytes = 1024;  // namespace and feature names
   int max_message_bytes = 16 << 20;
 };
 

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clickd/v1/clickd.pb.h"
-#include "server/convert.h"
+#include "wire/model_config_proto.h"
 
 namespace clickd {
 

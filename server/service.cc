@@ -11,12 +11,15 @@
 #include "core/model/serving.h"
 #include "core/model/state_digest.h"
 #include "server/call_util.h"
-#include "server/convert.h"
 #include "server/get_model_digest.h"
 #include "server/request_cost.h"
 #include "server/status.h"
 #include "server/unary_call.h"
+#include "server/update_request.h"
 #include "server/update_stream.h"
+#include "wire/example_proto.h"
+#include "wire/model_config_proto.h"
+#include "wire/model_info_proto.h"
 #include "wire/predict_request.h"
 
 namespace clickd {
@@ -32,108 +35,6 @@ std::string NoKey(const google::protobuf::Message&) { return std::string(); }
 template <typename Request>
 std::string ModelKey(const Request& request) {
   return request.model();
-}
-
-// The steps of ClickdService::ApplyUpdate, in order.
-
-// Counts the examples of an UpdateRequest (plain ones and impressions'
-// candidates) and checks the count, the idempotency key and the cost
-// against the limits, before anything is converted.
-absl::StatusOr<size_t> CheckUpdateLimits(const HashingConfig& hashing,
-                                         const v1::UpdateRequest& request, const Limits& limits) {
-  size_t total = request.examples_size();
-  for (const v1::Impression& imp : request.impressions()) total += imp.candidates_size();
-  if (total == 0) return absl::InvalidArgumentError("examples and impressions are both empty");
-  if (request.idempotency_key().size() > limits.max_idempotency_key_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("idempotency_key has ", request.idempotency_key().size(),
-                     " bytes; the limit is ", limits.max_idempotency_key_bytes));
-  }
-  // The key becomes a NATS message id, a header value: a CR or LF would
-  // forge headers, so only printable ASCII is accepted.
-  for (size_t i = 0; i < request.idempotency_key().size(); ++i) {
-    const unsigned char c = request.idempotency_key()[i];
-    if (c < 0x21 || c > 0x7e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("idempotency_key has byte ", static_cast<int>(c), " at offset ", i,
-                       "; it may hold only printable ASCII (0x21-0x7e)"));
-    }
-  }
-  if (total > limits.max_examples_per_update) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the update has ", total, " examples; the limit is ", limits.max_examples_per_update));
-  }
-  if (absl::Status s = CheckUpdateCost(hashing, request, limits); !s.ok()) return s;
-  return total;
-}
-
-// An UpdateRequest converted for learning. The TrainingExamples in `batch`
-// point into `examples` and `contexts`, which are sized up front so that the
-// pointers stay valid; fields[i] names batch[i] in error messages.
-struct ConvertedUpdate {
-  std::vector<Example> examples;
-  std::vector<Example> contexts;
-  std::vector<TrainingExample> batch;
-  std::vector<std::string> fields;
-};
-
-// Converts every example of `request` (`total` of them, as counted by
-// CheckUpdateLimits) into *out, plain examples first, then each
-// impression's candidates with its context. Fills an out-parameter rather
-// than returning the struct, so that `batch`'s pointers never see a move.
-absl::Status ConvertUpdate(const v1::UpdateRequest& request, size_t total, const Limits& limits,
-                           ConvertedUpdate* out) {
-  out->examples.resize(total);
-  out->contexts.resize(request.impressions_size());
-  out->batch.reserve(total);
-  std::vector<Example>& examples = out->examples;
-  std::vector<std::string>& fields = out->fields;
-  size_t next = 0;
-  for (int i = 0; i < request.examples_size(); ++i, ++next) {
-    const v1::LabeledExample& le = request.examples(i);
-    fields.push_back(absl::StrCat("examples[", i, "]"));
-    auto e = ToExample(le.example(), fields.back() + ".example", limits);
-    if (!e.ok()) return e.status();
-    examples[next] = *std::move(e);
-    out->batch.push_back(
-        {nullptr, &examples[next], le.label(), le.has_importance() ? le.importance() : 1.0f});
-  }
-  for (int m = 0; m < request.impressions_size(); ++m) {
-    const v1::Impression& imp = request.impressions(m);
-    const std::string field = absl::StrCat("impressions[", m, "]");
-    auto ctx = ToExample(imp.context(), field + ".context", limits);
-    if (!ctx.ok()) return ctx.status();
-    out->contexts[m] = *std::move(ctx);
-    for (int c = 0; c < imp.candidates_size(); ++c, ++next) {
-      const v1::LabeledExample& le = imp.candidates(c);
-      fields.push_back(absl::StrCat(field, ".candidates[", c, "]"));
-      auto e = ToExample(le.example(), fields.back() + ".example", limits);
-      if (!e.ok()) return e.status();
-      examples[next] = *std::move(e);
-      out->batch.push_back({&out->contexts[m], &examples[next], le.label(),
-                            le.has_importance() ? le.importance() : 1.0f});
-    }
-  }
-  return absl::OkStatus();
-}
-
-// Checks the converted batch against the model: labels and importances for
-// its loss, then every example's (and context's) dense values.
-absl::Status ValidateUpdate(const Model& model, const ConvertedUpdate& update) {
-  const std::vector<TrainingExample>& batch = update.batch;
-  absl::Status valid =
-      ValidateTrainingBatch(model.config().loss, batch, [&](size_t i) { return update.fields[i]; });
-  if (!valid.ok()) return valid;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const std::string context_field =
-        batch[i].context == nullptr
-            ? std::string()
-            : absl::StrCat("impressions[", batch[i].context - update.contexts.data(), "].context");
-    valid = CheckDenseValues(model, batch[i].context, context_field, *batch[i].example,
-                             update.fields[i] + ".example");
-    if (!valid.ok()) return valid;
-  }
-  return absl::OkStatus();
 }
 
 // Fills the response of a learned update and appends its pre-update scores.
@@ -293,16 +194,12 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
 absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateRequest& request,
                                         v1::UpdateResponse* response,
                                         std::vector<ScoredExample>* scored) {
-  absl::StatusOr<size_t> total =
-      CheckUpdateLimits(served.model().config().hashing, request, limits_);
-  if (!total.ok()) return total.status();
-  ConvertedUpdate update;
-  if (absl::Status s = ConvertUpdate(request, *total, limits_, &update); !s.ok()) return s;
-  if (absl::Status s = ValidateUpdate(served.model(), update); !s.ok()) return s;
+  absl::StatusOr<ValidatedUpdate> update = ValidateUpdateRequest(served.model(), request, limits_);
+  if (!update.ok()) return update.status();
   absl::StatusOr<ModelWriter::Learned> learned =
-      writer_->Learn(served, update.batch, request.idempotency_key());
+      writer_->Learn(served, update->batch, request.idempotency_key());
   if (!learned.ok()) return learned.status();
-  FillUpdateResponse(request, update.batch.size(), *learned, response, scored);
+  FillUpdateResponse(request, update->batch.size(), *learned, response, scored);
   return absl::OkStatus();
 }
 

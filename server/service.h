@@ -1,6 +1,6 @@
 // ClickdService: the clickd.v1.Clickd gRPC service on the callback API.
 //
-// Thin by design: each handler converts the request (server/convert.h),
+// Thin by design: each handler converts the request (wire/),
 // calls core (core/model/serving.h, core/serving/registry.h) and converts the
 // status once, after checking the call's deadline.
 //

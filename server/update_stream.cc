@@ -9,10 +9,10 @@
 #include "core/base/quote.h"
 #include "core/eval/metrics.h"
 #include "server/call_util.h"
-#include "server/convert.h"
 #include "server/raw_message.h"
 #include "server/service.h"
 #include "server/status.h"
+#include "wire/model_config_proto.h"
 
 namespace clickd {
 namespace {
@@ -145,7 +145,7 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
     response.set_requests(updater_.requests());
     response.set_applied(updater_.applied());
     response.set_model_version(updater_.model_version());
-    if (auto summary = updater_.summary()) *response.mutable_metrics() = ToProto(*summary);
+    if (auto summary = updater_.summary()) *response.mutable_metrics() = MetricsToProto(*summary);
     FinishAndRecord(SerializeResponse(response, response_bytes_));
   }
 

@@ -1,8 +1,108 @@
 #include "wire/model_config_proto.h"
 
+#include <algorithm>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "core/optim/dense/dense_optimizer_config.h"
+#include "core/optim/loss.h"
+#include "core/optim/optimizer_config.h"
+
 namespace clickd {
+namespace {
+
+// Copies an optional hyperparameter over its default.
+void Override(bool has, double value, double* field) {
+  if (has) *field = value;
+}
+
+// The dense block's part of a config (dense_namespaces, dense_optimizer,
+// dense); validated with the rest by ValidateModelConfig.
+absl::Status ToDenseConfig(const v1::ModelConfig& p, ModelConfig* c) {
+  for (const v1::DenseNamespace& ns : p.dense_namespaces()) {
+    c->dense_namespaces.push_back(
+        {ns.name(), static_cast<int>(std::min<uint32_t>(ns.dim(), 1u << 30))});
+  }
+  DenseOptimizerConfig& d = c->dense_optimizer;
+  if (c->optimizer.type == OptimizerType::kDense) {
+    // The optimizer named the dense learner already.
+    if (!p.dense_optimizer().empty() && p.dense_optimizer() != p.optimizer()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.dense_optimizer is \"", p.dense_optimizer(), "\" but optimizer \"", p.optimizer(),
+          "\" is the dense learner of the whole model; leave it empty"));
+    }
+  } else {
+    auto type =
+        ParseDenseOptimizerType(p.dense_optimizer().empty() ? "ada_fd" : p.dense_optimizer());
+    if (!type.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.", type.status().message()));
+    }
+    d.type = *type;
+  }
+  const v1::DenseOptimizerParams& dp = p.dense();
+  Override(dp.has_eta(), dp.eta(), &d.eta);
+  Override(dp.has_delta(), dp.delta(), &d.delta);
+  if (dp.has_tau()) d.tau = static_cast<int>(std::min<uint32_t>(dp.tau(), 1u << 30));
+  Override(dp.has_weight_power(), dp.weight_power(), &d.weight_power);
+  Override(dp.has_diameter(), dp.diameter(), &d.diameter);
+  Override(dp.has_gradient_bound(), dp.gradient_bound(), &d.gradient_bound);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
+  ModelConfig c;
+  c.name = p.name();
+  if (absl::Status s = SetOptimizerName(p.optimizer().empty() ? "ftrl" : p.optimizer(), &c);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+  }
+  auto loss = ParseLossType(p.loss().empty() ? "logistic" : p.loss());
+  if (!loss.ok())
+    return absl::InvalidArgumentError(absl::StrCat("config.", loss.status().message()));
+  c.loss = *loss;
+  OptimizerConfig& o = c.optimizer;
+  Override(p.ftrl().has_alpha(), p.ftrl().alpha(), &o.ftrl.alpha);
+  Override(p.ftrl().has_beta(), p.ftrl().beta(), &o.ftrl.beta);
+  Override(p.ftrl().has_lambda1(), p.ftrl().lambda1(), &o.ftrl.lambda1);
+  Override(p.ftrl().has_lambda2(), p.ftrl().lambda2(), &o.ftrl.lambda2);
+  o.ftrl.lambda1_times_t = p.ftrl().lambda1_times_t();
+  Override(p.adagrad().has_eta(), p.adagrad().eta(), &o.adagrad.eta);
+  Override(p.adagrad().has_delta(), p.adagrad().delta(), &o.adagrad.delta);
+  Override(p.adagrad().has_lambda(), p.adagrad().lambda(), &o.adagrad.lambda);
+  Override(p.pc_ogd().has_radius(), p.pc_ogd().radius(), &o.pc_ogd.radius);
+  Override(p.pc_ogd().has_scale(), p.pc_ogd().scale(), &o.pc_ogd.scale);
+  Override(p.global_ogd().has_radius(), p.global_ogd().radius(), &o.global_ogd.radius);
+  Override(p.global_ogd().has_scale(), p.global_ogd().scale(), &o.global_ogd.scale);
+  Override(p.sgd().has_eta(), p.sgd().eta(), &o.sgd.eta);
+  Override(p.pa().has_c(), p.pa().c(), &o.pa.c);
+  Override(p.cw().has_eta(), p.cw().eta(), &o.cw.eta);
+  Override(p.cw().has_a(), p.cw().a(), &o.cw.a);
+  Override(p.metagrad_diag().has_diameter(), p.metagrad_diag().diameter(),
+           &o.metagrad_diag.diameter);
+  Override(p.metagrad_diag().has_gradient_bound(), p.metagrad_diag().gradient_bound(),
+           &o.metagrad_diag.gradient_bound);
+  c.hashing.seed = p.hashing().seed();
+  // Out-of-range values are reported as sent, not as a clamped int.
+  if (p.hashing().bits() > 62) {
+    return absl::InvalidArgumentError(absl::StrCat("config.hashing.bits is ", p.hashing().bits(),
+                                                   "; must be 0 (no folding) or 1..62"));
+  }
+  c.hashing.bits = static_cast<int>(p.hashing().bits());
+  c.hashing.bias = p.hashing().has_bias() ? p.hashing().bias() : true;
+  for (const v1::Interaction& i : p.hashing().interactions()) {
+    c.hashing.interactions.emplace_back(i.namespaces().begin(), i.namespaces().end());
+  }
+  c.num_shards = p.num_shards() == 0
+                     ? ModelConfig{}.num_shards
+                     : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
+  if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
+  if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+  }
+  return c;
+}
 
 v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
   v1::ModelConfig p;

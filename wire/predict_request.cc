@@ -26,7 +26,7 @@ std::string FeatureField(ExamplePath path, int n, int f) {
 
 // The checks of ConvertFeature, then the feature goes to the collector.
 absl::Status AddFeature(const v1::Feature& feature, ExamplePath path, int n, int f,
-                        const Limits& limits, FeatureHasher::Collector* collector) {
+                        const ExampleLimits& limits, FeatureHasher::Collector* collector) {
   switch (feature.key_case()) {
     case v1::Feature::kName:
       if (feature.name().empty() || feature.name().size() > limits.max_name_bytes) {
@@ -57,7 +57,7 @@ absl::Status AddFeature(const v1::Feature& feature, ExamplePath path, int n, int
 
 // ToExample's checks of one example, in its order; the features go to the
 // collector and the dense values, if any, to *dense.
-absl::Status AddExample(const v1::Example& proto, ExamplePath path, const Limits& limits,
+absl::Status AddExample(const v1::Example& proto, ExamplePath path, const ExampleLimits& limits,
                         FeatureHasher::Collector* collector, Example* dense) {
   if (static_cast<size_t>(proto.namespaces_size()) > limits.max_namespaces_per_example) {
     return absl::ResourceExhaustedError(
@@ -116,7 +116,7 @@ bool HasDense(const v1::PredictRequest& request) {
 }  // namespace
 
 absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& model,
-                                const Limits& limits, HashedCandidates* out) {
+                                const ExampleLimits& limits, HashedCandidates* out) {
   out->Clear();
   const FeatureHasher& hasher = model.hasher();
   const int n = request.candidates_size();

@@ -3,7 +3,7 @@
 // request's strings and ids into the model's hashed features
 // (core/features/hasher.h), with no Example and no copied name in between.
 //
-// The checks are those of server/convert.h's ToExample for the context and
+// The checks are those of wire/example_proto.h's ToExample for the context and
 // each candidate, then CheckDenseValues (core/model/serving.h) for each
 // candidate with the context, in the same order, with the same codes and
 // the same messages (e.g. "candidates[3].namespaces[0].features[2].value
@@ -18,7 +18,7 @@
 #include "clickd/v1/clickd.pb.h"
 #include "core/model/model.h"
 #include "core/model/serving.h"
-#include "server/limits.h"
+#include "wire/example_proto.h"
 
 namespace clickd {
 
@@ -27,7 +27,7 @@ namespace clickd {
 // ScoreCandidates(model, context, candidates) scores the converted
 // Examples. Dense values, which are rare, are copied into out->dense.
 absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& model,
-                                const Limits& limits, HashedCandidates* out);
+                                const ExampleLimits& limits, HashedCandidates* out);
 
 }  // namespace clickd
 

@@ -1,5 +1,5 @@
 // HashPredictRequest + ScoreCandidates(model, hashed) against the Example
-// path they replace (server/convert.h's ToExample, CheckDenseValues,
+// path they replace (wire/example_proto.h's ToExample, CheckDenseValues,
 // ScoreCandidates(model, context, candidates)): the same scores bit for bit
 // for every optimizer, and the same error for every bad input.
 #include "wire/predict_request.h"
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/model/serving.h"
 #include "gtest/gtest.h"
-#include "server/convert.h"
+#include "wire/example_proto.h"
 
 namespace clickd {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 // The old path: convert every example, check dense values, score.
 absl::StatusOr<std::vector<CandidateScore>> ScoreByExamples(const v1::PredictRequest& request,
                                                             const Model& model,
-                                                            const Limits& limits) {
+                                                            const ExampleLimits& limits) {
   auto context = ToExample(request.context(), "context", limits);
   if (!context.ok()) return context.status();
   const size_t n = request.candidates_size();
@@ -39,7 +39,8 @@ absl::StatusOr<std::vector<CandidateScore>> ScoreByExamples(const v1::PredictReq
 }
 
 absl::StatusOr<std::vector<CandidateScore>> ScoreHashed(const v1::PredictRequest& request,
-                                                        const Model& model, const Limits& limits) {
+                                                        const Model& model,
+                                                        const ExampleLimits& limits) {
   HashedCandidates hashed;
   if (absl::Status s = HashPredictRequest(request, model, limits, &hashed); !s.ok()) return s;
   return ScoreCandidates(model, hashed);
@@ -119,7 +120,7 @@ std::vector<ModelConfig> AllConfigs() {
 uint64_t Bits(double v) { return std::bit_cast<uint64_t>(v); }
 
 TEST(HashPredictRequest, ScoresAsTheExamplePathBitForBit) {
-  const Limits limits;
+  const ExampleLimits limits;
   for (const ModelConfig& config : AllConfigs()) {
     const std::string name = OptimizerName(config);
     auto model = CreateModel(config);
@@ -173,7 +174,7 @@ TEST(HashPredictRequest, HashesAsHashContextAndHashCandidate) {
   config.hashing.interactions = {{"u", "a"}, {"a", "a", "a"}};
   config.hashing.bits = 12;  // folding collisions merge
   auto model = *CreateModel(config);
-  const Limits limits;
+  const ExampleLimits limits;
   RandomRequests random(3);
   for (int trial = 0; trial < 300; ++trial) {
     v1::PredictRequest r = random.Request();
@@ -203,7 +204,7 @@ TEST(HashPredictRequest, HashesAsHashContextAndHashCandidate) {
 // Each bad input, in the context or in a candidate, gives the Example
 // path's error: the same code and message.
 TEST(HashPredictRequest, RefusesAsTheExamplePath) {
-  Limits limits;
+  ExampleLimits limits;
   limits.max_namespaces_per_example = 3;
   limits.max_features_per_example = 8;
   limits.max_name_bytes = 10;

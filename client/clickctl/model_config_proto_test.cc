@@ -6,7 +6,6 @@
 #include "client/clickctl/model_flags.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "server/convert.h"
 
 namespace clickd {
 namespace {

@@ -1,59 +1,9 @@
-#include "server/convert.h"
-
-#include <cmath>
+#include "wire/model_config_proto.h"
 
 #include "gtest/gtest.h"
 
 namespace clickd {
 namespace {
-
-v1::Example ProtoExample() {
-  v1::Example e;
-  auto* ns = e.add_namespaces();
-  ns->set_name("user");
-  ns->add_features()->set_name("country=FR");
-  auto* f = ns->add_features();
-  f->set_id(42);
-  f->set_value(0.5f);
-  return e;
-}
-
-TEST(Convert, ExampleFieldsAndDefaultValue) {
-  auto e = ToExample(ProtoExample(), "context", Limits{});
-  ASSERT_TRUE(e.ok()) << e.status();
-  ASSERT_EQ(e->namespaces.size(), 1u);
-  const auto& fs = e->namespaces[0].features;
-  EXPECT_EQ(fs[0].name, "country=FR");
-  EXPECT_EQ(fs[0].value, 1.0f);  // unset value means 1
-  EXPECT_TRUE(fs[1].has_id);
-  EXPECT_EQ(fs[1].id, 42u);
-  EXPECT_EQ(fs[1].value, 0.5f);
-}
-
-TEST(Convert, ErrorsNameThePath) {
-  v1::Example e = ProtoExample();
-  e.mutable_namespaces(0)->mutable_features(1)->set_value(std::nanf(""));
-  auto s = ToExample(e, "candidates[3]", Limits{}).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "candidates[3].namespaces[0].features[1].value is nan; must be finite");
-  e.mutable_namespaces(0)->mutable_features(1)->set_value(1e20f);
-  s = ToExample(e, "candidates[3]", Limits{}).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(),
-            "candidates[3].namespaces[0].features[1].value is 1e+20; the limit is 1e+06 in "
-            "absolute value");
-  e.mutable_namespaces(0)->mutable_features(1)->set_value(-1e6f);  // at the limit
-  EXPECT_TRUE(ToExample(e, "candidates[3]", Limits{}).ok());
-  e = ProtoExample();
-  e.mutable_namespaces(0)->add_features();  // neither name nor id
-  s = ToExample(e, "context", Limits{}).status();
-  EXPECT_EQ(s.message(), "context.namespaces[0].features[2] has neither name nor id");
-  Limits small;
-  small.max_features_per_example = 1;
-  s = ToExample(ProtoExample(), "context", small).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(s.message(), "context has 2 features; the limit is 1");
-}
 
 TEST(Convert, ModelConfigDefaultsAndRoundTrip) {
   v1::ModelConfig p;
@@ -66,13 +16,13 @@ TEST(Convert, ModelConfigDefaultsAndRoundTrip) {
   EXPECT_EQ(c->optimizer.ftrl.beta, FtrlParams{}.beta);
   EXPECT_TRUE(c->hashing.bias);
   EXPECT_EQ(c->num_shards, 16);
-  const v1::ModelConfig back = ToProto(*c);
+  const v1::ModelConfig back = ModelConfigToProto(*c);
   EXPECT_EQ(back.optimizer(), "ftrl");
   EXPECT_EQ(back.ftrl().alpha(), 0.05);
   EXPECT_TRUE(back.ftrl().has_beta());
   auto again = ToModelConfig(back);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(ToProto(*again).SerializeAsString(), back.SerializeAsString());
+  EXPECT_EQ(ModelConfigToProto(*again).SerializeAsString(), back.SerializeAsString());
 }
 
 TEST(Convert, ClassifierParamsRoundTrip) {
@@ -85,7 +35,7 @@ TEST(Convert, ClassifierParamsRoundTrip) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->optimizer.type, OptimizerType::kPa);
   EXPECT_EQ(c->optimizer.pa.c, 0.3);
-  v1::ModelConfig back = ToProto(*c);
+  v1::ModelConfig back = ModelConfigToProto(*c);
   EXPECT_EQ(back.optimizer(), "pa");
   EXPECT_EQ(back.pa().c(), 0.3);
   EXPECT_FALSE(back.has_cw());
@@ -98,13 +48,13 @@ TEST(Convert, ClassifierParamsRoundTrip) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->optimizer.cw.eta, 0.7);
   EXPECT_EQ(c->optimizer.cw.a, CwParams{}.a);
-  back = ToProto(*c);
+  back = ModelConfigToProto(*c);
   EXPECT_EQ(back.cw().eta(), 0.7);
   EXPECT_TRUE(back.cw().has_a());
   EXPECT_FALSE(back.has_pa());
   auto again = ToModelConfig(back);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(ToProto(*again).SerializeAsString(), back.SerializeAsString());
+  EXPECT_EQ(ModelConfigToProto(*again).SerializeAsString(), back.SerializeAsString());
 
   p.mutable_cw()->set_eta(1);
   EXPECT_EQ(ToModelConfig(p).status().message(), "config.cw.eta is 1; must be in (0.5, 1)");
@@ -125,7 +75,7 @@ TEST(Convert, MetaGradDiagParamsRoundTrip) {
   EXPECT_EQ(c->optimizer.type, OptimizerType::kMetaGradDiag);
   EXPECT_EQ(c->optimizer.metagrad_diag.diameter, 4);
   EXPECT_EQ(c->optimizer.metagrad_diag.gradient_bound, MetaGradDiagParams{}.gradient_bound);
-  v1::ModelConfig back = ToProto(*c);
+  v1::ModelConfig back = ModelConfigToProto(*c);
   EXPECT_EQ(back.optimizer(), "metagrad_diag");
   EXPECT_EQ(back.metagrad_diag().diameter(), 4);
   EXPECT_TRUE(back.metagrad_diag().has_gradient_bound());  // the default, filled in
@@ -134,13 +84,13 @@ TEST(Convert, MetaGradDiagParamsRoundTrip) {
   EXPECT_FALSE(back.has_cw());
   auto again = ToModelConfig(back);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(ToProto(*again).SerializeAsString(), back.SerializeAsString());
+  EXPECT_EQ(ModelConfigToProto(*again).SerializeAsString(), back.SerializeAsString());
 
   // No params at all: both defaults, echoed.
   p.clear_metagrad_diag();
   c = ToModelConfig(p);
   ASSERT_TRUE(c.ok()) << c.status();
-  back = ToProto(*c);
+  back = ModelConfigToProto(*c);
   EXPECT_EQ(back.metagrad_diag().diameter(), MetaGradDiagParams{}.diameter);
   EXPECT_EQ(back.metagrad_diag().gradient_bound(), MetaGradDiagParams{}.gradient_bound);
 
@@ -155,7 +105,7 @@ TEST(Convert, MetaGradDiagParamsRoundTrip) {
   p.mutable_metagrad_diag()->set_gradient_bound(2);
   c = ToModelConfig(p);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(ToProto(*c).has_metagrad_diag());
+  EXPECT_FALSE(ModelConfigToProto(*c).has_metagrad_diag());
 }
 
 TEST(Convert, InvalidConfigsNameTheField) {

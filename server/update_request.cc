@@ -1,0 +1,151 @@
+#include "server/update_request.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/request_cost.h"
+#include "wire/example_proto.h"
+
+namespace clickd {
+namespace {
+
+// Checks the key: it becomes a NATS message id, a header value, so a CR or
+// LF would forge headers; only printable ASCII is accepted.
+absl::Status CheckIdempotencyKey(const std::string& key, const Limits& limits) {
+  if (key.size() > limits.max_idempotency_key_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("idempotency_key has ", key.size(),
+                                                   " bytes; the limit is ",
+                                                   limits.max_idempotency_key_bytes));
+  }
+  for (size_t i = 0; i < key.size(); ++i) {
+    const unsigned char c = key[i];
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("idempotency_key has byte ", static_cast<int>(c), " at offset ", i,
+                       "; it may hold only printable ASCII (0x21-0x7e)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Step 1: counts the examples (plain ones and impressions' candidates) and
+// checks the count, the idempotency key and the cost against the limits,
+// before anything is converted.
+absl::StatusOr<size_t> CheckUpdateLimits(const HashingConfig& hashing,
+                                         const v1::UpdateRequest& request, const Limits& limits) {
+  size_t total = request.examples_size();
+  for (const v1::Impression& imp : request.impressions()) total += imp.candidates_size();
+  if (total == 0) return absl::InvalidArgumentError("examples and impressions are both empty");
+  if (absl::Status s = CheckIdempotencyKey(request.idempotency_key(), limits); !s.ok()) return s;
+  if (total > limits.max_examples_per_update) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the update has ", total, " examples; the limit is ", limits.max_examples_per_update));
+  }
+  if (absl::Status s = CheckUpdateCost(hashing, request, limits); !s.ok()) return s;
+  return total;
+}
+
+float Importance(const v1::LabeledExample& le) {
+  return le.has_importance() ? le.importance() : 1.0f;
+}
+
+// Step 2: converts every example of `request` (`total` of them) into
+// *out, plain examples first, then each impression's candidates with its
+// context. The vectors are sized up front, so `batch`'s pointers stay
+// valid while it grows.
+absl::Status ConvertUpdate(const v1::UpdateRequest& request, size_t total, const Limits& limits,
+                           ValidatedUpdate* out) {
+  out->examples.resize(total);
+  out->contexts.resize(request.impressions_size());
+  out->batch.reserve(total);
+  size_t next = 0;
+  for (int i = 0; i < request.examples_size(); ++i, ++next) {
+    const v1::LabeledExample& le = request.examples(i);
+    auto e = ToExample(
+        le.example(), [&] { return absl::StrCat("examples[", i, "].example"); }, limits);
+    if (!e.ok()) return e.status();
+    out->examples[next] = *std::move(e);
+    out->batch.push_back({nullptr, &out->examples[next], le.label(), Importance(le)});
+  }
+  for (int m = 0; m < request.impressions_size(); ++m) {
+    const v1::Impression& imp = request.impressions(m);
+    auto ctx = ToExample(
+        imp.context(), [&] { return absl::StrCat("impressions[", m, "].context"); }, limits);
+    if (!ctx.ok()) return ctx.status();
+    out->contexts[m] = *std::move(ctx);
+    for (int c = 0; c < imp.candidates_size(); ++c, ++next) {
+      const v1::LabeledExample& le = imp.candidates(c);
+      auto e = ToExample(
+          le.example(),
+          [&] { return absl::StrCat("impressions[", m, "].candidates[", c, "].example"); }, limits);
+      if (!e.ok()) return e.status();
+      out->examples[next] = *std::move(e);
+      out->batch.push_back({&out->contexts[m], &out->examples[next], le.label(), Importance(le)});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The path of each batch entry, in batch order: "examples[i]", then
+// "impressions[m].candidates[c]".
+std::vector<std::string> EntryFields(const v1::UpdateRequest& request) {
+  std::vector<std::string> fields;
+  for (int i = 0; i < request.examples_size(); ++i) {
+    fields.push_back(absl::StrCat("examples[", i, "]"));
+  }
+  for (int m = 0; m < request.impressions_size(); ++m) {
+    for (int c = 0; c < request.impressions(m).candidates_size(); ++c) {
+      fields.push_back(absl::StrCat("impressions[", m, "].candidates[", c, "]"));
+    }
+  }
+  return fields;
+}
+
+// Core's checks take the names of what they check already formatted. Each
+// is run first without names and, only if it fails, again with them: a
+// valid request formats no name, and since the checks are pure, the second
+// run fails at the same entry with the same message, now named.
+
+// Step 3: labels and importances for the model's loss.
+absl::Status CheckLabels(const Model& model, const v1::UpdateRequest& request,
+                         const ValidatedUpdate& update) {
+  const LossType loss = model.config().loss;
+  if (ValidateTrainingBatch(loss, update.batch, [](size_t) { return std::string(); }).ok()) {
+    return absl::OkStatus();
+  }
+  const std::vector<std::string> fields = EntryFields(request);
+  return ValidateTrainingBatch(loss, update.batch, [&](size_t i) { return fields[i]; });
+}
+
+// Step 4: every entry's dense values (and its context's) against the
+// model's dense block.
+absl::Status CheckDense(const Model& model, const v1::UpdateRequest& request,
+                        const ValidatedUpdate& update) {
+  for (size_t i = 0; i < update.batch.size(); ++i) {
+    const TrainingExample& entry = update.batch[i];
+    if (CheckDenseValues(model, entry.context, {}, *entry.example, {}).ok()) continue;
+    const std::string context_field =
+        entry.context == nullptr
+            ? std::string()
+            : absl::StrCat("impressions[", entry.context - update.contexts.data(), "].context");
+    return CheckDenseValues(model, entry.context, context_field, *entry.example,
+                            EntryFields(request)[i] + ".example");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
+                                                      const v1::UpdateRequest& request,
+                                                      const Limits& limits) {
+  absl::StatusOr<size_t> total = CheckUpdateLimits(model.config().hashing, request, limits);
+  if (!total.ok()) return total.status();
+  ValidatedUpdate update;
+  if (absl::Status s = ConvertUpdate(request, *total, limits, &update); !s.ok()) return s;
+  if (absl::Status s = CheckLabels(model, request, update); !s.ok()) return s;
+  if (absl::Status s = CheckDense(model, request, update); !s.ok()) return s;
+  return update;
+}
+
+}  // namespace clickd

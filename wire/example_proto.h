@@ -1,0 +1,46 @@
+// A clickd.v1.Example to core's Example, with the checks that belong to the
+// wire format: sizes against ExampleLimits, names' lengths, every feature
+// keyed, values finite and bounded (core/optim/numeric_bounds.h). Dense
+// values are bounded in total here and checked against the model's dense
+// namespaces later (CheckDenseValues, core/model/serving.h).
+//
+// Every error names the field path, e.g. "candidates[3].namespaces[0]
+// .features[2].value is nan; must be finite". The path is formatted only
+// when there is an error to name: a valid example costs no string work.
+//
+// Pure functions.
+#ifndef CLICKD_WIRE_EXAMPLE_PROTO_H_
+#define CLICKD_WIRE_EXAMPLE_PROTO_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "clickd/v1/clickd.pb.h"
+#include "core/features/example.h"
+
+namespace clickd {
+
+// The limits on one example. The server sets them by flags (server/limits.h,
+// whose Limits extends this struct with the per-request limits).
+struct ExampleLimits {
+  size_t max_features_per_example = 4096;  // per context, candidate or example
+  size_t max_namespaces_per_example = 256;
+  size_t max_name_bytes = 1024;  // namespace and feature names
+};
+
+// The path of an example in its request ("candidates[3]"), formatted only
+// when an error names it.
+using FieldPath = absl::FunctionRef<std::string()>;
+
+// Converts one example; `field` is its path for error messages.
+absl::StatusOr<Example> ToExample(const v1::Example& proto, FieldPath field,
+                                  const ExampleLimits& limits);
+absl::StatusOr<Example> ToExample(const v1::Example& proto, std::string_view field,
+                                  const ExampleLimits& limits);
+
+}  // namespace clickd
+
+#endif  // CLICKD_WIRE_EXAMPLE_PROTO_H_

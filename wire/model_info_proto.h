@@ -1,0 +1,24 @@
+// A model's clickd.v1.ModelInfo (GetModel, ListModels, CreateModel's
+// answer): its effective config, size and progressive metrics.
+// Pure functions.
+#ifndef CLICKD_WIRE_MODEL_INFO_PROTO_H_
+#define CLICKD_WIRE_MODEL_INFO_PROTO_H_
+
+#include "clickd/v1/clickd.pb.h"
+#include "core/eval/metrics.h"
+#include "core/model/model.h"
+#include "core/model/model_config.h"
+#include "core/serving/served_model.h"
+
+namespace clickd {
+
+v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
+                          const MetricsSummary& progressive);
+
+// A served model's info from its cached statistics: never waits for a
+// learner (ServedModel::CachedStats).
+v1::ModelInfo ToModelInfo(const ServedModel& served);
+
+}  // namespace clickd
+
+#endif  // CLICKD_WIRE_MODEL_INFO_PROTO_H_
