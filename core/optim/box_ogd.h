@@ -7,8 +7,10 @@
 //   eta_t = scale D / sqrt(2 sum_{s<=t} ||g_s||^2),  D = 2R sqrt(n_t)
 // where n_t, the number of attributes seen so far, estimates the dimension
 // online as in section 5.1. P clips each coordinate to [-R, R]. `scale` is
-// the factor section 5.1 tuned (0.6/R per-coordinate, 0.2/R global); the
-// theorems' own rates are scale = 1.
+// the factor section 5 tunes (5.1, text: R = 100, 0.6/R per-coordinate, 0.2/R
+// global; 5.2, ads: R = 1, 0.1 for both); the theorems' own rates are
+// scale = 1. The defaults, R = 1 and scale = 1/80, are for sparse click data
+// with logistic loss (docs/optimizers.md, "Defaults on click data").
 #ifndef CLICKD_CORE_OPTIM_BOX_OGD_H_
 #define CLICKD_CORE_OPTIM_BOX_OGD_H_
 
@@ -19,14 +21,18 @@
 
 namespace clickd {
 
+// Defaults: F = [-1, 1]^n, as seed 001 section 5.2 sets it for logistic
+// regression on ads data; the scale makes a coordinate's first step 2R/80, so
+// that an example of 40 new binary features moves its own margin by at most
+// 1 (docs/optimizers.md, "Defaults on click data").
 struct PcOgdParams {
-  double radius = 100.0;
-  double scale = 0.6 / 100.0;
+  double radius = 1.0;
+  double scale = 1.0 / 80.0;
 };
 
 struct GlobalOgdParams {
-  double radius = 100.0;
-  double scale = 0.2 / 100.0;
+  double radius = 1.0;
+  double scale = 1.0 / 80.0;
 };
 
 class PcOgd {

@@ -39,11 +39,18 @@
 
 namespace clickd {
 
+// Defaults for sparse click data (docs/optimizers.md, "Defaults on click
+// data"): D = 1, the slides' classification example (features in [-1, 1],
+// G = D = 1) taken per coordinate, so each weight lives in [-1/2, 1/2]; and G
+// the slides' bound on the whole gradient, ||g_t||_2 <= G, which also bounds
+// every coordinate's |g_i|: |dloss/dmargin| ||x||_2 <= sqrt(40) for 40 binary
+// features. With G = 1 (a bound on one coordinate only) the top slave moves
+// each of the example's k new weights by about D |g| / 5 at once.
 struct MetaGradDiagParams {
   // D: each weight lives in [-D/2, D/2].
-  double diameter = 20.0;
-  // G: the bound on one coordinate's |g| that sets the largest rate 1/(5 D G).
-  double gradient_bound = 1.0;
+  double diameter = 1.0;
+  // G: a bound on |g| that sets the largest rate 1/(5 D G).
+  double gradient_bound = std::sqrt(40.0);
 };
 
 // Checks diameter and gradient_bound are finite, > 0 and in [kMinScale,

@@ -164,8 +164,9 @@ TEST(MetaGradDiag, StateIsSmallAndStartsAtZero) {
 
 TEST(MetaGradDiag, DefaultsArePinnedAndValidated) {
   const MetaGradDiagParams params;
-  EXPECT_EQ(params.diameter, 20.0);
-  EXPECT_EQ(params.gradient_bound, 1.0);
+  // docs/optimizers.md, "Defaults on click data".
+  EXPECT_EQ(params.diameter, 1.0);
+  EXPECT_EQ(params.gradient_bound, std::sqrt(40.0));
   EXPECT_TRUE(ValidateMetaGradDiagParams(params).ok());
   absl::Status s = ValidateMetaGradDiagParams({.diameter = 0});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
