@@ -79,7 +79,7 @@ TEST(Convert, MetaGradDiagParamsRoundTrip) {
   EXPECT_EQ(back.optimizer(), "metagrad_diag");
   EXPECT_EQ(back.metagrad_diag().diameter(), 4);
   EXPECT_TRUE(back.metagrad_diag().has_gradient_bound());  // the default, filled in
-  EXPECT_EQ(back.metagrad_diag().gradient_bound(), 1);
+  EXPECT_EQ(back.metagrad_diag().gradient_bound(), MetaGradDiagParams{}.gradient_bound);
   EXPECT_FALSE(back.has_ftrl());
   EXPECT_FALSE(back.has_cw());
   auto again = ToModelConfig(back);
