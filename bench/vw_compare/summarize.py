@@ -107,6 +107,13 @@ def main():
     if shares:
         print(f"vw_loadgen's own CPU use, share of its core: median {statistics.median(shares):.2f}"
               f" (max {max(shares):.2f})")
+    for case in ("a", "b"):
+        for n in (1, 8):
+            reads = [r["result"]["reads_per_request"] for (c, _), r in rows.items()
+                     if c == f"{case}_vw_c{n}" and "reads_per_request" in r["result"]]
+            if reads:
+                print(f"\nvw_loadgen, case {case}, {n} in flight: the 100 answer lines arrive in "
+                      f"{statistics.median(reads):.1f} reads per request (median)")
 
 
 if __name__ == "__main__":

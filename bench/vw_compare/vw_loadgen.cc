@@ -119,6 +119,7 @@ struct ThreadResult {
   uint64_t requests = 0;  // measured, answered in full
   uint64_t warmup_requests = 0;
   uint64_t errors = 0;
+  uint64_t reads = 0;  // recv calls that returned data, warmup included
   std::vector<double> latencies_us;
 };
 
@@ -143,7 +144,7 @@ int Connect(int port) {
 }
 
 // Sends `text` and reads `lines` answer lines; false on any socket error.
-bool RoundTrip(int fd, const std::string& text, int lines, std::string* buffer) {
+bool RoundTrip(int fd, const std::string& text, int lines, std::string* buffer, uint64_t* reads) {
   for (size_t sent = 0; sent < text.size();) {
     const ssize_t n = send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
     if (n <= 0) return false;
@@ -153,6 +154,7 @@ bool RoundTrip(int fd, const std::string& text, int lines, std::string* buffer) 
   while (seen < lines) {
     const ssize_t n = recv(fd, buffer->data(), buffer->size(), 0);
     if (n <= 0) return false;
+    ++*reads;
     seen += static_cast<int>(std::count(buffer->data(), buffer->data() + n, '\n'));
   }
   return seen == lines;  // one request in flight: never more lines than asked
@@ -169,7 +171,7 @@ void RunConnection(int port, const std::vector<std::string>& pool, int lines, ui
   for (uint64_t i = first;; ++i) {
     const Clock::time_point start = Clock::now();
     if (start >= end) break;
-    if (!RoundTrip(fd, pool[i % pool.size()], lines, &buffer)) {
+    if (!RoundTrip(fd, pool[i % pool.size()], lines, &buffer, &result->reads)) {
       ++result->errors;
       break;
     }
@@ -232,6 +234,7 @@ int RunLoad() {
     all.requests += r.requests;
     all.warmup_requests += r.warmup_requests;
     all.errors += r.errors;
+    all.reads += r.reads;
     all.latencies_us.insert(all.latencies_us.end(), r.latencies_us.begin(), r.latencies_us.end());
   }
   std::sort(all.latencies_us.begin(), all.latencies_us.end());
@@ -242,14 +245,16 @@ int RunLoad() {
       "\"candidates\":%d,\"candidate_features\":%d,\"duration_s\":%g,\"warmup_s\":%g,"
       "\"requests\":%llu,\"errors\":%llu,\"warmup_requests\":%llu,\"seconds\":%.6f,"
       "\"rate\":%.3f,\"candidates_per_second\":%.3f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
-      "\"p999_us\":%.1f,\"client_cpu_us_per_call\":%.3f,\"client_cpu_share\":%.4f}\n",
+      "\"p999_us\":%.1f,\"client_cpu_us_per_call\":%.3f,\"client_cpu_share\":%.4f,\"reads_per_"
+      "request\":%.1f}\n",
       connections, shape.context_features, shape.candidates, shape.candidate_features, duration,
       warmup, static_cast<unsigned long long>(all.requests),
       static_cast<unsigned long long>(all.errors),
       static_cast<unsigned long long>(all.warmup_requests), seconds, rate, rate * shape.candidates,
       Percentile(all.latencies_us, 0.5), Percentile(all.latencies_us, 0.99),
       Percentile(all.latencies_us, 0.999), calls > 0 ? cpu * 1e6 / static_cast<double>(calls) : 0.0,
-      cpu / std::chrono::duration<double>(Clock::now() - t0).count());
+      cpu / std::chrono::duration<double>(Clock::now() - t0).count(),
+      calls > 0 ? static_cast<double>(all.reads) / static_cast<double>(calls) : 0.0);
   return all.errors > 0 ? 1 : 0;
 }
 
