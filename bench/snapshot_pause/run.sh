@@ -8,7 +8,8 @@
 #   BUILD_DIR=build/rel bash bench/snapshot_pause/run.sh
 #
 # Environment: BUILD_DIR (build/release), DATA_DIR (a temporary directory),
-# LOG (file or memory), COORDINATES (1000000,10000000), SNAPSHOTS (3).
+# LOG (file or memory), COORDINATES (1000000,10000000), SNAPSHOTS (3),
+# SNAPSHOT_NICE (10, the nice value of the snapshot thread, as clickd's).
 # Output: this run's lines on stdout and in bench/out/snapshot_pause/run.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,6 +26,7 @@ fi
 {
   echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) load: $(cut -d' ' -f1-3 /proc/loadavg)"
   "$build/bench/snapshot_pause/snapshot_pause_bench" --dir="$data" --log="${LOG:-file}" \
-    --coordinates="${COORDINATES:-1000000,10000000}" --snapshots="${SNAPSHOTS:-3}"
+    --coordinates="${COORDINATES:-1000000,10000000}" --snapshots="${SNAPSHOTS:-3}" \
+    --snapshot_nice="${SNAPSHOT_NICE:-10}"
   echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$out/run.txt"
