@@ -154,10 +154,23 @@ class ShardedStore {
   // Shard s's coordinates as of BeginCopy, unsorted.
   Coordinates CopyShard(int s) const {
     const Shard& shard = shards_[s];
-    Coordinates out;
+    size_t size = 0;
     {
       ReaderMutexLock lock(&shard.mu);
-      out.assign(shard.map.begin(), shard.map.end());
+      size = shard.map.size();
+    }
+    // Allocated and its pages touched before the lock, with room for keys
+    // inserted meanwhile, so that the read under the lock is a plain copy: a
+    // writer of this shard waits for it, and a snapshot thread at low
+    // priority may be descheduled while it holds the lock.
+    Coordinates out(size + size / 16 + 64);
+    {
+      ReaderMutexLock lock(&shard.mu);
+      if (shard.map.size() <= out.size()) {
+        out.erase(std::copy(shard.map.begin(), shard.map.end(), out.begin()), out.end());
+      } else {
+        out.assign(shard.map.begin(), shard.map.end());
+      }
     }
     absl::flat_hash_map<uint64_t, std::optional<State>> before;
     {
