@@ -152,6 +152,7 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
   MutexLock one_at_a_time(&snapshot_mu_);
   const auto start = Clock::now();
   ReplicaSnapshot snapshot;
+  std::vector<std::unique_ptr<Model::StateCopy>> copies;
   {
     // The applier is the only writer: pausing it makes the copy exactly
     // "every record up to applied_". Publishers and Predict go on.
@@ -168,12 +169,18 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
       m.created_sequence = created[served->name()];
       m.contents.config = served->model().config();
       m.contents.log_sequence = snapshot.sequence;
-      m.contents.state = served->model().ExportState();
+      copies.push_back(served->model().BeginStateCopy());
       snapshot.models.push_back(std::move(m));
     }
   }
   ReplicaSnapshotReport report;
   report.pause_seconds = SecondsSince(start);
+  // The applier goes on meanwhile; each copy is still its model at
+  // snapshot.sequence (`models` keeps them alive).
+  for (size_t i = 0; i < copies.size(); ++i) {
+    snapshot.models[i].contents.state = copies[i]->Finish();
+    copies[i].reset();
+  }
   report.sequence = snapshot.sequence;
   for (const ReplicaModel& m : snapshot.models) {
     report.coordinates +=

@@ -62,6 +62,24 @@ Model::State DenseModel::ExportState() const {
   return out;
 }
 
+namespace {
+
+// A state copied whole when the copy began.
+class CopiedState final : public Model::StateCopy {
+ public:
+  explicit CopiedState(Model::State state) : state_(std::move(state)) {}
+  Model::State Finish() override { return std::move(state_); }
+
+ private:
+  Model::State state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model::StateCopy> DenseModel::BeginStateCopy() const {
+  return std::make_unique<CopiedState>(ExportState());
+}
+
 absl::Status DenseModel::ImportState(const State& in) {
   if (in.state_size != 1 || !in.coordinates.empty()) {
     return absl::DataLossError("the state holds per-coordinate records; this dense model has none");

@@ -12,6 +12,7 @@
 #ifndef CLICKD_CORE_MODEL_DENSE_MODEL_H_
 #define CLICKD_CORE_MODEL_DENSE_MODEL_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -36,6 +37,9 @@ class DenseModel final : public Model {
   ModelStats Stats() const override;
   uint64_t Updates() const override;
   State ExportState() const override;
+  // Copies the whole state at once, as ExportState does: it is all the dense
+  // block's, with no per-coordinate store to copy on write.
+  std::unique_ptr<StateCopy> BeginStateCopy() const override;
   absl::Status ImportState(const State& state) override;
   std::string SerializeState() const override;
 

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -156,6 +157,16 @@ class LinearModel final : public Model {
     return out;
   }
 
+  std::unique_ptr<StateCopy> BeginStateCopy() const override {
+    State header;
+    header.round = CurrentRound();
+    header.state_size = sizeof(CoordinateState);
+    if (dense_block() != nullptr) header.dense_state = dense_block()->SerializeState();
+    if (store_.BeginCopy()) return std::make_unique<CoordinateCopy>(*this, std::move(header));
+    // Another copy is open: copy every shard now, while learners are held off.
+    return std::make_unique<CoordinateCopy>(*this, std::move(header), store_.CopyAll());
+  }
+
   absl::Status ImportState(const State& in) override {
     constexpr size_t kRecord = sizeof(uint64_t) + sizeof(CoordinateState);
     if (in.state_size != sizeof(CoordinateState) || in.coordinates.size() % kRecord != 0) {
@@ -194,6 +205,62 @@ class LinearModel final : public Model {
   }
 
  private:
+  using Coordinates = typename ShardedStore<CoordinateState>::Coordinates;
+
+  // BeginStateCopy's copy: the store's copy-on-write copy, or the shards
+  // already copied (`eager`).
+  class CoordinateCopy final : public StateCopy {
+   public:
+    CoordinateCopy(const LinearModel& model, State header)
+        : model_(model), header_(std::move(header)), copy_on_write_(true) {}
+    CoordinateCopy(const LinearModel& model, State header, std::vector<Coordinates> eager)
+        : model_(model),
+          header_(std::move(header)),
+          shards_(std::move(eager)),
+          copy_on_write_(false) {}
+    ~CoordinateCopy() override {
+      if (copy_on_write_) model_.store_.EndCopy();
+    }
+
+    State Finish() override {
+      if (copy_on_write_) {
+        const int n = model_.store_.num_shards();
+        shards_.resize(static_cast<size_t>(n));
+        for (int s = 0; s < n; ++s) shards_[s] = model_.store_.CopyShard(s);
+        model_.store_.EndCopy();
+        copy_on_write_ = false;
+      }
+      return EncodeCoordinates(std::move(header_), std::move(shards_));
+    }
+
+   private:
+    const LinearModel& model_;
+    State header_;
+    std::vector<Coordinates> shards_;
+    bool copy_on_write_;
+  };
+
+  // `header` with the coordinates of every shard as ExportState lays them
+  // out: (key, state) records in ascending key order.
+  static State EncodeCoordinates(State header, std::vector<Coordinates> shards) {
+    size_t total = 0;
+    for (const Coordinates& shard : shards) total += shard.size();
+    Coordinates all;
+    all.reserve(total);
+    for (Coordinates& shard : shards) {
+      all.insert(all.end(), shard.begin(), shard.end());
+      Coordinates().swap(shard);
+    }
+    std::sort(all.begin(), all.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    header.coordinates.reserve(total * (sizeof(uint64_t) + sizeof(CoordinateState)));
+    for (const auto& [key, state] : all) {
+      AppendBytes(&header.coordinates, key);
+      AppendBytes(&header.coordinates, state);
+    }
+    return header;
+  }
+
   template <typename T>
   static void AppendBytes(std::string* out, const T& value) {
     out->append(reinterpret_cast<const char*>(&value), sizeof(T));

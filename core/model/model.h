@@ -85,6 +85,29 @@ class Model {
   };
   virtual State ExportState() const = 0;
 
+  // --- Snapshots off the learning path ---
+  // A point-in-time copy of the learned state in two steps, so that learning
+  // pauses only for the first. BeginStateCopy must be called while no
+  // learning step is in flight (the caller holds its learners off, as
+  // ModelJournal's learn lock does); it copies the round counters and the
+  // dense block's state and marks the moment, which costs microseconds for
+  // the sparse coordinates (copy-on-write: a learner keeps aside a
+  // coordinate's state as of the moment before it first changes it, until
+  // the copy has read that coordinate's shard). Learners may go on at once.
+  // StateCopy::Finish, on any thread, reads every shard, sorts and encodes:
+  // it returns exactly the bytes ExportState would have returned at the
+  // moment of BeginStateCopy. The model must outlive the StateCopy; a copy
+  // dropped unfinished ends its copy-on-write. One copy-on-write copy at a
+  // time per model: BeginStateCopy while another is open copies the
+  // coordinates eagerly instead (consistent, but not cheap).
+  class StateCopy {
+   public:
+    virtual ~StateCopy() = default;
+    // Call once.
+    virtual State Finish() = 0;
+  };
+  virtual std::unique_ptr<StateCopy> BeginStateCopy() const = 0;
+
   // Replaces the learned state with `state`, which must come from a model of
   // the same optimizer (state_size must match): DataLoss otherwise. Not for
   // use while other threads learn.

@@ -277,14 +277,18 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model) {
   const auto start = std::chrono::steady_clock::now();
   SnapshotContents contents;
   contents.config = model.config();
+  std::unique_ptr<Model::StateCopy> copy;
   {
     MutexLock lock(&learn_mu_);
     if (closed_) return Closed(dir_);
     contents.log_sequence = log_->last_sequence();
-    contents.state = model.ExportState();
+    copy = model.BeginStateCopy();
   }
   SnapshotReport report;
   report.pause_seconds = SecondsSince(start);
+  // Learners go on meanwhile; the copy is still the state at log_sequence.
+  contents.state = copy->Finish();
+  copy.reset();
   report.sequence = contents.log_sequence;
   report.coordinates =
       contents.state.coordinates.size() / (sizeof(uint64_t) + contents.state.state_size);

@@ -10,9 +10,11 @@
 // Learn appends a batch to the log, applies it, then waits for the sync mode
 // before the caller acknowledges. Appending and applying happen under one
 // lock so that the log's order is the order of application, and a snapshot
-// taken under that lock is exactly "every record up to its sequence": a
+// begun under that lock is exactly "every record up to its sequence": a
 // restart (newest valid snapshot + replay of the records after it) rebuilds
-// the same bytes.
+// the same bytes. The snapshot holds the lock only to mark its moment
+// (Model::BeginStateCopy); it copies, sorts and writes the state after
+// releasing it, while learners go on.
 //
 // Thread safety: safe for concurrent use. Learners serialize on the model's
 // learn lock; Predict never takes it.
@@ -78,7 +80,7 @@ struct SnapshotReport {
   uint64_t bytes = 0;
   uint64_t coordinates = 0;
   double seconds = 0;        // total
-  double pause_seconds = 0;  // learning was paused for the copy
+  double pause_seconds = 0;  // learning was paused to begin the copy
 };
 
 class ModelJournal {
@@ -103,7 +105,8 @@ class ModelJournal {
                                                    absl::Span<const TrainingExample> batch);
 
   // Writes a snapshot of `model`, then drops log records and snapshots it
-  // makes unnecessary. Learning pauses only while the state is copied.
+  // makes unnecessary. Learning pauses only while the copy begins
+  // (microseconds plus the dense block's state; docs/durability.md).
   absl::StatusOr<SnapshotReport> Snapshot(const Model& model);
 
   // Refuses every later Learn and Snapshot (FailedPrecondition) once a
@@ -137,7 +140,7 @@ class ModelJournal {
   const std::string dir_;
   const JournalOptions options_;
   const std::unique_ptr<UpdateLog> log_;
-  // Held exclusively to log + apply a batch, and to copy state for a snapshot.
+  // Held exclusively to log + apply a batch, and to begin a snapshot's copy.
   Mutex learn_mu_;
   bool closed_ ABSL_GUARDED_BY(learn_mu_) = false;
   // Learners between their append and the end of their durability wait.

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/persist/batch_codec.h"
@@ -134,6 +135,38 @@ TEST_P(JournalOnEachLog, RestartRebuildsTheSameModel) {
   EXPECT_TRUE(opened->report.rejected_snapshots.empty());
   EXPECT_EQ(opened->model->SerializeState(), ReferenceState(data, 60));
   EXPECT_EQ(opened->model->config().hashing.interactions, Config().hashing.interactions);
+}
+
+// Snapshots taken while another thread learns through the journal (the
+// copy is made after the learn lock is released) hold exactly the records
+// up to their sequence, and restore to them.
+TEST_P(JournalOnEachLog, SnapshotDuringLearningHoldsExactlyItsSequence) {
+  const Batches data = MakeBatches(400, 9);
+  const std::string dir = NewDir();
+  JournalOptions options = Options();
+  options.keep_snapshots = 100;
+  options.log.sync = SyncMode::kNone;
+  auto journal = *ModelJournal::Create(dir, Config(), options);
+  auto model = *CreateModel(Config());
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+  std::thread learner([&] {
+    for (int i = 50; i < 400; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+  });
+  std::vector<SnapshotReport> reports;
+  for (int i = 0; i < 5; ++i) {
+    auto report = journal->Snapshot(*model);
+    ASSERT_TRUE(report.ok()) << report.status();
+    reports.push_back(*report);
+  }
+  learner.join();
+  for (const SnapshotReport& report : reports) {
+    auto contents = ReadSnapshot(options.env, report.path);
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    ASSERT_EQ(contents->log_sequence, report.sequence);
+    auto restored = *CreateModel(Config());
+    ASSERT_TRUE(restored->ImportState(contents->state).ok());
+    EXPECT_EQ(restored->SerializeState(), ReferenceState(data, report.sequence)) << report.sequence;
+  }
 }
 
 TEST_P(JournalOnEachLog, DamagedNewestSnapshotFallsBackToThePreviousOne) {

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,7 @@ class ShardedStore {
     Shard& shard = ShardFor(key);
     MutexLock lock(&shard.mu);
     auto [it, inserted] = shard.map.try_emplace(key);
+    KeepForCopy(shard, key, inserted, it->second);
     fn(it->second);
     return inserted;
   }
@@ -128,7 +130,9 @@ class ShardedStore {
       map.reserve(map.size() + per_shard[s]);
     }
     auto upsert = [this](uint64_t key) {
-      auto [it, inserted] = UnsafeMap(ShardIndex(key)).try_emplace(key);
+      const int s = ShardIndex(key);
+      auto [it, inserted] = UnsafeMap(s).try_emplace(key);
+      UnsafeKeepForCopy(s, key, inserted, it->second);
       return std::pair<State*, bool>(&it->second, inserted);
     };
     fn(upsert);
@@ -151,7 +155,99 @@ class ShardedStore {
     for (const auto& [key, state] : all) fn(key, state);
   }
 
-  // Removes every coordinate.
+  // --- Point-in-time copies (snapshots off the learning path) ---
+  //
+  // A copy is taken in two steps so that writers wait only for the first.
+  // BeginCopy marks the moment: it must be called while no writer is in a
+  // step (the caller holds its learners off), and it only flags each shard.
+  // Writers then go on; the first time one changes or inserts a key of a
+  // shard the copy has not read yet, the key's state as of the moment (or
+  // "absent") is kept aside (copy-on-write per coordinate). CopyShard(s)
+  // reads shard s under its reader lock, then, under its writer lock, takes
+  // what was kept aside and unflags the shard; with the kept states put
+  // back, the result is the shard as it was at BeginCopy. A writer waits
+  // for a shard only while that shard is read (one shard's share of the
+  // store), a reader not at all. One copy at a time: BeginCopy returns
+  // false while another is open. EndCopy closes a copy (unflagging the
+  // shards it did not read); call it exactly once after a true BeginCopy.
+  using Coordinates = std::vector<std::pair<uint64_t, State>>;
+
+  bool BeginCopy() const {
+    {
+      MutexLock lock(&copy_mu_);
+      if (copy_open_) return false;
+      copy_open_ = true;
+    }
+    for (int s = 0; s < num_shards_; ++s) {
+      MutexLock lock(&shards_[s].mu);
+      shards_[s].copying = true;
+    }
+    return true;
+  }
+
+  // Shard s's coordinates as of BeginCopy, unsorted.
+  Coordinates CopyShard(int s) const {
+    const Shard& shard = shards_[s];
+    size_t size = 0;
+    {
+      ReaderMutexLock lock(&shard.mu);
+      size = shard.map.size();
+    }
+    // Allocated and its pages touched before the lock, with room for keys
+    // inserted meanwhile, so that the read under the lock is a plain copy: a
+    // writer of this shard waits for it, and a snapshot thread at low
+    // priority may be descheduled while it holds the lock.
+    Coordinates out(size + size / 16 + 64);
+    {
+      ReaderMutexLock lock(&shard.mu);
+      if (shard.map.size() <= out.size()) {
+        out.erase(std::copy(shard.map.begin(), shard.map.end(), out.begin()), out.end());
+      } else {
+        out.assign(shard.map.begin(), shard.map.end());
+      }
+    }
+    absl::flat_hash_map<uint64_t, std::optional<State>> before;
+    {
+      MutexLock lock(&shard.mu);
+      before.swap(shard.before);
+      shard.copying = false;
+    }
+    if (before.empty()) return out;
+    // Put back the states kept aside; drop the keys inserted after the moment.
+    size_t kept = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      auto it = before.find(out[i].first);
+      if (it != before.end() && !it->second.has_value()) continue;
+      out[kept] = out[i];
+      if (it != before.end()) out[kept].second = *it->second;
+      ++kept;
+    }
+    out.resize(kept);
+    return out;
+  }
+
+  void EndCopy() const {
+    for (int s = 0; s < num_shards_; ++s) {
+      MutexLock lock(&shards_[s].mu);
+      shards_[s].copying = false;
+      decltype(shards_[s].before)().swap(shards_[s].before);
+    }
+    MutexLock lock(&copy_mu_);
+    copy_open_ = false;
+  }
+
+  // Every shard's coordinates, each shard read under its reader lock
+  // (consistent as a whole only if no writer runs meanwhile), unsorted.
+  std::vector<Coordinates> CopyAll() const {
+    std::vector<Coordinates> out(static_cast<size_t>(num_shards_));
+    for (int s = 0; s < num_shards_; ++s) {
+      ReaderMutexLock lock(&shards_[s].mu);
+      out[s].assign(shards_[s].map.begin(), shards_[s].map.end());
+    }
+    return out;
+  }
+
+  // Removes every coordinate. Not during a copy.
   void Clear() {
     for (int s = 0; s < num_shards_; ++s) {
       MutexLock lock(&shards_[s].mu);
@@ -187,7 +283,24 @@ class ShardedStore {
   struct alignas(64) Shard {
     mutable Mutex mu;
     Map map ABSL_GUARDED_BY(mu);
+    // An open copy has not read this shard yet (see BeginCopy), and the
+    // states it needs of keys changed since: nullopt for a key inserted since.
+    mutable bool copying ABSL_GUARDED_BY(mu) = false;
+    mutable absl::flat_hash_map<uint64_t, std::optional<State>> before ABSL_GUARDED_BY(mu);
   };
+
+  // Keeps `state` (or "absent" if the key was just `inserted`) aside for the
+  // open copy before a writer changes it, unless the copy has it already.
+  static void KeepForCopy(Shard& shard, uint64_t key, bool inserted, const State& state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu) {
+    if (!shard.copying) return;
+    shard.before.try_emplace(key, inserted ? std::nullopt : std::optional<State>(state));
+  }
+  // KeepForCopy for shard s, whose lock WithKeysLocked holds.
+  void UnsafeKeepForCopy(int s, uint64_t key, bool inserted,
+                         const State& state) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    KeepForCopy(shards_[s], key, inserted, state);
+  }
 
   Shard& ShardFor(uint64_t key) { return shards_[ShardIndex(key)]; }
   // The map of shard s, whose lock WithKeysLocked holds: the analysis cannot
@@ -198,6 +311,8 @@ class ShardedStore {
 
   const int num_shards_;
   std::unique_ptr<Shard[]> shards_;
+  mutable Mutex copy_mu_;
+  mutable bool copy_open_ ABSL_GUARDED_BY(copy_mu_) = false;
 };
 
 }  // namespace clickd

@@ -1,0 +1,141 @@
+// Model::BeginStateCopy against ExportState, the plain reference: the same
+// bytes for every optimizer (per-coordinate, with a dense block, dense
+// models), and, with learning going on after the copy began (on this thread
+// or another, racing the copy's shard reads), exactly the state of a twin
+// model that stopped learning at that moment.
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/model/serving.h"
+#include "core/persist/snapshot.h"
+#include "gtest/gtest.h"
+
+namespace clickd {
+namespace {
+
+std::vector<ModelConfig> AllConfigs() {
+  std::vector<ModelConfig> configs;
+  for (OptimizerType type :
+       {OptimizerType::kFtrl, OptimizerType::kAdagrad, OptimizerType::kAdagradDa,
+        OptimizerType::kPcOgd, OptimizerType::kGlobalOgd, OptimizerType::kSgd, OptimizerType::kPa,
+        OptimizerType::kCw, OptimizerType::kMetaGradDiag}) {
+    ModelConfig c;
+    c.optimizer.type = type;
+    if (IsBinaryClassifier(type)) c.loss = LossType::kHinge;
+    c.num_shards = 4;
+    configs.push_back(c);
+  }
+  ModelConfig with_dense;  // FTRL with a dense block
+  with_dense.dense_namespaces = {{"emb", 2}};
+  with_dense.dense_optimizer.type = DenseOptimizerType::kAdaDiag;
+  configs.push_back(with_dense);
+  for (const char* dense : {"ada_full", "ada_fd", "metagrad"}) {
+    ModelConfig c;
+    EXPECT_TRUE(SetOptimizerName(dense, &c).ok()) << dense;
+    c.hashing.bits = 6;
+    configs.push_back(c);
+  }
+  return configs;
+}
+
+// `n` examples over ids 0..199 (so later ones change earlier coordinates)
+// plus fresh ids (so they insert new ones), with dense values if declared.
+std::vector<Example> Examples(const ModelConfig& config, int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Example> out(n);
+  for (Example& e : out) {
+    e.namespaces.push_back({"f",
+                            {Feature::WithId(rng() % 200), Feature::WithId(rng() % 200),
+                             Feature::WithId(1000 + rng()), Feature::Named("x", 0.5f)}});
+    for (const DenseNamespace& ns : config.dense_namespaces) {
+      e.dense.push_back({ns.name, std::vector<float>(ns.dim, (rng() % 100) / 100.0f)});
+    }
+  }
+  return out;
+}
+
+void Learn(Model& model, const std::vector<Example>& examples, size_t from, size_t to) {
+  std::vector<TrainingExample> batch;
+  for (size_t i = from; i < to; ++i) {
+    batch.push_back({nullptr, &examples[i], (i % 3 == 0) ? 1.0f : 0.0f, 1.0f});
+  }
+  LearnBatch(model, batch);
+}
+
+std::string Bytes(const Model& model, const Model::State& state) {
+  return EncodeSnapshot({model.config(), 7, state});
+}
+
+TEST(StateCopy, FinishesWithExportStateBytesForEveryOptimizer) {
+  for (const ModelConfig& config : AllConfigs()) {
+    SCOPED_TRACE(OptimizerName(config));
+    auto model = *CreateModel(config);
+    const std::vector<Example> examples = Examples(config, 300, 1);
+    Learn(*model, examples, 0, examples.size());
+    const Model::State exported = model->ExportState();
+    const Model::State copied = model->BeginStateCopy()->Finish();
+    EXPECT_EQ(copied.round.t, exported.round.t);
+    EXPECT_EQ(copied.state_size, exported.state_size);
+    EXPECT_EQ(copied.coordinates, exported.coordinates);
+    EXPECT_EQ(copied.dense_state, exported.dense_state);
+    EXPECT_EQ(Bytes(*model, copied), Bytes(*model, exported));
+  }
+}
+
+TEST(StateCopy, IsTheStateWhenItBeganWhileLearningGoesOn) {
+  for (const ModelConfig& config : AllConfigs()) {
+    SCOPED_TRACE(OptimizerName(config));
+    auto model = *CreateModel(config);
+    auto twin = *CreateModel(config);
+    const std::vector<Example> examples = Examples(config, 600, 2);
+    Learn(*model, examples, 0, 200);
+    Learn(*twin, examples, 0, 200);
+    std::unique_ptr<Model::StateCopy> copy = model->BeginStateCopy();
+    Learn(*model, examples, 200, 400);  // changes and inserts after the moment
+    // And more while the copy reads its shards.
+    std::thread learner([&] { Learn(*model, examples, 400, 600); });
+    const Model::State copied = copy->Finish();
+    learner.join();
+    EXPECT_EQ(Bytes(*model, copied), Bytes(*twin, twin->ExportState()));
+    // The model itself learned everything.
+    Learn(*twin, examples, 200, 600);
+    EXPECT_EQ(model->SerializeState(), twin->SerializeState());
+  }
+}
+
+TEST(StateCopy, ASecondCopyWhileOneIsOpenIsEagerAndBothAreExact) {
+  ModelConfig config;
+  config.num_shards = 8;
+  auto model = *CreateModel(config);
+  auto twin = *CreateModel(config);
+  const std::vector<Example> examples = Examples(config, 300, 3);
+  Learn(*model, examples, 0, 100);
+  Learn(*twin, examples, 0, 100);
+  const std::string at_100 = Bytes(*twin, twin->ExportState());
+  std::unique_ptr<Model::StateCopy> first = model->BeginStateCopy();
+  Learn(*model, examples, 100, 200);
+  Learn(*twin, examples, 100, 200);
+  std::unique_ptr<Model::StateCopy> second = model->BeginStateCopy();
+  Learn(*model, examples, 200, 300);
+  EXPECT_EQ(Bytes(*model, second->Finish()), Bytes(*twin, twin->ExportState()));
+  EXPECT_EQ(Bytes(*model, first->Finish()), at_100);
+}
+
+TEST(StateCopy, ACopyDroppedUnfinishedLetsTheNextOneCopyOnWrite) {
+  ModelConfig config;
+  auto model = *CreateModel(config);
+  auto twin = *CreateModel(config);
+  const std::vector<Example> examples = Examples(config, 300, 4);
+  Learn(*model, examples, 0, 100);
+  model->BeginStateCopy().reset();
+  Learn(*model, examples, 100, 200);
+  Learn(*twin, examples, 0, 200);
+  std::unique_ptr<Model::StateCopy> copy = model->BeginStateCopy();
+  Learn(*model, examples, 200, 300);
+  EXPECT_EQ(Bytes(*model, copy->Finish()), Bytes(*twin, twin->ExportState()));
+}
+
+}  // namespace
+}  // namespace clickd
