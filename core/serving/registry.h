@@ -84,7 +84,9 @@ class ModelRegistry {
   std::shared_ptr<ServedModel> Get(std::string_view name) const;
 
   // Removes a model and its directory; requests holding a handle finish on
-  // it (learning into it fails from now on). NotFound if absent.
+  // it: learning into a durable model fails from now on (its journal is
+  // closed), while a memory-only one still learns, into a model no one can
+  // reach again. NotFound if absent.
   absl::Status Delete(std::string_view name);
 
   // Every model, ordered by name.
