@@ -28,8 +28,8 @@
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
 #include "core/model/model.h"
-#include "core/serving/served_model.h"
 #include "core/persist/model_journal.h"
+#include "core/serving/served_model.h"
 
 namespace clickd {
 
