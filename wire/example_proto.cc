@@ -1,5 +1,7 @@
 #include "wire/example_proto.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "core/optim/dense/dense_optimizer_config.h"
 #include "core/optim/numeric_bounds.h"
@@ -7,28 +9,29 @@
 namespace clickd {
 namespace {
 
-// Converts one feature. Its errors name what is wrong relative to the
+// Checks one feature. Its errors name what is wrong relative to the
 // feature (" has neither name nor id", ".value is nan; ..."): the caller,
 // which knows where the feature is, puts its path in front (AtPath).
-absl::Status ConvertFeature(const v1::Feature& proto, const ExampleLimits& limits, Feature* out) {
+absl::Status CheckFeature(const v1::Feature& proto, const ExampleLimits& limits, float* value) {
   switch (proto.key_case()) {
     case v1::Feature::kName:
       if (proto.name().empty() || proto.name().size() > limits.max_name_bytes) {
         return absl::InvalidArgumentError(absl::StrCat(
             ".name has ", proto.name().size(), " bytes; must be 1..", limits.max_name_bytes));
       }
-      out->name = proto.name();
-      out->has_id = false;
       break;
     case v1::Feature::kId:
-      out->id = proto.id();
-      out->has_id = true;
       break;
     case v1::Feature::KEY_NOT_SET:
       return absl::InvalidArgumentError(" has neither name nor id");
   }
-  out->value = proto.has_value() ? proto.value() : 1.0f;
-  return CheckFeatureValue(out->value, ".value");
+  *value = proto.has_value() ? proto.value() : 1.0f;
+  // CheckFeatureValue's own test first, so that a valid value builds no
+  // field name.
+  if (std::isfinite(*value) && std::abs(static_cast<double>(*value)) <= kMaxFeatureValue) {
+    return absl::OkStatus();
+  }
+  return CheckFeatureValue(*value, ".value");
 }
 
 // `status` with `path` in front of its message.
@@ -77,13 +80,37 @@ absl::Status ConvertDense(const v1::Example& proto, FieldPath field, const Examp
   return absl::OkStatus();
 }
 
+// Builds the Example the checked parts come from.
+class ExampleBuilder final : public ExampleSink {
+ public:
+  explicit ExampleBuilder(Example* out) : out_(out) {}
+
+  void StartNamespace(const v1::Namespace& ns) override {
+    Namespace& target = out_->namespaces.emplace_back();
+    target.name = ns.name();
+    target.features.reserve(ns.features_size());
+  }
+
+  void AddFeature(const v1::Feature& proto, float value) override {
+    Feature& feature = out_->namespaces.back().features.emplace_back();
+    feature.has_id = proto.key_case() == v1::Feature::kId;
+    if (feature.has_id) {
+      feature.id = proto.id();
+    } else {
+      feature.name = proto.name();
+    }
+    feature.value = value;
+  }
+
+ private:
+  Example* const out_;
+};
+
 }  // namespace
 
-absl::StatusOr<Example> ToExample(const v1::Example& proto, FieldPath field,
-                                  const ExampleLimits& limits) {
+absl::Status CheckExample(const v1::Example& proto, FieldPath field, const ExampleLimits& limits,
+                          ExampleSink* sink, Example* dense) {
   if (absl::Status s = CheckSizes(proto, field, limits); !s.ok()) return s;
-  Example out;
-  out.namespaces.resize(proto.namespaces_size());
   for (int n = 0; n < proto.namespaces_size(); ++n) {
     const v1::Namespace& ns = proto.namespaces(n);
     if (ns.name().size() > limits.max_name_bytes) {
@@ -91,16 +118,25 @@ absl::StatusOr<Example> ToExample(const v1::Example& proto, FieldPath field,
                                                      ns.name().size(), " bytes; the limit is ",
                                                      limits.max_name_bytes));
     }
-    Namespace& target = out.namespaces[n];
-    target.name = ns.name();
-    target.features.resize(ns.features_size());
+    sink->StartNamespace(ns);
     for (int f = 0; f < ns.features_size(); ++f) {
-      if (absl::Status s = ConvertFeature(ns.features(f), limits, &target.features[f]); !s.ok()) {
+      float value = 0;
+      if (absl::Status s = CheckFeature(ns.features(f), limits, &value); !s.ok()) {
         return AtPath(s, absl::StrCat(field(), ".namespaces[", n, "].features[", f, "]"));
       }
+      sink->AddFeature(ns.features(f), value);
     }
   }
-  if (absl::Status s = ConvertDense(proto, field, limits, &out); !s.ok()) return s;
+  if (proto.dense_size() == 0) return absl::OkStatus();
+  return ConvertDense(proto, field, limits, dense);
+}
+
+absl::StatusOr<Example> ToExample(const v1::Example& proto, FieldPath field,
+                                  const ExampleLimits& limits) {
+  Example out;
+  out.namespaces.reserve(proto.namespaces_size());
+  ExampleBuilder builder(&out);
+  if (absl::Status s = CheckExample(proto, field, limits, &builder, &out); !s.ok()) return s;
   return out;
 }
 

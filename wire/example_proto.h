@@ -35,6 +35,27 @@ struct ExampleLimits {
 // when an error names it.
 using FieldPath = absl::FunctionRef<std::string()>;
 
+// What is done with each part of an example as CheckExample reads it:
+// ToExample copies it into an Example, HashPredictRequest hashes it
+// straight from the message (wire/predict_request.h).
+class ExampleSink {
+ public:
+  // A namespace (its name checked) starts; its features follow.
+  virtual void StartNamespace(const v1::Namespace& ns) = 0;
+  // A checked feature (keyed by name or id) with its value (1 if unset).
+  virtual void AddFeature(const v1::Feature& feature, float value) = 0;
+
+ protected:
+  ~ExampleSink() = default;
+};
+
+// Checks one example, in this order: its sizes, then each namespace's name
+// and each of its features (handed to `sink` once checked), then its dense
+// values (copied into dense->dense). Returns the first error, naming its
+// path; nothing after it reaches the sink.
+absl::Status CheckExample(const v1::Example& proto, FieldPath field, const ExampleLimits& limits,
+                          ExampleSink* sink, Example* dense);
+
 // Converts one example; `field` is its path for error messages.
 absl::StatusOr<Example> ToExample(const v1::Example& proto, FieldPath field,
                                   const ExampleLimits& limits);
