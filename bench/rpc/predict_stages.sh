@@ -38,29 +38,8 @@ mkdir -p "$out"
 rm -f "$out"/server.*
 exec > >(tee "$out/stages.txt") 2>&1
 
-port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-server=127.0.0.1:$port
-valgrind --tool=callgrind --callgrind-out-file="$out/server.%p" "$clickd" --address="$server" \
-  > "$out/clickd_callgrind.log" 2>&1 &
-clickd_pid=$!
-stop_server() {
-  kill -TERM "$clickd_pid" 2>/dev/null || true
-  wait "$clickd_pid" 2>/dev/null || true
-}
-trap stop_server EXIT
-
-loadgen() {
-  "$clickctl" loadgen --server="$server" --json --warmup_s=0 --duration_s=600 "$@"
-}
-for attempt in $(seq 120); do  # valgrind starts slowly: at most ~60 s
-  if loadgen --method=health --max_requests=1 --deadline_ms=500 > /dev/null 2>&1; then break; fi
-  if ! kill -0 "$clickd_pid" 2>/dev/null || [[ $attempt == 120 ]]; then
-    echo "predict_stages.sh: clickd under callgrind did not become ready" >&2
-    cat "$out/clickd_callgrind.log" >&2
-    exit 1
-  fi
-  sleep 0.5
-done
+source bench/rpc/callgrind_clickd.sh
+start_clickd_under_callgrind "$out" predict_stages.sh
 echo "# server instructions per Predict by stage (callgrind), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "build: $build ($label)"
 loadgen --method=update_stream --candidate_features=40 --batch_size=100 --max_requests=300 \

@@ -44,29 +44,8 @@ mkdir -p "$dumps"
 rm -f "$dumps"/server.* "$dumps"/client.*
 exec > >(tee "$out/profile.txt") 2>&1
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-server=127.0.0.1:$port
-valgrind --tool=callgrind --callgrind-out-file="$dumps/server.%p" "$clickd" --address="$server" \
-  > "$out/clickd_callgrind.log" 2>&1 &
-clickd_pid=$!
-stop_server() {
-  kill -TERM "$clickd_pid" 2>/dev/null || true
-  wait "$clickd_pid" 2>/dev/null || true
-}
-trap stop_server EXIT
-
-loadgen() {
-  "$clickctl" loadgen --server="$server" --json --warmup_s=0 --duration_s=600 "$@"
-}
-for attempt in $(seq 120); do  # valgrind starts slowly: at most ~60 s
-  if loadgen --method=health --max_requests=1 --deadline_ms=500 > /dev/null 2>&1; then break; fi
-  if ! kill -0 "$clickd_pid" 2>/dev/null || [[ $attempt == 120 ]]; then
-    echo "profile.sh: clickd under callgrind did not become ready" >&2
-    cat "$out/clickd_callgrind.log" >&2
-    exit 1
-  fi
-  sleep 0.5
-done
+source bench/rpc/callgrind_clickd.sh
+start_clickd_under_callgrind "$dumps" profile.sh
 echo "# server instructions per call (callgrind, all threads), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "build: $build; sources: sha256 of core/ server/ client/ proto/ $(find core server client proto \
   -name '*.h' -o -name '*.cc' -o -name '*.proto' | grep -v _test | LC_ALL=C sort | xargs cat |
@@ -155,7 +134,7 @@ for name in ("predict_1x40", "predict_1x40_ids", "predict_20+100x20", "predict_2
     for label, _ in patterns:
         print(f"  {label:<42} {parts[label] / calls:>11,.0f}")
 PY
-stop_server
+stop_clickd
 trap - EXIT
 
 echo
@@ -164,7 +143,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 server=127.0.0.1:$port
 "$clickd" --address="$server" > "$out/clickd_callgrind.log" 2>&1 &
 clickd_pid=$!
-trap stop_server EXIT
+trap stop_clickd EXIT
 for attempt in $(seq 100); do
   if loadgen --method=health --max_requests=1 --deadline_ms=200 > /dev/null 2>&1; then break; fi
   sleep 0.2
