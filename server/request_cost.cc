@@ -41,14 +41,15 @@ absl::Status TooManyForRequest(uint64_t count, const Limits& limits) {
                    limits.max_features_per_request, " (max_features_per_request)"));
 }
 
-// Adds one (context, example) pair's cost to *total, checking the example.
+// Adds one (context, example) pair's cost to *total, checking the example;
+// `field`, its path, is formatted only for an error.
 absl::Status AddExample(const HashingConfig& hashing, const std::vector<NamespaceSize>& context,
-                        uint64_t context_dense, const v1::Example& example,
-                        const std::string& field, const Limits& limits, uint64_t* total) {
+                        uint64_t context_dense, const v1::Example& example, FieldPath field,
+                        const Limits& limits, uint64_t* total) {
   const uint64_t count = SaturatingAdd(CountHashedFeatures(hashing, context, Sizes(example)),
                                        SaturatingAdd(context_dense, DenseValueCount(example)));
   if (count > limits.max_features_after_interactions) {
-    return TooManyForExample(field, count, limits);
+    return TooManyForExample(field(), count, limits);
   }
   *total = SaturatingAdd(*total, count);
   return absl::OkStatus();
@@ -67,9 +68,10 @@ absl::Status CheckPredictCost(const HashingConfig& hashing, const v1::PredictReq
   uint64_t total = context_cost;
   for (int i = 0; i < request.candidates_size(); ++i) {
     uint64_t with_context = 0;
-    absl::Status s =
-        AddExample(hashing, context, context_dense, request.candidates(i),
-                   absl::StrCat("candidates[", i, "] (with the context)"), limits, &with_context);
+    absl::Status s = AddExample(
+        hashing, context, context_dense, request.candidates(i),
+        [i] { return absl::StrCat("candidates[", i, "] (with the context)"); }, limits,
+        &with_context);
     if (!s.ok()) return s;
     total = SaturatingAdd(total, with_context - context_cost);
     if (total > limits.max_features_per_request) return TooManyForRequest(total, limits);
@@ -81,8 +83,9 @@ absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateReque
                              const Limits& limits) {
   uint64_t total = 0;
   for (int i = 0; i < request.examples_size(); ++i) {
-    absl::Status s = AddExample(hashing, {}, 0, request.examples(i).example(),
-                                absl::StrCat("examples[", i, "].example"), limits, &total);
+    absl::Status s = AddExample(
+        hashing, {}, 0, request.examples(i).example(),
+        [i] { return absl::StrCat("examples[", i, "].example"); }, limits, &total);
     if (!s.ok()) return s;
     if (total > limits.max_features_per_request) return TooManyForRequest(total, limits);
   }
@@ -91,9 +94,10 @@ absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateReque
     const std::vector<NamespaceSize> context = Sizes(imp.context());
     const uint64_t context_dense = DenseValueCount(imp.context());
     for (int c = 0; c < imp.candidates_size(); ++c) {
-      absl::Status s = AddExample(hashing, context, context_dense, imp.candidates(c).example(),
-                                  absl::StrCat("impressions[", m, "].candidates[", c, "].example"),
-                                  limits, &total);
+      absl::Status s = AddExample(
+          hashing, context, context_dense, imp.candidates(c).example(),
+          [m, c] { return absl::StrCat("impressions[", m, "].candidates[", c, "].example"); },
+          limits, &total);
       if (!s.ok()) return s;
       if (total > limits.max_features_per_request) return TooManyForRequest(total, limits);
     }
