@@ -363,12 +363,16 @@ int Serve() {
 // --fromenv, ...) stay in --helpfull.
 namespace {
 
-// The source root as the compiler named this file ("../../" under Ninja):
-// every flag of clickd is defined in a file under it, none of Abseil's is.
+// The source root as the compiler named this file ("../../" under Ninja with
+// ccache's base_dir, "/src/clickd/" without): every flag of clickd is defined
+// in a file under it, none of Abseil's is. Abseil hands out a flag's file name
+// with its leading slashes stripped (CommandLineFlag::Filename() is
+// normalized), so the root is stripped the same way.
 std::string SourceRoot() {
   absl::string_view file = __FILE__;
   if (!absl::ConsumeSuffix(&file, "server/main.cc")) return "";
-  return std::string(file);
+  const size_t start = file.find_first_not_of('/');
+  return start == absl::string_view::npos ? "" : std::string(file.substr(start));
 }
 
 bool IsOwnFile(absl::string_view file) { return absl::StartsWith(file, SourceRoot()); }

@@ -423,7 +423,25 @@ absl::Status NatsCluster::WaitReady(std::chrono::seconds timeout) {
   std::vector<int> all(ports_.size());
   for (int i = 0; i < size(); ++i) all[i] = i;
   return absl::DeadlineExceededError(absl::StrCat("NATS cluster not ready within ", timeout.count(),
-                                                  " s: ", last.message(), "; ", LogTails(all)));
+                                                  " s: ", last.message(), "; ", NodeStates(),
+                                                  LogTails(all)));
+}
+
+std::string NatsCluster::NodeStates() {
+  std::string text = "node states:";
+  for (int node : Running()) {
+    const int port = ports_[node].monitoring;
+    auto health = GetJson(port, "/healthz");
+    auto jsz = GetJson(port, kJszPath);
+    auto routez = GetJson(port, "/routez");
+    const Json* meta = jsz.ok() ? Member(*jsz, "meta_cluster") : nullptr;
+    const Json* routes = routez.ok() ? Member(*routez, "num_routes") : nullptr;
+    absl::StrAppend(&text, "\n  ", NodeName(node), ": healthz ",
+                    health.ok() ? "ok" : health.status().message(), "; meta leader \"",
+                    meta != nullptr ? StringMember(*meta, "leader") : "?", "\"; routes ",
+                    routes != nullptr ? routes->dump() : "?");
+  }
+  return text + "\n";
 }
 
 absl::StatusOr<int> NatsCluster::MetaLeader() {
@@ -485,8 +503,12 @@ absl::StatusOr<int> NatsCluster::WaitStreamLeader(const std::string& stream,
 
 std::string NatsCluster::LogTail(int node, int lines) const {
   const std::string text = ReadFile(LogPath(node));
-  std::vector<absl::string_view> all = absl::StrSplit(text, '\n');
-  if (!all.empty() && all.back().empty()) all.pop_back();
+  // WaitReady polls /healthz every kPollInterval, and an unhealthy node logs
+  // each poll: those lines would push everything telling why out of the tail.
+  std::vector<absl::string_view> all;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (!absl::StrContains(line, "Healthcheck failed")) all.push_back(line);
+  }
   const size_t first = all.size() > static_cast<size_t>(lines) ? all.size() - lines : 0;
   return absl::StrCat(absl::StrJoin(all.begin() + first, all.end(), "\n"), "\n");
 }

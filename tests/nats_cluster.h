@@ -135,6 +135,9 @@ class NatsCluster {
   std::vector<int> Running();
   // Every node's log tail, for error messages.
   std::string LogTails(const std::vector<int>& nodes) const;
+  // Each running node's health, view of the meta leader and route count,
+  // for error messages.
+  std::string NodeStates();
 
   const std::string dir_;
   const std::string binary_;
