@@ -22,6 +22,9 @@ ABSL_FLAG(std::optional<uint64_t>, shuffle_seed, std::nullopt,
 ABSL_FLAG(bool, skip_bad_lines, false,
           "replay: count and skip malformed lines instead of stopping");
 ABSL_FLAG(bool, normalize, false, "replay: scale each example to unit L2 length");
+ABSL_FLAG(bool, read_ahead, true,
+          "replay --offline: read, parse and hash on a second thread while learning "
+          "(the same results either way)");
 ABSL_FLAG(std::optional<std::string>, test_file, std::nullopt,
           "replay: after training, score this file without learning from it");
 ABSL_FLAG(uint64_t, progress_every, 100000, "replay: progress line every N examples (0: none)");
@@ -88,6 +91,7 @@ ReplayOptions ReplayOptionsFromFlags(InputFormat format) {
   options.shuffle_seed = absl::GetFlag(FLAGS_shuffle_seed);
   options.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
   options.normalize = absl::GetFlag(FLAGS_normalize);
+  options.read_ahead = absl::GetFlag(FLAGS_read_ahead);
   options.progress_every = absl::GetFlag(FLAGS_progress_every);
   options.on_progress = [](const ReplayProgress& p) {
     std::fprintf(stderr, "progress: %llu examples, %.1f s, %.0f examples/s, mean loss %.5f\n",

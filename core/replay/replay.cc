@@ -6,17 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/formats/example_reader.h"
+#include "core/replay/read_ahead.h"
 
 namespace clickd {
 namespace {
-
-// One training example after hashing: what a shuffled or multi-pass replay
-// keeps in memory.
-struct HashedExample {
-  std::vector<HashedFeature> features;
-  float label;
-  float importance;
-};
 
 class Stopwatch {
  public:
@@ -37,9 +30,9 @@ void NormalizeToUnitLength(std::vector<HashedFeature>* features) {
 }
 
 // Reads every usable example of a file (the first `limit` if not 0),
-// hashing each one, and hands it to `use`. Lines that fail to parse, or
-// whose label the loss rejects, stop the read or (with skip_bad_lines) are
-// counted in *result.
+// hashing each one, and hands it to `use`, which returns false to stop the
+// read early. Lines that fail to parse, or whose label the loss rejects,
+// stop the read or (with skip_bad_lines) are counted in *result.
 template <typename Use>
 absl::Status ForEachExample(const Model& model, const std::string& path,
                             const ReplayOptions& options, uint64_t limit, ReplayResult* result,
@@ -66,7 +59,7 @@ absl::Status ForEachExample(const Model& model, const std::string& path,
     if (options.normalize) NormalizeToUnitLength(&hashed.features);
     hashed.label = example.label;
     hashed.importance = example.importance;
-    use(hashed);
+    if (!use(hashed)) break;
     ++used;
   }
   result->skipped_lines += (*reader)->skipped_lines();
@@ -117,18 +110,51 @@ class Trainer {
   double loss_sum_ = 0;
 };
 
+// ForEachExample, with the reading, parsing and hashing on a thread of its
+// own if options.read_ahead (the order of `use`'s calls is the same).
+template <typename Use>
+absl::Status ForEachExampleReadAhead(const Model& model, const std::string& path,
+                                     const ReplayOptions& options, uint64_t limit,
+                                     ReplayResult* result, Use&& use) {
+  if (!options.read_ahead) {
+    return ForEachExample(model, path, options, limit, result, [&](const HashedExample& e) {
+      use(e);
+      return true;
+    });
+  }
+  // The reader counts skipped lines into its own result, merged at the end,
+  // so that the two threads never write the same ReplayResult field.
+  ReplayResult read_result;
+  ReadAhead reader([&](ReadAhead::Emit emit) {
+    return ForEachExample(model, path, options, limit, &read_result, emit);
+  });
+  for (auto batch = reader.NextBatch(); !batch.empty(); batch = reader.NextBatch()) {
+    for (const HashedExample& e : batch) use(e);
+  }
+  result->skipped_lines += read_result.skipped_lines;
+  for (std::string& e : read_result.skipped_errors) {
+    if (result->skipped_errors.size() < ExampleReader::kMaxKeptErrors) {
+      result->skipped_errors.push_back(std::move(e));
+    }
+  }
+  return reader.status();
+}
+
 absl::Status Train(Model& model, const std::string& path, const ReplayOptions& options,
                    ReplayResult* result) {
   Trainer trainer(model, options, result);
   const bool in_memory = options.passes > 1 || options.shuffle_seed.has_value();
   if (!in_memory) {
-    absl::Status s = ForEachExample(model, path, options, options.max_examples, result,
-                                    [&](const HashedExample& e) { trainer.Learn(e); });
+    absl::Status s = ForEachExampleReadAhead(model, path, options, options.max_examples, result,
+                                             [&](const HashedExample& e) { trainer.Learn(e); });
     if (!s.ok()) return s;
   } else {
     std::vector<HashedExample> examples;
     absl::Status s = ForEachExample(model, path, options, options.max_examples, result,
-                                    [&](const HashedExample& e) { examples.push_back(e); });
+                                    [&](const HashedExample& e) {
+                                      examples.push_back(e);
+                                      return true;
+                                    });
     if (!s.ok()) return s;
     std::mt19937_64 rng(options.shuffle_seed.value_or(0));
     for (int pass = 0; pass < options.passes; ++pass) {
@@ -149,9 +175,10 @@ absl::Status Test(const Model& model, const std::string& path, const ReplayOptio
                   ReplayResult* result) {
   Stopwatch clock;
   ProgressiveMetrics metrics(model.config().loss);
-  absl::Status s = ForEachExample(model, path, options, 0, result, [&](const HashedExample& e) {
-    metrics.Add(model.Margin(e.features), e.label, e.importance);
-  });
+  absl::Status s =
+      ForEachExampleReadAhead(model, path, options, 0, result, [&](const HashedExample& e) {
+        metrics.Add(model.Margin(e.features), e.label, e.importance);
+      });
   if (!s.ok()) return s;
   result->test = metrics.Summary();
   if (options.bootstrap_resamples > 0) {

@@ -39,6 +39,10 @@ struct ReplayOptions {
   // Scales each example's hashed feature vector to unit L2 length (seed 001
   // section 5.1), the bias included if the model has one.
   bool normalize = false;
+  // Reads, parses and hashes the next examples on a second thread while
+  // this one learns (core/replay/read_ahead.h). Results are identical
+  // either way; off, a replay uses one thread.
+  bool read_ahead = true;
   // Calls on_progress every `progress_every` training examples (0: never).
   uint64_t progress_every = 0;
   std::function<void(const ReplayProgress&)> on_progress;
