@@ -28,7 +28,7 @@ case "$flavour" in
       -DCLICKD_SANITIZE=address -DCLICKD_FUZZ=ON -DCLICKD_BUILD_BENCH=OFF >/dev/null
     cmake --build build/fuzz -j "$jobs" --target snapshot_reader_fuzz update_log_reader_fuzz \
       libsvm_parser_fuzz vw_parser_fuzz criteo_parser_fuzz model_numeric_fuzz \
-      log_record_reader_fuzz replica_snapshot_reader_fuzz
+      log_record_reader_fuzz replica_snapshot_reader_fuzz feedback_state_fuzz
     exit 0 ;;
   *) echo "build.sh: unknown flavour $flavour (release|asan|tsan|fuzz)" >&2; exit 2 ;;
 esac

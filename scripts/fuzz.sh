@@ -11,7 +11,7 @@ mkdir -p build/fuzz/artifacts
 passed=0
 failed=0
 for target in snapshot_reader update_log_reader libsvm_parser vw_parser criteo_parser \
-    model_numeric log_record_reader replica_snapshot_reader; do
+    model_numeric log_record_reader replica_snapshot_reader feedback_state; do
   work="build/fuzz/corpus/$target"
   rm -rf "$work" && mkdir -p "$work" && cp fuzz/corpus/$target/* "$work/"
   if "build/fuzz/fuzz/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
