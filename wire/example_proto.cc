@@ -1,5 +1,6 @@
 #include "wire/example_proto.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,19 @@
 namespace clickd {
 namespace {
 
+// `status` with `path` in front of its message.
+absl::Status AtPath(const absl::Status& status, const std::string& path) {
+  return absl::Status(status.code(), absl::StrCat(path, status.message()));
+}
+
+// Checks a name's length (a Feature's or a packed one); the error is
+// relative to the name.
+absl::Status CheckName(const std::string& name, const ExampleLimits& limits) {
+  if (!name.empty() && name.size() <= limits.max_name_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(" has ", name.size(), " bytes; must be 1..", limits.max_name_bytes));
+}
+
 // Checks one feature. Its errors name what is wrong relative to the
 // feature (" has neither name nor id", ".value is nan; ..."): the caller,
 // which knows where the feature is, puts its path in front (AtPath).
@@ -16,8 +30,7 @@ absl::Status CheckFeature(const v1::Feature& proto, const ExampleLimits& limits,
   switch (proto.key_case()) {
     case v1::Feature::kName:
       if (proto.name().empty() || proto.name().size() > limits.max_name_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            ".name has ", proto.name().size(), " bytes; must be 1..", limits.max_name_bytes));
+        return AtPath(CheckName(proto.name(), limits), ".name");
       }
       break;
     case v1::Feature::kId:
@@ -34,9 +47,59 @@ absl::Status CheckFeature(const v1::Feature& proto, const ExampleLimits& limits,
   return CheckFeatureValue(*value, ".value");
 }
 
-// `status` with `path` in front of its message.
-absl::Status AtPath(const absl::Status& status, const std::string& path) {
-  return absl::Status(status.code(), absl::StrCat(path, status.message()));
+// Checks a packed value list against the keys it values: empty (every
+// value 1) or exactly one value per key. The error names the list, e.g.
+// ".values: 5 values for 4 names".
+absl::Status CheckPackedLength(int values, int keys, const char* values_field,
+                               const char* keys_field) {
+  if (values == 0 || values == keys) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(".", values_field, ": ", values, " values for ", keys, " ", keys_field));
+}
+
+// The value of packed entry `i` (1 when the list is empty), checked; the
+// error is relative to the namespace (".values[2] is nan; ...").
+absl::Status PackedValue(const google::protobuf::RepeatedField<float>& values, int i,
+                         const char* values_field, float* value) {
+  *value = values.empty() ? 1.0f : values.Get(i);
+  if (std::isfinite(*value) && std::abs(static_cast<double>(*value)) <= kMaxFeatureValue) {
+    return absl::OkStatus();
+  }
+  return CheckFeatureValue(*value, absl::StrCat(".", values_field, "[", i, "]"));
+}
+
+// Checks and hands on the packed features of one namespace: names, then
+// ids, then keys. Errors are relative to the namespace.
+absl::Status CheckPacked(const v1::Namespace& ns, const ExampleLimits& limits, ExampleSink* sink) {
+  float value = 0;
+  if (ns.names_size() > 0 || ns.values_size() > 0) {
+    absl::Status s = CheckPackedLength(ns.values_size(), ns.names_size(), "values", "names");
+    if (!s.ok()) return s;
+    for (int i = 0; i < ns.names_size(); ++i) {
+      if (s = CheckName(ns.names(i), limits); !s.ok()) {
+        return AtPath(s, absl::StrCat(".names[", i, "]"));
+      }
+      if (s = PackedValue(ns.values(), i, "values", &value); !s.ok()) return s;
+      sink->AddNamed(ns.names(i), value);
+    }
+  }
+  if (ns.ids_size() > 0 || ns.id_values_size() > 0) {
+    absl::Status s = CheckPackedLength(ns.id_values_size(), ns.ids_size(), "id_values", "ids");
+    if (!s.ok()) return s;
+    for (int i = 0; i < ns.ids_size(); ++i) {
+      if (s = PackedValue(ns.id_values(), i, "id_values", &value); !s.ok()) return s;
+      sink->AddId(ns.ids(i), value);
+    }
+  }
+  if (ns.keys_size() > 0 || ns.key_values_size() > 0) {
+    absl::Status s = CheckPackedLength(ns.key_values_size(), ns.keys_size(), "key_values", "keys");
+    if (!s.ok()) return s;
+    for (int i = 0; i < ns.keys_size(); ++i) {
+      if (s = PackedValue(ns.key_values(), i, "key_values", &value); !s.ok()) return s;
+      sink->AddKey(ns.keys(i), value);
+    }
+  }
+  return absl::OkStatus();
 }
 
 // Checks the example's sizes (namespaces, features) before anything is
@@ -48,7 +111,7 @@ absl::Status CheckSizes(const v1::Example& proto, FieldPath field, const Example
                      " entries; the limit is ", limits.max_namespaces_per_example));
   }
   size_t features = 0;
-  for (const v1::Namespace& ns : proto.namespaces()) features += ns.features_size();
+  for (const v1::Namespace& ns : proto.namespaces()) features += FeatureEntries(ns);
   if (features > limits.max_features_per_example) {
     return absl::ResourceExhaustedError(absl::StrCat(
         field(), " has ", features, " features; the limit is ", limits.max_features_per_example));
@@ -88,18 +151,17 @@ class ExampleBuilder final : public ExampleSink {
   void StartNamespace(const v1::Namespace& ns) override {
     Namespace& target = out_->namespaces.emplace_back();
     target.name = ns.name();
-    target.features.reserve(ns.features_size());
+    target.features.reserve(FeatureEntries(ns));
   }
 
-  void AddFeature(const v1::Feature& proto, float value) override {
-    Feature& feature = out_->namespaces.back().features.emplace_back();
-    feature.has_id = proto.key_case() == v1::Feature::kId;
-    if (feature.has_id) {
-      feature.id = proto.id();
-    } else {
-      feature.name = proto.name();
-    }
-    feature.value = value;
+  void AddNamed(const std::string& name, float value) override {
+    out_->namespaces.back().features.push_back(Feature::Named(name, value));
+  }
+  void AddId(uint64_t id, float value) override {
+    out_->namespaces.back().features.push_back(Feature::WithId(id, value));
+  }
+  void AddKey(uint64_t key, float value) override {
+    out_->namespaces.back().features.push_back(Feature::WithKey(key, value));
   }
 
  private:
@@ -107,6 +169,25 @@ class ExampleBuilder final : public ExampleSink {
 };
 
 }  // namespace
+
+size_t FeatureEntries(const v1::Namespace& ns) {
+  return ns.features_size() + std::max(ns.names_size(), ns.values_size()) +
+         std::max(ns.ids_size(), ns.id_values_size()) +
+         std::max(ns.keys_size(), ns.key_values_size());
+}
+
+uint64_t NonzeroFeatures(const v1::Namespace& ns) {
+  uint64_t nonzero = 0;
+  for (const v1::Feature& f : ns.features()) nonzero += !(f.has_value() && f.value() == 0.0f);
+  auto packed = [&nonzero](int keys, const google::protobuf::RepeatedField<float>& values) {
+    for (float v : values) nonzero += v != 0.0f;
+    if (keys > values.size()) nonzero += keys - values.size();
+  };
+  packed(ns.names_size(), ns.values());
+  packed(ns.ids_size(), ns.id_values());
+  packed(ns.keys_size(), ns.key_values());
+  return nonzero;
+}
 
 absl::Status CheckExample(const v1::Example& proto, FieldPath field, const ExampleLimits& limits,
                           ExampleSink* sink, Example* dense) {
@@ -120,11 +201,19 @@ absl::Status CheckExample(const v1::Example& proto, FieldPath field, const Examp
     }
     sink->StartNamespace(ns);
     for (int f = 0; f < ns.features_size(); ++f) {
+      const v1::Feature& feature = ns.features(f);
       float value = 0;
-      if (absl::Status s = CheckFeature(ns.features(f), limits, &value); !s.ok()) {
+      if (absl::Status s = CheckFeature(feature, limits, &value); !s.ok()) {
         return AtPath(s, absl::StrCat(field(), ".namespaces[", n, "].features[", f, "]"));
       }
-      sink->AddFeature(ns.features(f), value);
+      if (feature.key_case() == v1::Feature::kName) {
+        sink->AddNamed(feature.name(), value);
+      } else {
+        sink->AddId(feature.id(), value);
+      }
+    }
+    if (absl::Status s = CheckPacked(ns, limits, sink); !s.ok()) {
+      return AtPath(s, absl::StrCat(field(), ".namespaces[", n, "]"));
     }
   }
   if (proto.dense_size() == 0) return absl::OkStatus();

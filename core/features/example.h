@@ -21,11 +21,17 @@ struct Feature {
   uint64_t id = 0;
   bool has_id = false;
   float value = 1.0f;
+  // With `has_id`: `id` is a key the client already hashed with the
+  // model's scheme (docs/hashing.md), unfolded, used as it is.
+  bool is_key = false;
 
   static Feature Named(std::string name, float value = 1.0f) {
     return Feature{std::move(name), 0, false, value};
   }
   static Feature WithId(uint64_t id, float value = 1.0f) { return Feature{{}, id, true, value}; }
+  static Feature WithKey(uint64_t key, float value = 1.0f) {
+    return Feature{{}, key, true, value, true};
+  }
 };
 
 struct Namespace {
