@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/persist/batch_codec.h"
 #include "gtest/gtest.h"
 
 namespace clickd {
@@ -239,6 +240,32 @@ TEST(Convert, FeatureCountsOfEveryForm) {
   auto got = ToExample(empty, "context", ExampleLimits{});
   ASSERT_TRUE(got.ok());
   EXPECT_TRUE(got->namespaces[0].features.empty());
+}
+
+// What the update log records of a converted example keeps each form: a
+// key stays a key (kind 2) through EncodeBatch and DecodeBatch, so that a
+// replay at restart hashes it as the Update did.
+TEST(Convert, EveryFormSurvivesTheUpdateLog) {
+  v1::Example e = PackedExample();
+  e.mutable_namespaces(0)->add_features()->set_name("first");
+  const Example example = *ToExample(e, "context", ExampleLimits{});
+  const TrainingExample entry{nullptr, &example, 1.0f, 1.0f};
+  std::string bytes;
+  EncodeBatch({&entry, 1}, &bytes);
+  auto decoded = DecodeBatch(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->batch.size(), 1u);
+  const std::vector<Feature>& want = example.namespaces[0].features;
+  const std::vector<Feature>& got = decoded->batch[0].example->namespaces[0].features;
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name) << i;
+    EXPECT_EQ(got[i].id, want[i].id) << i;
+    EXPECT_EQ(got[i].has_id, want[i].has_id) << i;
+    EXPECT_EQ(got[i].is_key, want[i].is_key) << i;
+    EXPECT_EQ(got[i].value, want[i].value) << i;
+  }
+  EXPECT_TRUE(got[5].is_key);
 }
 
 }  // namespace
