@@ -18,6 +18,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -450,6 +451,19 @@ TEST(KeyHasher, KeysHashAsTheServerHashes) {
   v1::ModelInfo info;
   info.mutable_config()->mutable_hashing()->set_seed(1234);
   EXPECT_EQ(KeyHasher::ForModel(info).seed(), 1234u);
+}
+
+// The golden vectors of docs/hashing.md.
+TEST(KeyHasher, GoldenVectors) {
+  for (const auto& [seed, named, id] :
+       {std::tuple<uint64_t, uint64_t, uint64_t>{0, 0x4e7766629ead153d, 0x60d50635a90a9b43},
+        {42, 0x29066de8c7c5c6e4, 0xcf55aca09cf341ec}}) {
+    const KeyHasher hasher(seed);
+    const uint64_t ns = hasher.NamespaceHash("user");
+    EXPECT_EQ(KeyHasher::NamedKey(ns, "country=FR"), named) << seed;
+    EXPECT_EQ(KeyHasher::IdKey(ns, 12345), id) << seed;
+  }
+  EXPECT_EQ(KeyHasher(0).NamespaceHash("user"), 0x99e389d25c10af32u);
 }
 
 TEST(KeyHasher, AllOnesLeaveKeyValuesEmptyAndKeysStay) {
