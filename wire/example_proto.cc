@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "core/optim/dense/dense_optimizer_config.h"
@@ -47,57 +49,63 @@ absl::Status CheckFeature(const v1::Feature& proto, const ExampleLimits& limits,
   return CheckFeatureValue(*value, ".value");
 }
 
-// Checks a packed value list against the keys it values: empty (every
-// value 1) or exactly one value per key. The error names the list, e.g.
-// ".values: 5 values for 4 names".
-absl::Status CheckPackedLength(int values, int keys, const char* values_field,
-                               const char* keys_field) {
-  if (values == 0 || values == keys) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(".", values_field, ": ", values, " values for ", keys, " ", keys_field));
+// Whether CheckFeatureValue passes `value`, tested without building the
+// field name it would need for an error.
+bool ValueInBounds(float value) {
+  return std::isfinite(value) && std::abs(static_cast<double>(value)) <= kMaxFeatureValue;
 }
 
-// The value of packed entry `i` (1 when the list is empty), checked; the
-// error is relative to the namespace (".values[2] is nan; ...").
-absl::Status PackedValue(const google::protobuf::RepeatedField<float>& values, int i,
-                         const char* values_field, float* value) {
-  *value = values.empty() ? 1.0f : values.Get(i);
-  if (std::isfinite(*value) && std::abs(static_cast<double>(*value)) <= kMaxFeatureValue) {
-    return absl::OkStatus();
+// Checks one packed list, `keys` (names, ids or keys) with its `values`
+// (empty: every value 1; else one per key), and hands each entry to
+// add(key, value). The valid path builds no Status: this loop runs once per
+// feature. Errors are relative to the namespace: ".values: 5 values for 4
+// names", ".names[2] has 0 bytes; ...", ".values[2] is nan; ...".
+template <typename Keys, typename Add>
+absl::Status CheckPackedList(const Keys& keys, const google::protobuf::RepeatedField<float>& values,
+                             const char* keys_field, const char* values_field,
+                             const ExampleLimits& limits, Add add) {
+  constexpr bool kNames = std::is_same_v<Keys, google::protobuf::RepeatedPtrField<std::string>>;
+  const int n = keys.size();
+  if (!values.empty() && values.size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(".", values_field, ": ", values.size(), " values for ", n, " ", keys_field));
   }
-  return CheckFeatureValue(*value, absl::StrCat(".", values_field, "[", i, "]"));
+  const bool ones = values.empty();
+  for (int i = 0; i < n; ++i) {
+    const auto& key = keys.Get(i);
+    const float value = ones ? 1.0f : values.Get(i);
+    if constexpr (kNames) {
+      if (key.empty() || key.size() > limits.max_name_bytes) {
+        return AtPath(CheckName(key, limits), absl::StrCat(".", keys_field, "[", i, "]"));
+      }
+    }
+    if (!ValueInBounds(value)) {
+      return CheckFeatureValue(value, absl::StrCat(".", values_field, "[", i, "]"));
+    }
+    add(key, value);
+  }
+  return absl::OkStatus();
 }
 
 // Checks and hands on the packed features of one namespace: names, then
 // ids, then keys. Errors are relative to the namespace.
 absl::Status CheckPacked(const v1::Namespace& ns, const ExampleLimits& limits, ExampleSink* sink) {
-  float value = 0;
   if (ns.names_size() > 0 || ns.values_size() > 0) {
-    absl::Status s = CheckPackedLength(ns.values_size(), ns.names_size(), "values", "names");
+    absl::Status s = CheckPackedList(
+        ns.names(), ns.values(), "names", "values", limits,
+        [sink](const std::string& name, float value) { sink->AddNamed(name, value); });
     if (!s.ok()) return s;
-    for (int i = 0; i < ns.names_size(); ++i) {
-      if (s = CheckName(ns.names(i), limits); !s.ok()) {
-        return AtPath(s, absl::StrCat(".names[", i, "]"));
-      }
-      if (s = PackedValue(ns.values(), i, "values", &value); !s.ok()) return s;
-      sink->AddNamed(ns.names(i), value);
-    }
   }
   if (ns.ids_size() > 0 || ns.id_values_size() > 0) {
-    absl::Status s = CheckPackedLength(ns.id_values_size(), ns.ids_size(), "id_values", "ids");
+    absl::Status s = CheckPackedList(ns.ids(), ns.id_values(), "ids", "id_values", limits,
+                                     [sink](uint64_t id, float value) { sink->AddId(id, value); });
     if (!s.ok()) return s;
-    for (int i = 0; i < ns.ids_size(); ++i) {
-      if (s = PackedValue(ns.id_values(), i, "id_values", &value); !s.ok()) return s;
-      sink->AddId(ns.ids(i), value);
-    }
   }
   if (ns.keys_size() > 0 || ns.key_values_size() > 0) {
-    absl::Status s = CheckPackedLength(ns.key_values_size(), ns.keys_size(), "key_values", "keys");
+    absl::Status s =
+        CheckPackedList(ns.keys(), ns.key_values(), "keys", "key_values", limits,
+                        [sink](uint64_t key, float value) { sink->AddKey(key, value); });
     if (!s.ok()) return s;
-    for (int i = 0; i < ns.keys_size(); ++i) {
-      if (s = PackedValue(ns.key_values(), i, "key_values", &value); !s.ok()) return s;
-      sink->AddKey(ns.keys(i), value);
-    }
   }
   return absl::OkStatus();
 }
