@@ -25,6 +25,12 @@ absl::Status CheckName(const std::string& name, const ExampleLimits& limits) {
       absl::StrCat(" has ", name.size(), " bytes; must be 1..", limits.max_name_bytes));
 }
 
+// Whether CheckFeatureValue passes `value`, tested without building the
+// field name it would need for an error.
+bool ValueInBounds(float value) {
+  return std::isfinite(value) && std::abs(static_cast<double>(value)) <= kMaxFeatureValue;
+}
+
 // Checks one feature. Its errors name what is wrong relative to the
 // feature (" has neither name nor id", ".value is nan; ..."): the caller,
 // which knows where the feature is, puts its path in front (AtPath).
@@ -41,18 +47,8 @@ absl::Status CheckFeature(const v1::Feature& proto, const ExampleLimits& limits,
       return absl::InvalidArgumentError(" has neither name nor id");
   }
   *value = proto.has_value() ? proto.value() : 1.0f;
-  // CheckFeatureValue's own test first, so that a valid value builds no
-  // field name.
-  if (std::isfinite(*value) && std::abs(static_cast<double>(*value)) <= kMaxFeatureValue) {
-    return absl::OkStatus();
-  }
+  if (ValueInBounds(*value)) return absl::OkStatus();
   return CheckFeatureValue(*value, ".value");
-}
-
-// Whether CheckFeatureValue passes `value`, tested without building the
-// field name it would need for an error.
-bool ValueInBounds(float value) {
-  return std::isfinite(value) && std::abs(static_cast<double>(value)) <= kMaxFeatureValue;
 }
 
 // Checks one packed list, `keys` (names, ids or keys) with its `values`
