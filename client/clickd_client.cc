@@ -11,6 +11,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "xxhash.h"
 
 namespace clickd {
 namespace {
@@ -55,6 +56,114 @@ struct AsyncPredictCall {
 };
 
 }  // namespace
+
+uint64_t KeyHasher::NamespaceHash(std::string_view name) const {
+  return XXH3_64bits_withSeed(name.data(), name.size(), seed_);
+}
+
+uint64_t KeyHasher::NamedKey(uint64_t namespace_hash, std::string_view name) {
+  return XXH3_64bits_withSeed(name.data(), name.size(), namespace_hash);
+}
+
+uint64_t KeyHasher::IdKey(uint64_t namespace_hash, uint64_t id) {
+  unsigned char bytes[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(id >> (8 * i));
+  return XXH3_64bits_withSeed(bytes, sizeof(bytes), namespace_hash);
+}
+
+absl::StatusOr<v1::Example> KeyHasher::Hash(const v1::Example& example) const {
+  v1::Example out;
+  *out.mutable_dense() = example.dense();
+  for (int n = 0; n < example.namespaces_size(); ++n) {
+    const v1::Namespace& ns = example.namespaces(n);
+    auto field = [n](const auto&... rest) { return absl::StrCat("namespaces[", n, "]", rest...); };
+    v1::Namespace* target = out.add_namespaces();
+    target->set_name(ns.name());
+    const uint64_t ns_hash = NamespaceHash(ns.name());
+    target->mutable_keys()->Reserve(ns.features_size() + ns.names_size() + ns.ids_size() +
+                                    ns.keys_size());
+    std::vector<float> values;
+    values.reserve(target->keys().Capacity());
+    auto add = [&](uint64_t key, float value) {
+      target->add_keys(key);
+      values.push_back(value);
+    };
+    for (int f = 0; f < ns.features_size(); ++f) {
+      const v1::Feature& feature = ns.features(f);
+      const float value = feature.has_value() ? feature.value() : 1.0f;
+      if (feature.key_case() == v1::Feature::kId) {
+        add(IdKey(ns_hash, feature.id()), value);
+      } else if (feature.key_case() == v1::Feature::kName) {
+        if (feature.name().empty()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(field(".features[", f, "].name is empty")));
+        }
+        add(NamedKey(ns_hash, feature.name()), value);
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field(".features[", f, "]"), " has neither name nor id"));
+      }
+    }
+    // Packed values: empty (every value 1) or one per key.
+    auto packed = [&](int keys, const google::protobuf::RepeatedField<float>& packed_values,
+                      const char* values_field, const char* keys_field, auto key_of) {
+      if (!packed_values.empty() && packed_values.size() != keys) {
+        return absl::InvalidArgumentError(absl::StrCat(field(".", values_field), ": ",
+                                                       packed_values.size(), " values for ", keys,
+                                                       " ", keys_field));
+      }
+      for (int i = 0; i < keys; ++i) {
+        absl::StatusOr<uint64_t> key = key_of(i);
+        if (!key.ok()) return key.status();
+        add(*key, packed_values.empty() ? 1.0f : packed_values.Get(i));
+      }
+      return absl::OkStatus();
+    };
+    absl::Status s = packed(
+        ns.names_size(), ns.values(), "values", "names", [&](int i) -> absl::StatusOr<uint64_t> {
+          if (ns.names(i).empty()) {
+            return absl::InvalidArgumentError(absl::StrCat(field(".names[", i, "]"), " is empty"));
+          }
+          return NamedKey(ns_hash, ns.names(i));
+        });
+    if (s.ok()) {
+      s = packed(ns.ids_size(), ns.id_values(), "id_values", "ids",
+                 [&](int i) -> absl::StatusOr<uint64_t> { return IdKey(ns_hash, ns.ids(i)); });
+    }
+    if (s.ok()) {
+      s = packed(ns.keys_size(), ns.key_values(), "key_values", "keys",
+                 [&](int i) -> absl::StatusOr<uint64_t> { return ns.keys(i); });
+    }
+    if (!s.ok()) return s;
+    if (std::any_of(values.begin(), values.end(), [](float v) { return v != 1.0f; })) {
+      target->mutable_key_values()->Add(values.begin(), values.end());
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<HashedPredictContext> HashedPredictContext::Create(const KeyHasher& hasher,
+                                                                  const v1::Example& context) {
+  absl::StatusOr<v1::Example> hashed = hasher.Hash(context);
+  if (!hashed.ok()) {
+    return absl::Status(hashed.status().code(),
+                        absl::StrCat("context.", hashed.status().message()));
+  }
+  return HashedPredictContext(hasher, *std::move(hashed));
+}
+
+absl::StatusOr<v1::PredictRequest> HashedPredictContext::Request(v1::PredictRequest request) const {
+  *request.mutable_context() = context_;
+  for (int i = 0; i < request.candidates_size(); ++i) {
+    absl::StatusOr<v1::Example> hashed = hasher_.Hash(request.candidates(i));
+    if (!hashed.ok()) {
+      return absl::Status(hashed.status().code(),
+                          absl::StrCat("candidates[", i, "].", hashed.status().message()));
+    }
+    *request.mutable_candidates(i) = *std::move(hashed);
+  }
+  return request;
+}
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();

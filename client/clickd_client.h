@@ -25,6 +25,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -123,6 +125,61 @@ class AckedUpdateStream {
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::UpdateRequest, v1::UpdateAck>> stream_;
   bool finished_ = false;
+};
+
+// Client-side hashing: the keys form of the wire (Namespace.keys,
+// docs/hashing.md), so that the server skips hashing. Keys depend on the
+// model's hashing seed (ModelConfig.hashing.seed): hash for the model a
+// request goes to. Immutable; safe for concurrent use.
+class KeyHasher {
+ public:
+  explicit KeyHasher(uint64_t seed) : seed_(seed) {}
+  // For the model `info` describes (GetModel, CreateModel).
+  static KeyHasher ForModel(const v1::ModelInfo& info) {
+    return KeyHasher(info.config().hashing().seed());
+  }
+
+  uint64_t seed() const { return seed_; }
+  // XXH3_64(name, seed).
+  uint64_t NamespaceHash(std::string_view name) const;
+  // XXH3_64(name, namespace hash): the key of a named feature.
+  static uint64_t NamedKey(uint64_t namespace_hash, std::string_view name);
+  // XXH3_64(id as 8 little-endian bytes, namespace hash): an id's key.
+  static uint64_t IdKey(uint64_t namespace_hash, uint64_t id);
+
+  // `example` with every feature (Feature messages, packed names and ids,
+  // keys already there) as keys and key_values, namespace by namespace in
+  // the order the server reads them; key_values is left empty when every
+  // value is 1. Dense values are kept. InvalidArgument for what hashing
+  // cannot key: a Feature with neither name nor id, an empty name, packed
+  // values as many as neither their names nor 0. Values are not checked
+  // here: the server checks them (as key_values[i]).
+  absl::StatusOr<v1::Example> Hash(const v1::Example& example) const;
+
+ private:
+  uint64_t seed_;
+};
+
+// A Predict context hashed once (KeyHasher::Hash) and reused by many
+// requests: each request copies its keys, packed, and nothing is hashed
+// again on either side. Immutable; safe for concurrent use.
+class HashedPredictContext {
+ public:
+  static absl::StatusOr<HashedPredictContext> Create(const KeyHasher& hasher,
+                                                     const v1::Example& context);
+
+  const v1::Example& context() const { return context_; }
+
+  // `request` with this context and its candidates hashed into keys (a
+  // candidate already in keys form is kept as it is).
+  absl::StatusOr<v1::PredictRequest> Request(v1::PredictRequest request) const;
+
+ private:
+  HashedPredictContext(KeyHasher hasher, v1::Example context)
+      : hasher_(hasher), context_(std::move(context)) {}
+
+  KeyHasher hasher_;
+  v1::Example context_;
 };
 
 class ClickdClient {

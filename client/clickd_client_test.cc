@@ -18,10 +18,13 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/model/model.h"
 #include "gtest/gtest.h"
+#include "wire/predict_request.h"
 
 namespace clickd {
 namespace {
@@ -380,6 +383,135 @@ TEST(ClickdClient, NothingListeningIsUnavailableAfterTheConfiguredAttempts) {
   EXPECT_EQ(u.code(), absl::StatusCode::kUnavailable) << u;
   EXPECT_EQ(updates, 1);
   close(fd);
+}
+
+// A context and candidates with every form of feature, and values other
+// than 1, crossed by the model below.
+v1::PredictRequest MixedRequest() {
+  v1::PredictRequest r;
+  r.set_model("m");
+  v1::Namespace* u = r.mutable_context()->add_namespaces();
+  u->set_name("u");
+  u->add_features()->set_name("country=FR");
+  v1::Feature* f = u->add_features();
+  f->set_id(42);
+  f->set_value(0.5f);
+  u->add_names("lang=fr");
+  u->add_ids(9);
+  u->add_id_values(-2);
+  for (int i = 0; i < 3; ++i) {
+    v1::Namespace* a = r.add_candidates()->add_namespaces();
+    a->set_name("a");
+    a->add_names(absl::StrCat("ad=", i));
+    a->add_names("brand=x");
+    a->add_values(1);
+    a->add_values(0.25f * (i + 1));
+    a->add_features()->set_id(i);
+  }
+  return r;
+}
+
+// Keys hashed by the client land where the server hashes names and ids:
+// the same features, in the same order, after crosses, bias and folding.
+TEST(KeyHasher, KeysHashAsTheServerHashes) {
+  ModelConfig config;
+  config.hashing.seed = 1234;
+  config.hashing.bits = 18;
+  config.hashing.interactions = {{"u", "a"}, {"u", "u"}};
+  auto model = *CreateModel(config);
+  const v1::PredictRequest r = MixedRequest();
+  HashedCandidates want;
+  ASSERT_TRUE(HashPredictRequest(r, *model, ExampleLimits{}, &want).ok());
+
+  const KeyHasher hasher(1234);
+  auto context = HashedPredictContext::Create(hasher, r.context());
+  ASSERT_TRUE(context.ok()) << context.status();
+  const v1::Namespace& u = context->context().namespaces(0);
+  EXPECT_EQ(u.name(), "u");
+  ASSERT_EQ(u.keys_size(), 4);
+  EXPECT_EQ(u.keys(0), hasher.NamedKey(hasher.NamespaceHash("u"), "country=FR"));
+  EXPECT_EQ(u.keys(1), hasher.IdKey(hasher.NamespaceHash("u"), 42));
+  EXPECT_EQ(std::vector<float>(u.key_values().begin(), u.key_values().end()),
+            (std::vector<float>{1, 0.5f, 1, -2}));
+  EXPECT_EQ(u.features_size() + u.names_size() + u.ids_size(), 0);
+
+  for (int reuse = 0; reuse < 2; ++reuse) {  // the context serves many requests
+    auto hashed = context->Request(r);
+    ASSERT_TRUE(hashed.ok()) << hashed.status();
+    EXPECT_EQ(hashed->model(), "m");
+    HashedCandidates got;
+    ASSERT_TRUE(HashPredictRequest(*hashed, *model, ExampleLimits{}, &got).ok());
+    EXPECT_EQ(got.context.features, want.context.features);
+    EXPECT_EQ(got.features, want.features);
+    EXPECT_EQ(got.ends, want.ends);
+  }
+  // Another seed, other keys.
+  auto other = HashedPredictContext::Create(KeyHasher(1235), r.context());
+  EXPECT_NE(other->context().namespaces(0).keys(0), u.keys(0));
+  v1::ModelInfo info;
+  info.mutable_config()->mutable_hashing()->set_seed(1234);
+  EXPECT_EQ(KeyHasher::ForModel(info).seed(), 1234u);
+}
+
+// The golden vectors of docs/hashing.md.
+TEST(KeyHasher, GoldenVectors) {
+  for (const auto& [seed, named, id] :
+       {std::tuple<uint64_t, uint64_t, uint64_t>{0, 0x4e7766629ead153d, 0x60d50635a90a9b43},
+        {42, 0x29066de8c7c5c6e4, 0xcf55aca09cf341ec}}) {
+    const KeyHasher hasher(seed);
+    const uint64_t ns = hasher.NamespaceHash("user");
+    EXPECT_EQ(KeyHasher::NamedKey(ns, "country=FR"), named) << seed;
+    EXPECT_EQ(KeyHasher::IdKey(ns, 12345), id) << seed;
+  }
+  EXPECT_EQ(KeyHasher(0).NamespaceHash("user"), 0x99e389d25c10af32u);
+}
+
+TEST(KeyHasher, AllOnesLeaveKeyValuesEmptyAndKeysStay) {
+  v1::Example e;
+  v1::Namespace* ns = e.add_namespaces();
+  ns->set_name("n");
+  ns->add_names("a");
+  ns->add_keys(77);
+  e.add_dense()->set_namespace_("emb");
+  auto hashed = KeyHasher(0).Hash(e);
+  ASSERT_TRUE(hashed.ok());
+  EXPECT_EQ(hashed->namespaces(0).keys_size(), 2);
+  EXPECT_EQ(hashed->namespaces(0).keys(1), 77u);
+  EXPECT_EQ(hashed->namespaces(0).key_values_size(), 0);
+  EXPECT_EQ(hashed->dense_size(), 1);
+}
+
+TEST(KeyHasher, RefusesWhatCannotBeKeyed) {
+  const KeyHasher hasher(0);
+  v1::Example e;
+  v1::Namespace* ns = e.add_namespaces();
+  ns->add_features()->set_value(2);
+  EXPECT_EQ(hasher.Hash(e).status().message(), "namespaces[0].features[0] has neither name nor id");
+  ns->mutable_features(0)->set_name("");
+  EXPECT_EQ(hasher.Hash(e).status().message(), "namespaces[0].features[0].name is empty");
+  ns->clear_features();
+  ns->add_names("a");
+  ns->add_values(1);
+  ns->add_values(2);
+  EXPECT_EQ(hasher.Hash(e).status().message(), "namespaces[0].values: 2 values for 1 names");
+  ns->clear_values();
+  ns->add_names("");
+  EXPECT_EQ(hasher.Hash(e).status().message(), "namespaces[0].names[1] is empty");
+  ns->clear_names();
+  ns->add_ids(1);
+  ns->add_id_values(1);
+  ns->add_id_values(1);
+  EXPECT_EQ(hasher.Hash(e).status().message(), "namespaces[0].id_values: 2 values for 1 ids");
+  ns->clear_id_values();
+  ns->add_key_values(1);
+  EXPECT_EQ(hasher.Hash(e).status().code(), absl::StatusCode::kInvalidArgument);
+  auto context = HashedPredictContext::Create(hasher, e);
+  EXPECT_EQ(context.status().message(), "context.namespaces[0].key_values: 1 values for 0 keys");
+  auto ok = HashedPredictContext::Create(hasher, v1::Example());
+  v1::PredictRequest r;
+  *r.add_candidates() = e;
+  EXPECT_EQ(ok->Request(r).status().message(),
+            "candidates[0].namespaces[0].key_values: 1 values for 0 keys");
 }
 
 }  // namespace

@@ -5,19 +5,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/features/feature_count.h"
+#include "wire/example_proto.h"
 
 namespace clickd {
 namespace {
 
-// The namespace sizes of an example proto: its non-zero features (an unset
-// value is 1), as hashing will see them once converted.
+// The namespace sizes of an example proto: its non-zero features in every
+// wire form (an unset value is 1), as hashing will see them once converted
+// (wire/example_proto.h NonzeroFeatures).
 std::vector<NamespaceSize> Sizes(const v1::Example& example) {
   std::vector<NamespaceSize> sizes;
   sizes.reserve(example.namespaces_size());
   for (const v1::Namespace& ns : example.namespaces()) {
-    uint64_t nonzero = 0;
-    for (const v1::Feature& f : ns.features()) nonzero += !(f.has_value() && f.value() == 0.0f);
-    sizes.push_back({ns.name(), nonzero});
+    sizes.push_back({ns.name(), NonzeroFeatures(ns)});
   }
   return sizes;
 }

@@ -83,5 +83,42 @@ TEST(RequestCost, UpdateCountsEveryExampleAndDenseValues) {
   EXPECT_NE(s.message().find("examples[0].example yields 17 features"), std::string::npos) << s;
 }
 
+// Packed features count as Feature messages do (a value of 0 drops one), so
+// a request of a million packed values is refused here, before any of them
+// is read, with the field and the limit named.
+TEST(RequestCost, PackedFeaturesCountInEveryForm) {
+  v1::PredictRequest request;
+  v1::Namespace* user = request.mutable_context()->add_namespaces();
+  user->set_name("user");
+  for (int i = 0; i < 4; ++i) user->add_names(absl::StrCat("u", i));
+  user->add_ids(1);
+  user->add_id_values(0);  // dropped
+  user->add_keys(2);
+  v1::Namespace* ad = request.add_candidates()->add_namespaces();
+  ad->set_name("ad");
+  ad->add_ids(7);
+  ad->add_keys(8);
+  ad->add_keys(9);
+  // 5 + 3 + 15 + 1 = 24.
+  Limits limits;
+  limits.max_features_after_interactions = 24;
+  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  limits.max_features_after_interactions = 23;
+  EXPECT_EQ(CheckPredictCost(UserTimesAd(), request, limits).message(),
+            "candidates[0] (with the context) yields 24 features after interactions; the limit "
+            "is 23 (max_features_after_interactions)");
+
+  v1::UpdateRequest update;
+  v1::Namespace* big = update.add_examples()->mutable_example()->add_namespaces();
+  big->set_name("ad");
+  big->add_keys(1);
+  for (int i = 0; i < 1'000'000; ++i) big->add_key_values(1);
+  const absl::Status s = CheckUpdateCost(UserTimesAd(), update, Limits{});
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "examples[0].example yields 1000001 features after interactions; the limit is 65536 "
+            "(max_features_after_interactions)");
+}
+
 }  // namespace
 }  // namespace clickd

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/model/state_digest.h"
 #include "core/persist/fault_injection_env.h"
 #include "gtest/gtest.h"
 
@@ -266,6 +267,96 @@ TEST(ClickdService, IdempotencyKeyOverTheLimitIsRefusedAndLearnsNothing) {
   EXPECT_TRUE(service.ApplyUpdate(**served, request, &response, &scored).ok());
   EXPECT_TRUE(service.ApplyUpdate(**served, request, &response, &scored).ok());
   EXPECT_EQ((*served)->model().Updates(), 4u);
+}
+
+// `e` with its Feature messages in another wire form: packed names and ids
+// (`keys` false) or keys hashed as a client does (`keys` true).
+v1::Example Repacked(const v1::Example& e, bool keys, const FeatureHasher& hasher) {
+  v1::Example out;
+  for (const v1::Namespace& ns : e.namespaces()) {
+    v1::Namespace* to = out.add_namespaces();
+    to->set_name(ns.name());
+    const uint64_t ns_hash = hasher.NamespaceHash(ns.name());
+    for (const v1::Feature& f : ns.features()) {
+      const bool id = f.key_case() == v1::Feature::kId;
+      if (keys) {
+        to->add_keys(id ? FeatureHasher::IdKey(ns_hash, f.id())
+                        : FeatureHasher::NamedKey(ns_hash, f.name()));
+      } else if (id) {
+        to->add_ids(f.id());
+      } else {
+        to->add_names(f.name());
+      }
+    }
+  }
+  return out;
+}
+
+// The same Updates and Predicts sent as Feature messages, packed names and
+// ids, and client-hashed keys: the same model state and the same margins.
+TEST(ClickdService, EveryWireFormLearnsAndPredictsAlike) {
+  std::vector<std::string> digests;
+  std::vector<std::vector<double>> margins;
+  for (int form = 0; form < 3; ++form) {
+    ModelRegistry registry;
+    ModelConfig config;
+    config.hashing.seed = 5;
+    config.hashing.interactions = {{"user", "ad"}};
+    ASSERT_TRUE(registry.Create(config).ok());
+    ClickdService service(&registry, Limits{}, [] {});
+    auto served = *service.Lookup("default", "model");
+    const FeatureHasher& hasher = served->model().hasher();
+    auto rewrite = [&](v1::Example* e) {
+      if (form > 0) *e = Repacked(*e, form == 2, hasher);
+    };
+    for (int i = 0; i < 20; ++i) {
+      v1::UpdateRequest request = Clicks(4, i);
+      rewrite(request.mutable_impressions(0)->mutable_context());
+      for (v1::LabeledExample& c : *request.mutable_impressions(0)->mutable_candidates()) {
+        rewrite(c.mutable_example());
+      }
+      v1::UpdateResponse response;
+      std::vector<ScoredExample> scored;
+      ASSERT_TRUE(service.ApplyUpdate(*served, request, &response, &scored).ok());
+    }
+    digests.push_back(StateDigest(served->model()));
+    v1::PredictRequest request;
+    request.set_model("default");
+    *request.mutable_context() = Clicks(1, 3).impressions(0).context();
+    *request.add_candidates() = AdExample("good");
+    *request.add_candidates() = AdExample("bad");
+    rewrite(request.mutable_context());
+    for (v1::Example& c : *request.mutable_candidates()) rewrite(&c);
+    v1::PredictResponse response;
+    ASSERT_TRUE(service.ScorePredictRequest(request, &response).ok());
+    std::vector<double> m;
+    for (const v1::Prediction& p : response.predictions()) m.push_back(p.margin());
+    EXPECT_NE(m[0], m[1]);
+    margins.push_back(m);
+  }
+  EXPECT_EQ(digests[1], digests[0]);
+  EXPECT_EQ(digests[2], digests[0]);
+  EXPECT_EQ(margins[1], margins[0]);
+  EXPECT_EQ(margins[2], margins[0]);
+}
+
+// A million packed values are refused by the cost check before any is read.
+TEST(ClickdService, MillionPackedValuesAreRefusedByTheCostCheck) {
+  ModelRegistry registry;
+  ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
+  ClickdService service(&registry, Limits{}, [] {});
+  v1::PredictRequest request;
+  request.set_model("default");
+  v1::Namespace* ns = request.add_candidates()->add_namespaces();
+  ns->set_name("ad");
+  ns->add_names("a");
+  for (int i = 0; i < 1'000'000; ++i) ns->add_values(std::nanf(""));
+  v1::PredictResponse response;
+  const absl::Status s = service.ScorePredictRequest(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "candidates[0] (with the context) yields 1000001 features after interactions; the "
+            "limit is 65536 (max_features_after_interactions)");
 }
 
 }  // namespace

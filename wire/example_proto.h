@@ -1,6 +1,9 @@
 // A clickd.v1.Example to core's Example, with the checks that belong to the
 // wire format: sizes against ExampleLimits, names' lengths, every feature
-// keyed, values finite and bounded (core/optim/numeric_bounds.h). Dense
+// keyed, values finite and bounded (core/optim/numeric_bounds.h), packed
+// values as many as what they value. A namespace's features come in four
+// forms (Feature messages, packed names, packed ids, packed keys the client
+// hashed; docs/api.md "Wire forms"), read in that order and checked alike. Dense
 // values are bounded in total here and checked against the model's dense
 // namespaces later (CheckDenseValues, core/model/serving.h).
 //
@@ -13,6 +16,7 @@
 #define CLICKD_WIRE_EXAMPLE_PROTO_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -42,12 +46,24 @@ class ExampleSink {
  public:
   // A namespace (its name checked) starts; its features follow.
   virtual void StartNamespace(const v1::Namespace& ns) = 0;
-  // A checked feature (keyed by name or id) with its value (1 if unset).
-  virtual void AddFeature(const v1::Feature& feature, float value) = 0;
+  // A checked feature with its value (1 if unset), whatever its form: a
+  // name, an id (to mix with the namespace), or a key the client hashed.
+  virtual void AddNamed(const std::string& name, float value) = 0;
+  virtual void AddId(uint64_t id, float value) = 0;
+  virtual void AddKey(uint64_t key, float value) = 0;
 
  protected:
   ~ExampleSink() = default;
 };
+
+// The namespace's features in all forms: what max_features_per_example
+// counts. A packed value list longer than its keys counts by its length,
+// so that an oversized list is refused before anything reads it.
+size_t FeatureEntries(const v1::Namespace& ns);
+// The namespace's features that hashing will keep (a value of 0 drops one;
+// an unset value is 1), in all forms: what the request's cost counts
+// (server/request_cost.h). Values beyond their keys count too.
+uint64_t NonzeroFeatures(const v1::Namespace& ns);
 
 // Checks one example, in this order: its sizes, then each namespace's name
 // and each of its features (handed to `sink` once checked), then its dense

@@ -14,13 +14,11 @@ class CollectorSink final : public ExampleSink {
 
   void StartNamespace(const v1::Namespace& ns) override { collector_->StartNamespace(ns.name()); }
 
-  void AddFeature(const v1::Feature& feature, float value) override {
-    if (feature.key_case() == v1::Feature::kName) {
-      collector_->AddNamed(feature.name(), value);
-    } else {
-      collector_->AddId(feature.id(), value);
-    }
+  void AddNamed(const std::string& name, float value) override {
+    collector_->AddNamed(name, value);
   }
+  void AddId(uint64_t id, float value) override { collector_->AddId(id, value); }
+  void AddKey(uint64_t key, float value) override { collector_->AddKey(key, value); }
 
  private:
   FeatureHasher::Collector* const collector_;

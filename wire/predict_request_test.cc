@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/model/serving.h"
+#include "core/model/state_digest.h"
 #include "gtest/gtest.h"
 #include "wire/example_proto.h"
 
@@ -278,6 +279,31 @@ TEST(HashPredictRequest, RefusesAsTheExamplePath) {
          d->add_values(1);
          d->add_values(std::nanf(""));
        }},
+      {"packed values for fewer names",
+       [](v1::Example* e) {
+         v1::Namespace* ns = e->add_namespaces();
+         ns->add_names("n");
+         ns->add_values(1);
+         ns->add_values(2);
+       }},
+      {"packed nan value",
+       [](v1::Example* e) {
+         v1::Namespace* ns = e->add_namespaces();
+         ns->add_ids(1);
+         ns->add_id_values(std::nanf(""));
+       }},
+      {"packed infinite key value",
+       [](v1::Example* e) {
+         v1::Namespace* ns = e->add_namespaces();
+         ns->add_keys(1);
+         ns->add_key_values(INFINITY);
+       }},
+      {"packed empty name", [](v1::Example* e) { e->add_namespaces()->add_names(""); }},
+      {"too many packed features",
+       [](v1::Example* e) {
+         v1::Namespace* ns = e->add_namespaces();
+         for (int i = 0; i < 9; ++i) ns->add_keys(i);
+       }},
       {"dense namespace twice",
        [](v1::Example* e) {
          for (int k = 0; k < 2; ++k) {
@@ -306,6 +332,133 @@ TEST(HashPredictRequest, RefusesAsTheExamplePath) {
         EXPECT_EQ(got.status(), want.status()) << what << " at " << where;
       }
     }
+  }
+}
+
+// How a test writes an example's features on the wire.
+enum class Form { kFeatures, kPacked, kKeys };
+
+// Rewrites `e`'s Feature messages in `form`: packed names and ids, or keys
+// hashed as a client does (docs/hashing.md). Each run of names or of ids
+// becomes a namespace of its own, with the same name, so that features
+// keep their order (and hashed lists compare exactly).
+v1::Example Rewrite(const v1::Example& e, Form form, const FeatureHasher& hasher) {
+  if (form == Form::kFeatures) return e;
+  v1::Example out;
+  *out.mutable_dense() = e.dense();
+  for (const v1::Namespace& ns : e.namespaces()) {
+    const uint64_t ns_hash = hasher.NamespaceHash(ns.name());
+    v1::Namespace* run = out.add_namespaces();
+    run->set_name(ns.name());
+    int run_kind = -1;  // 0 names, 1 ids
+    for (const v1::Feature& f : ns.features()) {
+      const int kind = f.key_case() == v1::Feature::kId ? 1 : 0;
+      const float value = f.has_value() ? f.value() : 1.0f;
+      if (form == Form::kKeys) {
+        run->add_keys(kind == 1 ? FeatureHasher::IdKey(ns_hash, f.id())
+                                : FeatureHasher::NamedKey(ns_hash, f.name()));
+        run->add_key_values(value);
+        continue;
+      }
+      if (run_kind >= 0 && kind != run_kind) {
+        run = out.add_namespaces();
+        run->set_name(ns.name());
+      }
+      run_kind = kind;
+      if (kind == 1) {
+        run->add_ids(f.id());
+        run->add_id_values(value);
+      } else {
+        run->add_names(f.name());
+        run->add_values(value);
+      }
+    }
+  }
+  return out;
+}
+
+v1::PredictRequest Rewrite(const v1::PredictRequest& r, Form form, const FeatureHasher& hasher) {
+  v1::PredictRequest out = r;
+  *out.mutable_context() = Rewrite(r.context(), form, hasher);
+  for (int i = 0; i < r.candidates_size(); ++i) {
+    *out.mutable_candidates(i) = Rewrite(r.candidates(i), form, hasher);
+  }
+  return out;
+}
+
+// The same request as Feature messages, packed names and ids, and keys the
+// client hashed: the same hashed features, in the same order.
+TEST(HashPredictRequest, EveryWireFormHashesAlike) {
+  ModelConfig config;
+  config.hashing.seed = 99;
+  config.hashing.interactions = {{"u", "a"}, {"a", "a"}, {"u", "a", "p"}};
+  config.hashing.bits = 14;
+  config.dense_namespaces = {{"emb", 3}, {"pos", 2}};
+  config.dense_optimizer.tau = 2;
+  auto model = *CreateModel(config);
+  const ExampleLimits limits;
+  RandomRequests random(23);
+  for (int trial = 0; trial < 300; ++trial) {
+    const v1::PredictRequest r = random.Request();
+    HashedCandidates want;
+    const absl::Status want_status = HashPredictRequest(r, *model, limits, &want);
+    for (Form form : {Form::kPacked, Form::kKeys}) {
+      HashedCandidates got;
+      const absl::Status got_status =
+          HashPredictRequest(Rewrite(r, form, model->hasher()), *model, limits, &got);
+      ASSERT_EQ(got_status.ok(), want_status.ok()) << got_status << " vs " << want_status;
+      if (!want_status.ok()) continue;
+      EXPECT_EQ(got.context.features, want.context.features);
+      EXPECT_EQ(got.features, want.features);
+      EXPECT_EQ(got.ends, want.ends);
+    }
+  }
+}
+
+// An Update learned from each wire form (through ToExample, as the server
+// converts one) gives the same model, digest for digest, and each form
+// then predicts the same margins.
+TEST(ToExample, EveryWireFormLearnsTheSameModel) {
+  for (const ModelConfig& base : AllConfigs()) {
+    ModelConfig config = base;
+    config.hashing.seed = 7;
+    const std::string name = OptimizerName(config);
+    std::vector<std::string> digests;
+    std::vector<std::vector<uint64_t>> margins;
+    for (Form form : {Form::kFeatures, Form::kPacked, Form::kKeys}) {
+      auto model = *CreateModel(config);
+      const ExampleLimits limits;
+      RandomRequests random(31);
+      for (int step = 0; step < 150; ++step) {
+        const v1::PredictRequest r = Rewrite(random.Request(), form, model->hasher());
+        auto context = ToExample(r.context(), "context", limits);
+        auto example = ToExample(r.candidates(0), "candidates[0]", limits);
+        ASSERT_TRUE(context.ok() && example.ok()) << context.status() << example.status();
+        if (model->dense_block() == nullptr) {
+          context->dense.clear();
+          example->dense.clear();
+        }
+        const float label = step % 3 == 0 ? 1.0f : (config.loss == LossType::kHinge ? -1.0f : 0.0f);
+        const TrainingExample t{&*context, &*example, label, 1.0f};
+        LearnBatch(*model, {&t, 1});
+      }
+      digests.push_back(StateDigest(*model));
+      std::vector<uint64_t> bits;
+      RandomRequests probes(41);
+      for (int trial = 0; trial < 50; ++trial) {
+        v1::PredictRequest r = Rewrite(probes.Request(), form, model->hasher());
+        r.mutable_context()->clear_dense();
+        for (v1::Example& c : *r.mutable_candidates()) c.clear_dense();
+        auto scores = ScoreHashed(r, *model, limits);
+        ASSERT_TRUE(scores.ok()) << scores.status();
+        for (const CandidateScore& s : *scores) bits.push_back(Bits(s.margin));
+      }
+      margins.push_back(bits);
+    }
+    EXPECT_EQ(digests[1], digests[0]) << name << ": packed";
+    EXPECT_EQ(digests[2], digests[0]) << name << ": keys";
+    EXPECT_EQ(margins[1], margins[0]) << name << ": packed";
+    EXPECT_EQ(margins[2], margins[0]) << name << ": keys";
   }
 }
 

@@ -18,6 +18,7 @@
 #include "client/clickctl/loadgen_calls.h"
 #include "client/clickctl/loadgen_requests.h"
 #include "client/clickctl/network_flags.h"
+#include "client/clickd_client.h"
 
 ABSL_FLAG(std::string, method, "predict", "loadgen: predict | update | update_stream | health");
 ABSL_FLAG(std::optional<int>, concurrency, std::nullopt,
@@ -33,6 +34,10 @@ ABSL_FLAG(int, candidate_features, 40,
 ABSL_FLAG(uint64_t, request_seed, 1, "loadgen: seed of the synthetic requests");
 ABSL_FLAG(bool, feature_ids, false,
           "loadgen: send features as pre-hashed 64-bit ids instead of string names");
+ABSL_FLAG(std::string, wire, "features",
+          "loadgen: how requests carry features: features (a Feature message each) | packed "
+          "(packed names, or ids with --feature_ids) | keys (packed keys hashed here with the "
+          "model's seed, read by GetModel)");
 ABSL_DECLARE_FLAG(std::string, candidates);  // network_commands.cc
 ABSL_DECLARE_FLAG(int, batch_size);          // server_replay.cc
 
@@ -71,7 +76,7 @@ std::set<std::string> UsedFlags(const std::string& method) {
   used.insert({"server", "deadline_ms", "json"});
   if (method == "health") {
     for (const char* shape :
-         {"context_features", "candidate_features", "request_seed", "feature_ids"}) {
+         {"context_features", "candidate_features", "request_seed", "feature_ids", "wire"}) {
       used.erase(shape);
     }
   } else {
@@ -123,6 +128,9 @@ absl::Status PlanShape(const std::string& method, Plan* plan) {
   shape.context_features = absl::GetFlag(FLAGS_context_features);
   shape.candidate_features = absl::GetFlag(FLAGS_candidate_features);
   shape.feature_ids = absl::GetFlag(FLAGS_feature_ids);
+  auto wire = ParseWireForm(absl::GetFlag(FLAGS_wire));
+  if (!wire.ok()) return wire.status();
+  shape.wire = *wire;
   if (absl::Status s = CheckRange("context_features", shape.context_features, 0, kMaxFeatures);
       !s.ok()) {
     return s;
@@ -167,6 +175,18 @@ absl::StatusOr<Plan> PlanFromFlags() {
   if (!deadline.ok()) return deadline.status();
   plan.load.deadline = *deadline;
   return plan;
+}
+
+// The model's hashing seed, which keys depend on (--wire=keys).
+absl::StatusOr<uint64_t> HashingSeed(const std::shared_ptr<grpc::Channel>& channel,
+                                     absl::Duration deadline) {
+  auto client = ClickdClient::CreateWithChannel(channel);
+  if (!client.ok()) return client.status();
+  CallOptions call;
+  call.timeout = deadline;
+  auto info = (*client)->GetModel(ModelFlag(), call);
+  if (!info.ok()) return info.status();
+  return KeyHasher::ForModel(*info).seed();
 }
 
 // Builds the request pool and runs the plan.
@@ -216,7 +236,8 @@ void PrintJson(const Plan& plan, const LoadResult& r) {
         .Integer(plan.method == "update_stream" ? "batch_size" : "candidates",
                  plan.shape.candidates)
         .Integer("candidate_features", plan.shape.candidate_features)
-        .Bool("feature_ids", plan.shape.feature_ids);
+        .Bool("feature_ids", plan.shape.feature_ids)
+        .String("wire", WireFormName(plan.shape.wire));
   }
   w.Number("duration_s", absl::ToDoubleSeconds(plan.load.duration))
       .Number("warmup_s", absl::ToDoubleSeconds(plan.load.warmup))
@@ -289,6 +310,11 @@ int RunLoadgenCommand(const std::vector<std::string>& args) {
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + plan->load.deadline))) {
     return ReportError(kCommand, absl::UnavailableError(absl::StrCat(
                                      "cannot connect to ", ServerFlag(), " within --deadline_ms")));
+  }
+  if (plan->shape.wire == WireForm::kKeys) {
+    auto seed = HashingSeed(channel, plan->load.deadline);
+    if (!seed.ok()) return ReportError(kCommand, seed.status());
+    plan->shape.hashing_seed = *seed;
   }
   const LoadResult result = Execute(*plan, channel);
   if (JsonFlag()) {

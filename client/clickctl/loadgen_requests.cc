@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+#include "client/clickd_client.h"
+
 namespace clickd {
 
 // SplitMix64 (Steele, Lea and Flood 2014): tiny, fast, and the same
@@ -38,6 +41,26 @@ uint64_t StreamState(uint64_t seed, uint64_t stream) {
 
 }  // namespace
 
+absl::StatusOr<WireForm> ParseWireForm(const std::string& text) {
+  for (WireForm form : {WireForm::kFeatures, WireForm::kPacked, WireForm::kKeys}) {
+    if (text == WireFormName(form)) return form;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--wire is \"", text, "\"; want features, packed or keys"));
+}
+
+const char* WireFormName(WireForm form) {
+  switch (form) {
+    case WireForm::kFeatures:
+      return "features";
+    case WireForm::kPacked:
+      return "packed";
+    case WireForm::kKeys:
+      return "keys";
+  }
+  return "features";
+}
+
 SyntheticRequests::SyntheticRequests(RequestShape shape, uint64_t seed)
     : shape_(shape), seed_(seed), cdf_(kVocabulary) {
   double total = 0;
@@ -58,18 +81,40 @@ void SyntheticRequests::FillExample(Rng& rng, const char* ns, char prefix, int f
   if (features <= 0) return;
   v1::Namespace* n = out->add_namespaces();
   n->set_name(ns);
-  n->mutable_features()->Reserve(features);
+  const KeyHasher hasher(shape_.hashing_seed);
+  const uint64_t ns_hash = shape_.wire == WireForm::kKeys ? hasher.NamespaceHash(ns) : 0;
   for (int j = 0; j < features; ++j) {
     const int value = ZipfValue(rng.Uniform());
     if (shape_.feature_ids) {
-      n->add_features()->set_id((static_cast<uint64_t>(j) << 32) | static_cast<uint64_t>(value));
+      const uint64_t id = (static_cast<uint64_t>(j) << 32) | static_cast<uint64_t>(value);
+      switch (shape_.wire) {
+        case WireForm::kFeatures:
+          n->add_features()->set_id(id);
+          break;
+        case WireForm::kPacked:
+          n->add_ids(id);
+          break;
+        case WireForm::kKeys:
+          n->add_keys(KeyHasher::IdKey(ns_hash, id));
+          break;
+      }
       continue;
     }
     std::string name(1, prefix);
     name += std::to_string(j);
     name += '=';
     name += std::to_string(value);
-    n->add_features()->set_name(std::move(name));
+    switch (shape_.wire) {
+      case WireForm::kFeatures:
+        n->add_features()->set_name(std::move(name));
+        break;
+      case WireForm::kPacked:
+        n->add_names(std::move(name));
+        break;
+      case WireForm::kKeys:
+        n->add_keys(KeyHasher::NamedKey(ns_hash, name));
+        break;
+    }
   }
 }
 

@@ -21,9 +21,20 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "clickd/v1/clickd.pb.h"
 
 namespace clickd {
+
+// How the requests carry their features (clickd.v1.Namespace, docs/api.md
+// "Wire forms"): one Feature message each, packed names or ids, or packed
+// keys hashed here with the model's seed (client/clickd_client.h
+// KeyHasher). The features are the same in every form.
+enum class WireForm { kFeatures, kPacked, kKeys };
+
+// "features", "packed" or "keys"; InvalidArgument otherwise.
+absl::StatusOr<WireForm> ParseWireForm(const std::string& text);
+const char* WireFormName(WireForm form);
 
 struct RequestShape {
   int context_features = 0;  // Predict context / Update impression context; 0: none
@@ -32,6 +43,8 @@ struct RequestShape {
   // Send each feature as a pre-hashed 64-bit id (field j and value v packed
   // as j * 2^32 + v) instead of its name "a<j>=<v>".
   bool feature_ids = false;
+  WireForm wire = WireForm::kFeatures;
+  uint64_t hashing_seed = 0;  // the model's, for WireForm::kKeys
 };
 
 class SyntheticRequests {

@@ -17,6 +17,7 @@
 #include "client/clickctl/loadgen_requests.h"
 #include "client/clickctl/loadgen_runner.h"
 #include "client/clickctl/loadgen_schedule.h"
+#include "client/clickd_client.h"
 #include "gtest/gtest.h"
 
 namespace clickd {
@@ -187,6 +188,43 @@ TEST(SyntheticRequests, FeatureIdsPackFieldAndValue) {
       EXPECT_EQ(a.features(j).name(), absl::StrCat("a", id >> 32, "=", id & 0xffffffffu));
     }
   }
+}
+
+// Every wire form carries the same features: packed names or ids, or the
+// keys a client hashes from them with the model's seed.
+TEST(SyntheticRequests, EveryWireFormCarriesTheSameFeatures) {
+  for (bool ids : {false, true}) {
+    RequestShape shape{4, 2, 6};
+    shape.feature_ids = ids;
+    shape.hashing_seed = 77;
+    const v1::PredictRequest features = SyntheticRequests(shape, 5).Predict("m", 3);
+    shape.wire = WireForm::kPacked;
+    const v1::PredictRequest packed = SyntheticRequests(shape, 5).Predict("m", 3);
+    shape.wire = WireForm::kKeys;
+    const v1::PredictRequest keys = SyntheticRequests(shape, 5).Predict("m", 3);
+    auto want_keys = HashedPredictContext::Create(KeyHasher(77), features.context());
+    ASSERT_TRUE(want_keys.ok());
+    auto want = want_keys->Request(features);
+    ASSERT_TRUE(want.ok());
+    EXPECT_EQ(keys.SerializeAsString(), want->SerializeAsString()) << ids;
+    for (int c = 0; c < 2; ++c) {
+      const v1::Namespace& a = features.candidates(c).namespaces(0);
+      const v1::Namespace& b = packed.candidates(c).namespaces(0);
+      ASSERT_EQ(b.features_size(), 0);
+      ASSERT_EQ((ids ? b.ids_size() : b.names_size()), 6);
+      EXPECT_EQ(b.values_size() + b.id_values_size(), 0);  // every value 1
+      for (int j = 0; j < 6; ++j) {
+        if (ids) {
+          EXPECT_EQ(b.ids(j), a.features(j).id());
+        } else {
+          EXPECT_EQ(b.names(j), a.features(j).name());
+        }
+      }
+    }
+  }
+  EXPECT_EQ(*ParseWireForm("keys"), WireForm::kKeys);
+  EXPECT_EQ(ParseWireForm("fast").status().message(),
+            "--wire is \"fast\"; want features, packed or keys");
 }
 
 TEST(SyntheticRequests, ValuesAreZipfLike) {

@@ -17,15 +17,24 @@ struct Feature {
   // Used when `has_id` is false.
   std::string name;
   // Used when `has_id` is true: a pre-hashed id, still mixed with the
-  // namespace so that equal ids in two namespaces stay distinct.
+  // namespace so that equal ids in two namespaces stay distinct (unless
+  // `is_key`).
   uint64_t id = 0;
   bool has_id = false;
   float value = 1.0f;
+  // With `has_id`: `id` is a key the client already hashed with the
+  // model's scheme (docs/hashing.md), unfolded, used as it is.
+  bool is_key = false;
 
   static Feature Named(std::string name, float value = 1.0f) {
-    return Feature{std::move(name), 0, false, value};
+    return Feature{std::move(name), 0, false, value, false};
   }
-  static Feature WithId(uint64_t id, float value = 1.0f) { return Feature{{}, id, true, value}; }
+  static Feature WithId(uint64_t id, float value = 1.0f) {
+    return Feature{{}, id, true, value, false};
+  }
+  static Feature WithKey(uint64_t key, float value = 1.0f) {
+    return Feature{{}, key, true, value, true};
+  }
 };
 
 struct Namespace {

@@ -138,7 +138,9 @@ void FeatureHasher::Collect(const Example& example, std::vector<HashedFeature>* 
   for (const Namespace& ns : example.namespaces) {
     collector.StartNamespace(ns.name);
     for (const Feature& f : ns.features) {
-      if (f.has_id) {
+      if (f.is_key) {
+        collector.AddKey(f.id, f.value);
+      } else if (f.has_id) {
         collector.AddId(f.id, f.value);
       } else {
         collector.AddNamed(f.name, f.value);

@@ -122,6 +122,11 @@ class FeatureHasher {
     void AddId(uint64_t id, float value) {
       if (value != 0.0f) Add(IdKey(namespace_hash_, id), value);
     }
+    // Adds a feature the client already hashed (NamedKey or IdKey of this
+    // namespace's hash), unfolded.
+    void AddKey(uint64_t key, float value) {
+      if (value != 0.0f) Add(key, value);
+    }
 
    private:
     void Add(uint64_t key, float value) {

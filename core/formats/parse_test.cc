@@ -14,8 +14,8 @@ using ::testing::ElementsAre;
 using ::testing::FieldsAre;
 
 // Flattens a feature for matching: (name, id, has_id, value).
-auto Named(std::string name, float value) { return FieldsAre(name, 0u, false, value); }
-auto Id(uint64_t id, float value) { return FieldsAre("", id, true, value); }
+auto Named(std::string name, float value) { return FieldsAre(name, 0u, false, value, false); }
+auto Id(uint64_t id, float value) { return FieldsAre("", id, true, value, false); }
 
 LabeledExample MustParse(InputFormat format, std::string_view line) {
   LabeledExample example;
@@ -198,7 +198,7 @@ TEST(ParseCriteoTest, BucketsIntegersAndKeepsCategoricals) {
   std::vector<std::string> features;
   for (const Namespace& ns : example.example.namespaces) {
     ASSERT_EQ(ns.features.size(), 1u) << ns.name;
-    EXPECT_THAT(ns.features[0], FieldsAre(::testing::_, 0u, false, 1.0f));
+    EXPECT_THAT(ns.features[0], FieldsAre(::testing::_, 0u, false, 1.0f, false));
     names.push_back(ns.name);
     features.push_back(ns.features[0].name);
   }

@@ -21,7 +21,9 @@ void EncodeExample(const Example& e, std::string* out) {
     coding::PutString(out, ns.name);
     coding::PutFixed32(out, static_cast<uint32_t>(ns.features.size()));
     for (const Feature& f : ns.features) {
-      out->push_back(f.has_id ? 1 : 0);
+      // kind: 0 name, 1 id, 2 key the client hashed (readers before keys
+      // refuse 2 as corrupt rather than misread it).
+      out->push_back(f.is_key ? 2 : f.has_id ? 1 : 0);
       if (f.has_id) {
         coding::PutFixed64(out, f.id);
       } else {
@@ -74,8 +76,9 @@ bool DecodeExample(Decoder* in, Example* e) {
     ns.features.resize(features);
     for (Feature& f : ns.features) {
       std::string_view kind;
-      if (!in->GetBytes(1, &kind) || (kind[0] != 0 && kind[0] != 1)) return false;
-      f.has_id = kind[0] == 1;
+      if (!in->GetBytes(1, &kind) || kind[0] < 0 || kind[0] > 2) return false;
+      f.has_id = kind[0] != 0;
+      f.is_key = kind[0] == 2;
       if (f.has_id ? !in->GetFixed64(&f.id) : !in->GetString(&f.name)) return false;
       if (!in->GetFloat(&f.value)) return false;
     }
