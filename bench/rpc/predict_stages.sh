@@ -4,6 +4,7 @@
 #
 #   bash bench/rpc/predict_stages.sh                       # build/release
 #   BUILD_DIR=build/rel LABEL=after bash bench/rpc/predict_stages.sh
+#   WIRE=features BUILD_DIR=build/old bash bench/rpc/predict_stages.sh   # before --wire
 #
 # Runs clickd under valgrind --tool=callgrind on a free port of 127.0.0.1,
 # teaches the default model as profile.sh does, then for each case zeroes
@@ -58,6 +59,15 @@ phase() {
     >> "$out/index.txt"
 }
 phase health 2000 --method=health
-phase predict_1x40 2000 --method=predict --candidates=1 --candidate_features=40
-phase predict_100x40 100 --method=predict --candidates=100 --candidate_features=40
+# WIRE: how the Predicts carry their features (clickctl loadgen --wire):
+# Feature messages, packed names, client-hashed packed keys; a build before
+# the packed forms takes WIRE=features only (its phases keep the old names).
+wires=${WIRE:-features packed keys}
+for wire in $wires; do
+  suffix=$([[ $wires == features ]] && echo "" || echo "_$wire")
+  wire_flag=$([[ $wires == features ]] && echo "" || echo "--wire=$wire")
+  phase "predict_1x40$suffix" 2000 --method=predict --candidates=1 --candidate_features=40 $wire_flag
+  phase "predict_100x40$suffix" 100 --method=predict --candidates=100 --candidate_features=40 \
+    $wire_flag
+done
 /usr/bin/python3 bench/rpc/predict_stages.py "$out/index.txt"

@@ -22,7 +22,9 @@
 # summary.md (by summarize.py), the servers' logs, teach.vw and the VW model.
 # Environment: VW_BIN, BUILD_DIR (build/release; needs clickd, clickctl and
 # vw_loadgen, i.e. CLICKD_BUILD_BENCH=ON), REPEATS (3), DURATION_S (5),
-# WARMUP_S (1), TEACH_REQUESTS (300 per shape, 100 examples each).
+# WARMUP_S (1), TEACH_REQUESTS (300 per shape, 100 examples each), WIRE
+# ("features keys": clickd's rows for each of clickctl loadgen's --wire forms,
+# Feature messages and client-hashed packed keys; "packed" is the third).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -37,6 +39,7 @@ ip link set lo up
 
 build=${BUILD_DIR:-build/release}
 repeats=${REPEATS:-3}
+wires=${WIRE:-features keys}
 duration=${DURATION_S:-5}
 warmup=${WARMUP_S:-1}
 teach_requests=${TEACH_REQUESTS:-300}
@@ -236,9 +239,17 @@ for rep in $(seq "$repeats"); do
   measure_clickd health_c1 "$rep" --method=health --concurrency=1
   measure_clickd health_c8 "$rep" --method=health --concurrency=8
   for n in 1 8; do
-    measure_clickd "a_clickd_c$n" "$rep" --method=predict "${shape_a[@]}" --concurrency="$n"
+    for wire in $wires; do
+      suffix=$([[ $wire == features ]] && echo "" || echo "_$wire")
+      measure_clickd "a_clickd${suffix}_c$n" "$rep" --method=predict "${shape_a[@]}" \
+        --concurrency="$n" --wire="$wire"
+    done
     measure_vw "a_vw_c$n" "$rep" "$n" "${shape_a[@]}"
-    measure_clickd "b_clickd_c$n" "$rep" --method=predict "${shape_b[@]}" --concurrency="$n"
+    for wire in $wires; do
+      suffix=$([[ $wire == features ]] && echo "" || echo "_$wire")
+      measure_clickd "b_clickd${suffix}_c$n" "$rep" --method=predict "${shape_b[@]}" \
+        --concurrency="$n" --wire="$wire"
+    done
     measure_vw "b_vw_c$n" "$rep" "$n" "${shape_b[@]}"
   done
 done

@@ -53,20 +53,24 @@ def measures():
     ]
 
 
-def case_table(rows, reps, case, title):
+def case_table(rows, reps, case, title, wire=""):
+    """wire: "" for clickd's Feature messages, "_packed" or "_keys" for the
+    packed wire forms (clickctl loadgen --wire)."""
     have_vw = any((f"{case}_vw_c1", rep) in rows for rep in reps)
+    if wire:
+        title += f", clickd with --wire={wire[1:]}"
     print(f"#### {title}\n")
     print("| measure | in flight | clickd | VW daemon | clickd / VW |")
     print("|---|---|---|---|---|")
     for label, get in measures():
         for n in (1, 8):
-            c = [get(rows[(f"{case}_clickd_c{n}", rep)]) for rep in reps
-                 if (f"{case}_clickd_c{n}", rep) in rows]
+            c = [get(rows[(f"{case}_clickd{wire}_c{n}", rep)]) for rep in reps
+                 if (f"{case}_clickd{wire}_c{n}", rep) in rows]
             v = [get(rows[(f"{case}_vw_c{n}", rep)]) for rep in reps
                  if (f"{case}_vw_c{n}", rep) in rows]
             ratios = []
             for rep in reps:
-                a = rows.get((f"{case}_clickd_c{n}", rep))
+                a = rows.get((f"{case}_clickd{wire}_c{n}", rep))
                 b = rows.get((f"{case}_vw_c{n}", rep))
                 if a and b and get(a) is not None and get(b):
                     ratios.append(get(a) / get(b))
@@ -98,8 +102,11 @@ def main():
     print(f"{len(reps)} repetitions; 1-minute load before the measurements "
           f"{statistics.median(loads):.1f} ({min(loads):.1f}-{max(loads):.1f}); "
           f"errors: {errors}\n")
-    case_table(rows, reps, "a", "a. 100 candidates x 40 features, no context")
-    case_table(rows, reps, "b", "b. 20 context features + 100 candidates x 20 features")
+    for wire in ("", "_packed", "_keys"):
+        if not any(c == f"a_clickd{wire}_c1" for (c, _) in rows):
+            continue
+        case_table(rows, reps, "a", "a. 100 candidates x 40 features, no context", wire)
+        case_table(rows, reps, "b", "b. 20 context features + 100 candidates x 20 features", wire)
     health_table(rows, reps)
     shares = [r["result"].get("client_cpu_share") for r in rows.values()
               if r["server"] == "vw"]
