@@ -179,14 +179,17 @@ class Client:
 
     def predict(self, model, candidates: Iterable[Any] = (), context: Any = None, *,
                 min_model_version: int = 0, request_id: str = "",
+                wire: str = "features", seed: Optional[int] = None,
                 timeout: Optional[float] = None,
                 wait_for_ready: bool = False) -> pb.PredictResponse:
         """Scores candidates that share a context; retried on UNAVAILABLE.
 
         ``model`` is the model's name, or a whole PredictRequest (then the
         other request arguments must be unset). Candidates and the context
-        are Example messages or the shorthands of clickd.messages. Returns
-        the PredictResponse: one Prediction per candidate, in order.
+        are Example messages or the shorthands of clickd.messages, written
+        in the wire form ``wire`` ("features", "packed", or "keys" with the
+        model's hashing ``seed``; clickd.messages). Returns the
+        PredictResponse: one Prediction per candidate, in order.
         """
         if isinstance(model, pb.PredictRequest):
             if candidates or context is not None or min_model_version or request_id:
@@ -195,7 +198,7 @@ class Client:
         else:
             request = messages.predict_request(model, candidates, context,
                                                min_model_version=min_model_version,
-                                               request_id=request_id)
+                                               request_id=request_id, wire=wire, seed=seed)
         deadline = time.monotonic() + self._call_timeout(timeout)
         watching = False
         try:
@@ -234,6 +237,7 @@ class Client:
 
     def update(self, model, examples: Iterable[Any] = (), impressions: Iterable[Any] = (), *,
                return_margins: bool = False, idempotency_key: str = "", request_id: str = "",
+               wire: str = "features", seed: Optional[int] = None,
                timeout: Optional[float] = None,
                wait_for_ready: bool = False) -> pb.UpdateResponse:
         """Learns labeled examples, then impressions. Never retried.
@@ -251,7 +255,7 @@ class Client:
             request = messages.update_request(model, examples, impressions,
                                               return_margins=return_margins,
                                               idempotency_key=idempotency_key,
-                                              request_id=request_id)
+                                              request_id=request_id, wire=wire, seed=seed)
         return self._unary(self._stub.Update, request, timeout, wait_for_ready)
 
     def update_stream(self, requests: Iterable[pb.UpdateRequest], *,

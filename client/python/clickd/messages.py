@@ -12,7 +12,22 @@ these shorthands, converted here in one place:
   impression (context, [(candidate, label), ...]) or an Impression message
   config     a ModelConfig message, or its protobuf JSON form as a dict:
              {"name": "ctr", "ftrl": {"alpha": 0.05}}
+
+Shorthand examples are written in one of the wire forms (docs/api.md,
+"Wire forms"), chosen by ``wire``:
+
+  "features" one Feature message per feature (the default)
+  "packed"   per namespace, names as a repeated string and ids as packed
+             fixed64, each with its values (cheaper for the server to parse)
+  "keys"     per namespace, keys hashed here with the model's hashing seed
+             (``seed``, from get_model(...).config.hashing.seed), so the
+             server neither parses names nor hashes them
+
+All three teach the model the same coordinates. Messages passed in are
+sent as they are.
 """
+
+from clickd import hashing
 
 from typing import Any, Iterable, Mapping, Optional
 
@@ -43,8 +58,44 @@ def _feature(f, where: str) -> pb.Feature:
     return out
 
 
-def example(value: Any = None, dense: Optional[Mapping[str, Iterable[float]]] = None) -> pb.Example:
+WIRE_FORMS = ("features", "packed", "keys")
+
+
+def _pack(ns: pb.Namespace, features: Iterable[pb.Feature], wire: str,
+          seed: Optional[int]) -> None:
+    """Writes the features into ns's packed fields (wire "packed" or "keys")."""
+    names, ids, keys = [], [], []
+    for f in features:
+        value = f.value if f.HasField("value") else 1.0
+        kind = f.WhichOneof("key")
+        if wire == "keys":
+            ns_hash = hashing.namespace_hash(ns.name, seed)
+            key = (hashing.named_key(ns_hash, f.name) if kind == "name" else
+                   hashing.id_key(ns_hash, f.id))
+            keys.append((key, value))
+        elif kind == "name":
+            names.append((f.name, value))
+        else:
+            ids.append((f.id, value))
+
+    def values(pairs):  # empty when every value is 1, as the wire allows
+        return [v for _, v in pairs] if any(v != 1.0 for _, v in pairs) else []
+
+    ns.names.extend(n for n, _ in names)
+    ns.values.extend(values(names))
+    ns.ids.extend(i for i, _ in ids)
+    ns.id_values.extend(values(ids))
+    ns.keys.extend(k for k, _ in keys)
+    ns.key_values.extend(values(keys))
+
+
+def example(value: Any = None, dense: Optional[Mapping[str, Iterable[float]]] = None, *,
+            wire: str = "features", seed: Optional[int] = None) -> pb.Example:
     """Builds an Example from namespaces (see the module's doc) and dense values."""
+    if wire not in WIRE_FORMS:
+        raise ValueError(f"wire is {wire!r}; one of {', '.join(WIRE_FORMS)}")
+    if wire == "keys" and seed is None:
+        raise ValueError('wire="keys" needs the model\'s hashing seed (seed=...)')
     if isinstance(value, pb.Example):
         if dense:
             raise TypeError("dense values go into the Example message itself")
@@ -55,30 +106,35 @@ def example(value: Any = None, dense: Optional[Mapping[str, Iterable[float]]] = 
         ns = out.namespaces.add(name=name)
         if isinstance(features, (str, int, tuple)):
             features = [features]
-        ns.features.extend(_feature(f, f"namespaces[{i}]") for f in features)
+        built = [_feature(f, f"namespaces[{i}]") for f in features]
+        if wire == "features":
+            ns.features.extend(built)
+        else:
+            _pack(ns, built, wire, seed)
     for name, values in (dense or {}).items():
         out.dense.add(namespace=name, values=list(values))
     return out
 
 
-def labeled(value: Any) -> pb.LabeledExample:
+def labeled(value: Any, *, wire: str = "features", seed: Optional[int] = None) -> pb.LabeledExample:
     """Builds a LabeledExample from (example, label[, importance]) or passes one through."""
     if isinstance(value, pb.LabeledExample):
         return value
     if not isinstance(value, tuple) or len(value) not in (2, 3):
         raise TypeError(f"a labeled example is (example, label[, importance]), got {value!r}")
-    out = pb.LabeledExample(example=example(value[0]), label=value[1])
+    out = pb.LabeledExample(example=example(value[0], wire=wire, seed=seed), label=value[1])
     if len(value) == 3 and value[2] is not None:
         out.importance = value[2]
     return out
 
 
-def impression(value: Any) -> pb.Impression:
+def impression(value: Any, *, wire: str = "features", seed: Optional[int] = None) -> pb.Impression:
     """Builds an Impression from (context, [(candidate, label), ...]) or passes one through."""
     if isinstance(value, pb.Impression):
         return value
     context, candidates = value
-    return pb.Impression(context=example(context), candidates=[labeled(c) for c in candidates])
+    return pb.Impression(context=example(context, wire=wire, seed=seed),
+                         candidates=[labeled(c, wire=wire, seed=seed) for c in candidates])
 
 
 def model_config(value: Any) -> pb.ModelConfig:
@@ -91,18 +147,22 @@ def model_config(value: Any) -> pb.ModelConfig:
 
 
 def predict_request(model: str, candidates: Iterable[Any], context: Any = None, *,
-                    min_model_version: int = 0, request_id: str = "") -> pb.PredictRequest:
+                    min_model_version: int = 0, request_id: str = "", wire: str = "features",
+                    seed: Optional[int] = None) -> pb.PredictRequest:
     """Builds a PredictRequest: a context shared by every candidate, and the candidates."""
-    return pb.PredictRequest(model=model, request_id=request_id, context=example(context),
-                             candidates=[example(c) for c in candidates],
+    return pb.PredictRequest(model=model, request_id=request_id,
+                             context=example(context, wire=wire, seed=seed),
+                             candidates=[example(c, wire=wire, seed=seed) for c in candidates],
                              min_model_version=min_model_version)
 
 
 def update_request(model: str, examples: Iterable[Any] = (), impressions: Iterable[Any] = (), *,
                    return_margins: bool = False, idempotency_key: str = "",
-                   request_id: str = "") -> pb.UpdateRequest:
+                   request_id: str = "", wire: str = "features",
+                   seed: Optional[int] = None) -> pb.UpdateRequest:
     """Builds an UpdateRequest: flat labeled examples, then impressions."""
     return pb.UpdateRequest(model=model, request_id=request_id,
-                            examples=[labeled(e) for e in examples],
-                            impressions=[impression(i) for i in impressions],
+                            examples=[labeled(e, wire=wire, seed=seed) for e in examples],
+                            impressions=[impression(i, wire=wire, seed=seed)
+                                         for i in impressions],
                             return_margins=return_margins, idempotency_key=idempotency_key)

@@ -142,3 +142,40 @@ def test_client_cross_keys_are_the_servers(client):
         assert scores.predictions[1].margin == 0
     finally:
         client.delete_model(name)
+
+
+def test_every_wire_form_learns_the_same_model(client):
+    """The same updates and predicts sent as Feature messages, packed names
+    and ids, and keys hashed here: identical state digests and margins, with
+    interactions and values other than 1."""
+    config = {"hashing": {"seed": "11", "interactions": [{"namespaces": ["user", "ad"]}]}}
+    examples = [({"user": ["country=FR", ("age", 0.5), 12345], "ad": ["campaign=7", (99, 2.0)]}, 1),
+                ({"user": ["country=DE"], "ad": ["campaign=7", "creative=3"]}, 0),
+                ({"user": [("age", 0.25)], "ad": [(99, -1.5)]}, 1)]
+    candidates = [{"ad": ["campaign=7", (99, 2.0)]}, {"ad": ["creative=3"]}]
+    context = {"user": ["country=FR", ("age", 0.5)]}
+    digests, margins = [], []
+    for wire in ("features", "packed", "keys"):
+        name = f"wire-{wire}"
+        info = client.create_model(dict(config, name=name))
+        try:
+            seed = info.config.hashing.seed
+            request = clickd.messages.update_request(name, examples, wire=wire, seed=seed)
+            assert any(ns.features for e in request.examples for ns in e.example.namespaces) == \
+                (wire == "features")
+            client.update(request)
+            digests.append(client.state_digest(name))
+            scores = client.predict(name, candidates, context, wire=wire, seed=seed)
+            margins.append([p.margin for p in scores.predictions])
+        finally:
+            client.delete_model(name)
+    assert digests[0] == digests[1] == digests[2]
+    assert margins[0] == margins[1] == margins[2]
+    assert margins[0][0] != 0
+
+
+def test_wire_keys_needs_the_seed():
+    with pytest.raises(ValueError, match="seed"):
+        clickd.messages.example({"user": ["a"]}, wire="keys")
+    with pytest.raises(ValueError, match="wire"):
+        clickd.messages.example({"user": ["a"]}, wire="msgpack")
