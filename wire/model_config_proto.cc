@@ -98,6 +98,12 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
                      ? ModelConfig{}.num_shards
                      : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
   if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
+  // 0 (unset) and 1 both admit every feature; anything else in (0, 1) is
+  // probabilistic inclusion, and out-of-range values fail validation below.
+  if (p.admission().probability() != 0 && p.admission().probability() != 1) {
+    c.admission.policy = AdmissionOptions::Policy::kPoisson;
+    c.admission.probability = p.admission().probability();
+  }
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -162,6 +168,9 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     for (const std::string& n : names) i->add_namespaces(n);
   }
   p.set_num_shards(static_cast<uint32_t>(c.num_shards));
+  if (c.admission.policy == AdmissionOptions::Policy::kPoisson) {
+    p.mutable_admission()->set_probability(c.admission.probability);
+  }
   if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {
     for (const DenseNamespace& ns : c.dense_namespaces) {
       auto* out = p.add_dense_namespaces();

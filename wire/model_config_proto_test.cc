@@ -1,5 +1,7 @@
 #include "wire/model_config_proto.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace clickd {
@@ -23,6 +25,31 @@ TEST(Convert, ModelConfigDefaultsAndRoundTrip) {
   auto again = ToModelConfig(back);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(ModelConfigToProto(*again).SerializeAsString(), back.SerializeAsString());
+}
+
+TEST(Convert, AdmissionRoundTripsAndIsCheckedByName) {
+  v1::ModelConfig p;
+  p.set_name("ctr");
+  p.mutable_admission()->set_probability(0.25);
+  auto c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->admission.policy, AdmissionOptions::Policy::kPoisson);
+  EXPECT_EQ(c->admission.probability, 0.25);
+  EXPECT_EQ(ModelConfigToProto(*c).admission().probability(), 0.25);
+  // Unset and 1 both admit every feature, and show no admission.
+  for (double all : {0.0, 1.0}) {
+    p.mutable_admission()->set_probability(all);
+    auto every = ToModelConfig(p);
+    ASSERT_TRUE(every.ok()) << every.status();
+    EXPECT_EQ(every->admission.policy, AdmissionOptions::Policy::kAll);
+    EXPECT_FALSE(ModelConfigToProto(*every).has_admission());
+  }
+  for (double bad : {-0.5, 1.5, std::nan("")}) {
+    p.mutable_admission()->set_probability(bad);
+    const absl::Status s = ToModelConfig(p).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("config.admission.probability"), std::string::npos) << s;
+  }
 }
 
 TEST(Convert, ClassifierParamsRoundTrip) {

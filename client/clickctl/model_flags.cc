@@ -39,6 +39,9 @@ ABSL_FLAG(uint64_t, hash_seed, 0, "feature hash seed");
 ABSL_FLAG(bool, bias, true, "add a bias feature");
 ABSL_FLAG(std::string, interactions, "", "namespace crosses, e.g. user:ad,user:ad:page");
 ABSL_FLAG(int, shards, 16, "store shards");
+ABSL_FLAG(double, admission_probability, 1.0,
+          "admit a feature the model does not hold yet at a sighting with this probability, "
+          "in (0, 1]; 1: every feature at once (docs/admission.md)");
 
 namespace clickd {
 namespace {
@@ -83,6 +86,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.bias = absl::GetFlag(FLAGS_bias);
   v.interactions = absl::GetFlag(FLAGS_interactions);
   v.shards = absl::GetFlag(FLAGS_shards);
+  v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
   return v;
 }
 
@@ -167,6 +171,10 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   if (!interactions.ok()) return interactions.status();
   config.hashing.interactions = *std::move(interactions);
   config.num_shards = v.shards;
+  if (v.admission_probability != 1.0) {
+    config.admission.policy = AdmissionOptions::Policy::kPoisson;
+    config.admission.probability = v.admission_probability;
+  }
   if (absl::Status valid = ValidateModelConfig(config); !valid.ok()) return valid;
   return config;
 }

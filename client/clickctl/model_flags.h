@@ -34,6 +34,7 @@ struct ModelFlagValues {
   bool bias = true;
   std::string interactions;  // "user:ad,user:ad:page"
   int shards = 16;
+  double admission_probability = 1.0;
 };
 
 // Reads the values of the model flags defined in model_flags.cc.

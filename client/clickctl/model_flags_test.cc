@@ -13,6 +13,18 @@ TEST(ModelFlags, DefaultsAreTheDefaultModel) {
   EXPECT_TRUE(config->hashing.bias);
 }
 
+TEST(ModelFlags, AdmissionProbability) {
+  ModelFlagValues v;
+  v.admission_probability = 0.1;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->admission.policy, AdmissionOptions::Policy::kPoisson);
+  EXPECT_EQ(config->admission.probability, 0.1);
+  v.admission_probability = 0;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("admission.probability"),
+            std::string::npos);
+}
+
 TEST(ModelFlags, HyperparametersGoToTheSelectedOptimizer) {
   ModelFlagValues v;
   v.optimizer = "pc_ogd";

@@ -54,7 +54,10 @@ class LinearModel final : public Model {
   static_assert(std::is_trivially_copyable_v<CoordinateState>, "State is copied byte-wise");
 
   LinearModel(ModelConfig config, const typename Optimizer::Params& params)
-      : Model(std::move(config)), optimizer_(params), store_(this->config().num_shards) {}
+      : Model(std::move(config)),
+        optimizer_(params),
+        store_(this->config().num_shards),
+        admission_(this->config().admission) {}
 
   double Margin(absl::Span<const HashedFeature> features) const override {
     double margin;
@@ -82,22 +85,40 @@ class LinearModel final : public Model {
     });
   }
 
-  double LearnWithDense(absl::Span<const HashedFeature> features, const Eigen::VectorXd* dense,
+  double LearnWithDense(absl::Span<const HashedFeature> all_features, const Eigen::VectorXd* dense,
                         double label, double importance) override {
     double margin = 0;
     DenseBlock* block = dense != nullptr ? dense_block() : nullptr;
     // Holding every touched shard across both phases makes the step atomic
     // for readers, and one lookup per key serves the weight and the update.
-    store_.WithKeysLocked(features, [&](auto& upsert) {
+    store_.WithKeysLocked(all_features, [&](auto& upsert) {
       thread_local std::vector<CoordinateState*> states;
+      thread_local std::vector<HashedFeature> admitted;
       states.clear();
       const RoundContext before = CurrentRound();
       uint64_t new_keys = 0;
-      for (const HashedFeature& f : features) {
-        auto [state, inserted] = upsert(f.key);
-        new_keys += inserted;
-        states.push_back(state);
-        margin += optimizer_.Weight(*state, before) * f.value;
+      // With feature admission, a feature not stored and not admitted at
+      // this sighting takes no part in the step, as if it were absent.
+      absl::Span<const HashedFeature> features = all_features;
+      if (config().admission.policy != AdmissionOptions::Policy::kAll) {
+        admitted.clear();
+        for (const HashedFeature& f : all_features) {
+          auto [state, inserted] =
+              upsert.IfAdmitted(f.key, [&] { return admission_.Admit(f.key, before.t); });
+          if (state == nullptr) continue;
+          new_keys += inserted;
+          states.push_back(state);
+          admitted.push_back(f);
+          margin += optimizer_.Weight(*state, before) * f.value;
+        }
+        features = admitted;
+      } else {
+        for (const HashedFeature& f : all_features) {
+          auto [state, inserted] = upsert(f.key);
+          new_keys += inserted;
+          states.push_back(state);
+          margin += optimizer_.Weight(*state, before) * f.value;
+        }
       }
       if (block != nullptr) margin += block->Margin(*dense);
       const double dloss = LossGradient(config().loss, margin, label) * importance;
@@ -281,6 +302,9 @@ class LinearModel final : public Model {
 
   const Optimizer optimizer_;
   ShardedStore<CoordinateState> store_;
+  // Which features not stored yet get a coordinate (config().admission);
+  // with policy kAll, Learn never asks it.
+  FeatureAdmission admission_;
   mutable Mutex round_mu_;
   RoundContext round_ ABSL_GUARDED_BY(round_mu_);
 };

@@ -100,6 +100,11 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         " is a binary classifier and takes loss hinge (labels -1/+1, prediction the margin)"));
   }
   if (absl::Status s = ValidateDenseParts(config); !s.ok()) return s;
+  if (config.admission.policy == AdmissionOptions::Policy::kBloom) {
+    return absl::InvalidArgumentError(
+        "admission: the Bloom filter policy is not offered (its counts are not in snapshots)");
+  }
+  if (absl::Status s = ValidateAdmissionOptions(config.admission, "admission"); !s.ok()) return s;
   // Unused dense parameters too: the config is stored and shown whole.
   if (absl::Status s = ValidateDenseOptimizerRanges(config.dense_optimizer, "dense_optimizer");
       !s.ok()) {

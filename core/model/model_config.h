@@ -13,6 +13,7 @@
 #include "core/optim/dense/dense_optimizer_config.h"
 #include "core/optim/loss.h"
 #include "core/optim/optimizer_config.h"
+#include "core/store/feature_admission.h"
 
 namespace clickd {
 
@@ -32,6 +33,10 @@ struct ModelConfig {
   // concatenation (unused without namespaces).
   std::vector<DenseNamespace> dense_namespaces;
   DenseOptimizerConfig dense_optimizer;
+  // Which new features get a coordinate (core/store/feature_admission.h).
+  // Policy kAll or kPoisson: the Bloom filter's counts are not yet part of
+  // snapshots, so a model cannot use it.
+  AdmissionOptions admission;
 };
 
 inline constexpr int kMaxShards = 4096;

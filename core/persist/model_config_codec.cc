@@ -15,7 +15,7 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 4;
+constexpr uint32_t kConfigVersion = 5;
 
 // The same message prefix as the rest of a snapshot's checks: a bad config
 // is a corrupt snapshot (or update-log header).
@@ -189,6 +189,9 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     coding::PutDouble(out, v);
   }
   coding::PutFixed32(out, static_cast<uint32_t>(d.tau));
+  // Version 5: feature admission.
+  coding::PutFixed32(out, static_cast<uint32_t>(c.admission.policy));
+  coding::PutDouble(out, c.admission.probability);
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -204,6 +207,17 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   in.GetFixed32(&fields.shards);
   if (*version >= 3) {
     if (absl::Status s = ReadDenseBlock(&in, &c); !s.ok()) return s;
+  }
+  if (*version >= 5) {
+    uint32_t policy = 0;
+    in.GetFixed32(&policy);
+    in.GetDouble(&c.admission.probability);
+    // One encoding per config: admitting every feature is probability 1.
+    if (policy > static_cast<uint32_t>(AdmissionOptions::Policy::kPoisson) ||
+        (policy == 0 && c.admission.probability != 1.0)) {
+      return Corrupt("the admission policy is out of range");
+    }
+    c.admission.policy = static_cast<AdmissionOptions::Policy>(policy);
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

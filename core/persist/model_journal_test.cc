@@ -461,5 +461,38 @@ TEST(ModelJournal, SalvageShortOfTheSnapshotRestartsTheLogAfterIt) {
   EXPECT_EQ(opened->journal->log_sequence(), 9u);
 }
 
+// Probabilistic feature inclusion draws from the key and the round, so a
+// restart (snapshot + replay) admits exactly the features the live model
+// admitted, and the restored model continues bit for bit.
+TEST_P(JournalOnEachLog, RestartWithFeatureAdmissionRebuildsTheSameModel) {
+  ModelConfig config = Config();
+  config.admission.policy = AdmissionOptions::Policy::kPoisson;
+  config.admission.probability = 0.3;
+  const Batches data = MakeBatches(60, 3);
+  const std::string dir = NewDir();
+  const JournalOptions options = Options();
+  std::string live;
+  uint64_t admitted_coordinates = 0;
+  {
+    auto journal = *ModelJournal::Create(dir, config, options);
+    auto model = *CreateModel(config);
+    for (int i = 0; i < 30; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+    ASSERT_TRUE(journal->Snapshot(*model).ok());
+    for (int i = 30; i < 60; ++i) ASSERT_TRUE(journal->Learn(*model, data.batches[i]).ok());
+    live = model->SerializeState();
+    admitted_coordinates = model->Stats().coordinates;
+    Crash(std::move(journal));
+  }
+  auto opened = ModelJournal::Open(dir, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(opened->model->config().admission.probability, 0.3);
+  EXPECT_EQ(opened->model->SerializeState(), live);
+  // Admission kept some features out: the same batches without it store more.
+  auto all = *CreateModel(Config());
+  for (const auto& batch : data.batches) LearnBatch(*all, batch);
+  EXPECT_LT(admitted_coordinates, all->Stats().coordinates);
+  EXPECT_GT(admitted_coordinates, 0u);
+}
+
 }  // namespace
 }  // namespace clickd

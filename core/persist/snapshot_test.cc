@@ -97,15 +97,44 @@ TEST(ModelConfigEncoding, RoundTripsEveryOptimizersParams) {
   EXPECT_EQ(decoded->optimizer.metagrad_diag.gradient_bound, 0.75);
 }
 
+TEST(ModelConfigEncoding, RoundTripsAdmissionAndRefusesANonCanonicalOne) {
+  ModelConfig config;
+  config.admission.policy = AdmissionOptions::Policy::kPoisson;
+  config.admission.probability = 0.03;
+  std::string bytes;
+  EncodeModelConfig(config, &bytes);
+  auto decoded = DecodeModelConfig(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->admission.policy, AdmissionOptions::Policy::kPoisson);
+  EXPECT_EQ(decoded->admission.probability, 0.03);
+  // Policy "all" with a probability other than 1, or an unknown policy:
+  // not an encoding this build writes.
+  std::string all_with_p = bytes;
+  all_with_p[all_with_p.size() - 12] = 0;
+  EXPECT_EQ(DecodeModelConfig(all_with_p).status().code(), absl::StatusCode::kDataLoss);
+  std::string unknown = bytes;
+  unknown[unknown.size() - 12] = 2;
+  EXPECT_EQ(DecodeModelConfig(unknown).status().code(), absl::StatusCode::kDataLoss);
+}
+
 // Version 3 (no metagrad_diag parameters) still decodes, with the defaults.
 TEST(ModelConfigEncoding, ReadsVersionThree) {
   ModelConfig config;
   config.name = "ctr";
   config.optimizer.cw.a = 2.5;
   config.optimizer.metagrad_diag = {.diameter = 1.5, .gradient_bound = 0.75};
-  std::string v4;
-  EncodeModelConfig(config, &v4);
-  // v3 = v4 with version 3 and without the two doubles after pa and cw's.
+  std::string v5;
+  EncodeModelConfig(config, &v5);
+  // v4 = v5 with version 4 and without the admission policy and probability
+  // at the end; v3 = v4 with version 3 and without the two doubles after pa
+  // and cw's.
+  ASSERT_EQ(v5[4], 5);
+  std::string v4 = v5.substr(0, v5.size() - (4 + 8));
+  v4[4] = 4;
+  auto decoded_v4 = DecodeModelConfig(v4);
+  ASSERT_TRUE(decoded_v4.ok()) << decoded_v4.status();
+  EXPECT_EQ(decoded_v4->admission.policy, AdmissionOptions::Policy::kAll);
+  EXPECT_EQ(decoded_v4->optimizer.metagrad_diag.diameter, 1.5);
   const size_t pa_cw_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8 + 3 * 8;
   std::string v3 = v4.substr(0, pa_cw_end) + v4.substr(pa_cw_end + 2 * 8);
   ASSERT_EQ(v3[4], 4);
@@ -120,7 +149,7 @@ TEST(ModelConfigEncoding, ReadsVersionThree) {
   // Re-encoded, it is the current version.
   std::string again;
   EncodeModelConfig(*decoded, &again);
-  EXPECT_EQ(again[4], 4);
+  EXPECT_EQ(again[4], 5);
 }
 
 // Version 1 (no marker, no parameters of later optimizers) still decodes:
@@ -134,10 +163,10 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   EncodeModelConfig(config, &v2);
   // v1 = the current encoding without the marker and version (8 bytes),
   // without the five doubles after the twelve of version 1 (versions 2 and
-  // 4), and without version 3's dense block config at the end (count, type,
-  // 5 doubles, tau).
+  // 4), and without version 3's dense block config (count, type, 5 doubles,
+  // tau) and version 5's admission (policy, probability) at the end.
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4;
+  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8);
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
       v2.substr(twelve_end + 5 * 8, v2.size() - kDenseTail - (twelve_end + 5 * 8));

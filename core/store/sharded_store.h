@@ -104,7 +104,10 @@ class ShardedStore {
 
   // Calls fn(upsert) holding the writer lock of every shard that one of
   // `keys` maps to, where upsert(key) returns {State*, inserted} for a key of
-  // `keys` (inserting a default State if new). The pointers stay valid until
+  // `keys` (inserting a default State if new), and upsert.IfAdmitted(key,
+  // admit) does the same but calls admit() for a key not stored yet and,
+  // if it returns false, inserts nothing and returns {nullptr, false}
+  // (feature admission, core/store/feature_admission.h). The pointers stay valid until
   // fn returns: capacity for every key is reserved before the first insert,
   // so no rehash moves them. Shards are locked in ascending index order, so
   // concurrent callers cannot deadlock. This is the learning hot path: one
@@ -129,15 +132,29 @@ class ShardedStore {
       Map& map = UnsafeMap(s);
       map.reserve(map.size() + per_shard[s]);
     }
-    auto upsert = [this](uint64_t key) {
-      const int s = ShardIndex(key);
-      auto [it, inserted] = UnsafeMap(s).try_emplace(key);
-      UnsafeKeepForCopy(s, key, inserted, it->second);
-      return std::pair<State*, bool>(&it->second, inserted);
-    };
+    Upserter upsert{this};
     fn(upsert);
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
   }
+
+  // WithKeysLocked's upsert; every call is made under the key's shard lock.
+  struct Upserter {
+    ShardedStore* store;
+    std::pair<State*, bool> operator()(uint64_t key) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const int s = store->ShardIndex(key);
+      auto [it, inserted] = store->UnsafeMap(s).try_emplace(key);
+      store->UnsafeKeepForCopy(s, key, inserted, it->second);
+      return {&it->second, inserted};
+    }
+    template <typename Admit>
+    std::pair<State*, bool> IfAdmitted(uint64_t key,
+                                       Admit&& admit) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      Map& map = store->UnsafeMap(store->ShardIndex(key));
+      if (auto it = map.find(key); it != map.end()) return {&it->second, false};
+      if (!admit()) return {nullptr, false};
+      return (*this)(key);
+    }
+  };
 
   // Calls fn(key, const State&) for every coordinate in ascending key order.
   // Each shard is copied under its reader lock, so the view of one shard is
