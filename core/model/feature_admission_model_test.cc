@@ -69,6 +69,10 @@ TEST(FeatureAdmissionModel, RareFeaturesStayOutAndTheDrawsRepeat) {
     // seen about once each, does not.
     EXPECT_LT(some->Stats().coordinates, all->Stats().coordinates / 4) << optimizer;
     EXPECT_GE(some->Stats().coordinates, 20u) << optimizer;
+    // Every admission made one coordinate; most sightings of new features
+    // were turned away.
+    EXPECT_EQ(some->Stats().admission_admitted, some->Stats().coordinates) << optimizer;
+    EXPECT_GT(some->Stats().admission_sightings, 5 * some->Stats().admission_admitted);
   }
 }
 

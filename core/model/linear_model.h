@@ -161,6 +161,9 @@ class LinearModel final : public Model {
     stats.coordinates = store.coordinates;
     stats.bytes = store.bytes;
     stats.state_bytes_per_coordinate = sizeof(uint64_t) + sizeof(CoordinateState);
+    const AdmissionStats admission = admission_.Stats();
+    stats.admission_sightings = admission.sightings;
+    stats.admission_admitted = admission.admitted;
     return stats;
   }
 

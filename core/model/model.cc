@@ -105,6 +105,11 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         "admission: the Bloom filter policy is not offered (its counts are not in snapshots)");
   }
   if (absl::Status s = ValidateAdmissionOptions(config.admission, "admission"); !s.ok()) return s;
+  if (config.admission.policy != AdmissionOptions::Policy::kAll &&
+      config.optimizer.type == OptimizerType::kDense) {
+    return absl::InvalidArgumentError(
+        "admission applies to the sparse optimizers' coordinates; a dense learner has none");
+  }
   // Unused dense parameters too: the config is stored and shown whole.
   if (absl::Status s = ValidateDenseOptimizerRanges(config.dense_optimizer, "dense_optimizer");
       !s.ok()) {

@@ -95,6 +95,18 @@ void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
                           MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
                             return static_cast<double>(m.model().Stats().bytes);
                           }));
+  registry->BuildCallback(
+      "clickd_model_admission_sightings_total",
+      "Sightings of features the model did not hold yet, with feature admission on "
+      "(docs/admission.md); 0 without it.",
+      MetricType::kCounter, PerModel(models, [](const ServedModel& m) {
+        return static_cast<double>(m.model().Stats().admission_sightings);
+      }));
+  registry->BuildCallback("clickd_model_admission_admitted_total",
+                          "Of those sightings, the ones that gave the feature a coordinate.",
+                          MetricType::kCounter, PerModel(models, [](const ServedModel& m) {
+                            return static_cast<double>(m.model().Stats().admission_admitted);
+                          }));
   registry->BuildCallback("clickd_model_updates", "Examples the model has learned: its version.",
                           MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
                             return static_cast<double>(m.model().Updates());

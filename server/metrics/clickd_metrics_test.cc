@@ -37,7 +37,8 @@ TEST(ModelMetrics, OneSeriesPerModelThatFollowTheRegistry) {
        {"clickd_predictions_total", "clickd_update_examples_total", "clickd_model_logloss",
         "clickd_model_auc", "clickd_model_auc_error_bound", "clickd_model_calibration",
         "clickd_model_progressive_examples", "clickd_model_coordinates", "clickd_model_bytes",
-        "clickd_model_updates"}) {
+        "clickd_model_updates", "clickd_model_admission_sightings_total",
+        "clickd_model_admission_admitted_total"}) {
     ASSERT_TRUE(values.count(name)) << name;
     EXPECT_TRUE(values[name].empty()) << name;
   }
