@@ -164,6 +164,14 @@ for rep in $(seq "$repeats"); do
     measure health_c8 "$rep" --method=health --concurrency=8
     measure predict100x40_c8 "$rep" --method=predict --context_features=0 --candidates=100 \
       --candidate_features=40 --concurrency=8
+    # The same Predicts with client-hashed packed keys (clickctl loadgen
+    # --wire=keys), each right after the message form's.
+    measure healthk_c1 "$rep" --method=health --concurrency=1
+    measure predict1x40keys_c1 "$rep" "${single[@]}" --wire=keys --concurrency=1
+    measure healthk_c64 "$rep" --method=health --concurrency=64
+    measure predict1x40keys_c64 "$rep" "${single[@]}" --wire=keys --concurrency=64
+    measure predict100x40keys_c8 "$rep" --method=predict --context_features=0 --candidates=100 \
+      --candidate_features=40 --wire=keys --concurrency=8
     continue
   fi
   measure health_c1 "$rep" --method=health --concurrency=1
