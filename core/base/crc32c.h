@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 namespace clickd::crc32c {
 
@@ -21,6 +23,24 @@ inline uint32_t Mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282
 inline uint32_t Unmask(uint32_t masked) {
   const uint32_t rot = masked - 0xa282ead8u;
   return (rot >> 17) | (rot << 15);
+}
+
+// A blob sealed by its trailing masked CRC: Seal appends the masked CRC32C
+// of everything in *out (4 bytes, little-endian); Unseal checks it and
+// returns the bytes before it, or false if the blob is shorter than 4 bytes
+// or its CRC does not match.
+inline void Seal(std::string* out) {
+  const uint32_t masked = Mask(Value(out->data(), out->size()));
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(masked >> (8 * i)));
+}
+inline bool Unseal(std::string_view sealed, std::string_view* body) {
+  if (sealed.size() < 4) return false;
+  *body = sealed.substr(0, sealed.size() - 4);
+  uint32_t masked = 0;
+  for (int i = 0; i < 4; ++i) {
+    masked |= uint32_t{static_cast<unsigned char>(sealed[body->size() + i])} << (8 * i);
+  }
+  return Unmask(masked) == Value(body->data(), body->size());
 }
 
 }  // namespace clickd::crc32c

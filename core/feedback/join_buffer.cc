@@ -167,7 +167,7 @@ std::string JoinBuffer::Encode() const {
     }
     for (float v : entry.dense) coding::PutFloat(&out, v);
   }
-  coding::PutFixed32(&out, crc32c::Mask(crc32c::Value(out.data(), out.size())));
+  crc32c::Seal(&out);
   return out;
 }
 
@@ -176,16 +176,12 @@ absl::StatusOr<std::unique_ptr<JoinBuffer>> JoinBuffer::Decode(const Options& op
   const auto damaged = [](absl::string_view what) {
     return absl::DataLossError(absl::StrCat("impression join buffer damaged: ", what));
   };
+  // The magic, then at least the CRC after it.
   if (bytes.size() < kMagic.size() + 4 || bytes.substr(0, kMagic.size()) != kMagic) {
     return damaged("no CJB1 header");
   }
-  const std::string_view body = bytes.substr(0, bytes.size() - 4);
-  coding::Decoder trailer(bytes.substr(body.size()));
-  uint32_t masked_crc = 0;
-  trailer.GetFixed32(&masked_crc);
-  if (crc32c::Unmask(masked_crc) != crc32c::Value(body.data(), body.size())) {
-    return damaged("checksum mismatch");
-  }
+  std::string_view body;
+  if (!crc32c::Unseal(bytes, &body)) return damaged("checksum mismatch");
   coding::Decoder in(body.substr(kMagic.size()));
   auto buffer = std::make_unique<JoinBuffer>(options);
   uint64_t now = 0, first_counter = 0, count = 0;

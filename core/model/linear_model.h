@@ -99,27 +99,20 @@ class LinearModel final : public Model {
       uint64_t new_keys = 0;
       // With feature admission, a feature not stored and not admitted at
       // this sighting takes no part in the step, as if it were absent.
-      absl::Span<const HashedFeature> features = all_features;
-      if (config().admission.policy != AdmissionOptions::Policy::kAll) {
-        admitted.clear();
-        for (const HashedFeature& f : all_features) {
-          auto [state, inserted] =
-              upsert.IfAdmitted(f.key, [&] { return admission_.Admit(f.key, before.t); });
-          if (state == nullptr) continue;
-          new_keys += inserted;
-          states.push_back(state);
-          admitted.push_back(f);
-          margin += optimizer_.Weight(*state, before) * f.value;
-        }
-        features = admitted;
-      } else {
-        for (const HashedFeature& f : all_features) {
-          auto [state, inserted] = upsert(f.key);
-          new_keys += inserted;
-          states.push_back(state);
-          margin += optimizer_.Weight(*state, before) * f.value;
-        }
+      const bool admitting = config().admission.policy != AdmissionOptions::Policy::kAll;
+      admitted.clear();
+      for (const HashedFeature& f : all_features) {
+        auto [state, inserted] =
+            admitting ? upsert.IfAdmitted(f.key, [&] { return admission_.Admit(f.key, before.t); })
+                      : upsert(f.key);
+        if (state == nullptr) continue;
+        new_keys += inserted;
+        states.push_back(state);
+        if (admitting) admitted.push_back(f);
+        margin += optimizer_.Weight(*state, before) * f.value;
       }
+      const absl::Span<const HashedFeature> features =
+          admitting ? absl::Span<const HashedFeature>(admitted) : all_features;
       if (block != nullptr) margin += block->Margin(*dense);
       const double dloss = LossGradient(config().loss, margin, label) * importance;
       // The last line of the numeric invariant (core/optim/numeric_bounds.h):

@@ -56,7 +56,6 @@ FeatureAdmission::FeatureAdmission(const AdmissionOptions& options) : options_(o
   if (options_.policy == AdmissionOptions::Policy::kBloom) {
     MutexLock lock(&mu_);
     for (auto& generation : generations_) generation.assign(options_.counters, 0);
-    stats_.bytes = 2 * options_.counters;
   }
 }
 
@@ -97,18 +96,17 @@ bool FeatureAdmission::Admit(uint64_t key, uint64_t round) {
       const uint64_t draw = XXH3_64bits_withSeed(&key, sizeof(key), round);
       // draw / 2^64 is uniform in [0, 1).
       admit = std::ldexp(static_cast<double>(draw), -64) < options_.probability;
-      MutexLock lock(&mu_);
-      ++stats_.sightings;
-      stats_.admitted += admit;
+      sightings_.fetch_add(1, std::memory_order_relaxed);
+      if (admit) admitted_.fetch_add(1, std::memory_order_relaxed);
       return admit;
     }
     case AdmissionOptions::Policy::kBloom: {
       MutexLock lock(&mu_);
-      ++stats_.sightings;
+      sightings_.fetch_add(1, std::memory_order_relaxed);
       // This sighting is number Count() + 1 (or more, by a false positive).
       admit = Count(key) + 1 >= options_.min_count;
       if (admit) {
-        ++stats_.admitted;
+        admitted_.fetch_add(1, std::memory_order_relaxed);
       } else {
         Increment(key);
       }
@@ -119,8 +117,11 @@ bool FeatureAdmission::Admit(uint64_t key, uint64_t round) {
 }
 
 AdmissionStats FeatureAdmission::Stats() const {
-  ReaderMutexLock lock(&mu_);
-  return stats_;
+  AdmissionStats stats;
+  stats.sightings = sightings_.load(std::memory_order_relaxed);
+  stats.admitted = admitted_.load(std::memory_order_relaxed);
+  stats.bytes = options_.policy == AdmissionOptions::Policy::kBloom ? 2 * options_.counters : 0;
+  return stats;
 }
 
 // Format 1: "CFA1", policy (fixed32), counters, sightings, admitted,
@@ -132,8 +133,8 @@ std::string FeatureAdmission::Encode() const {
   std::string out(kMagic);
   coding::PutFixed32(&out, static_cast<uint32_t>(options_.policy));
   coding::PutFixed64(&out, options_.counters);
-  coding::PutFixed64(&out, stats_.sightings);
-  coding::PutFixed64(&out, stats_.admitted);
+  coding::PutFixed64(&out, sightings_.load(std::memory_order_relaxed));
+  coding::PutFixed64(&out, admitted_.load(std::memory_order_relaxed));
   coding::PutFixed64(&out, current_sightings_);
   coding::PutFixed32(&out, static_cast<uint32_t>(current_));
   if (options_.policy == AdmissionOptions::Policy::kBloom) {
@@ -141,7 +142,7 @@ std::string FeatureAdmission::Encode() const {
       out.append(reinterpret_cast<const char*>(generation.data()), generation.size());
     }
   }
-  coding::PutFixed32(&out, crc32c::Mask(crc32c::Value(out.data(), out.size())));
+  crc32c::Seal(&out);
   return out;
 }
 
@@ -150,16 +151,12 @@ absl::StatusOr<std::unique_ptr<FeatureAdmission>> FeatureAdmission::Decode(
   const auto damaged = [](absl::string_view what) {
     return absl::DataLossError(absl::StrCat("feature admission state damaged: ", what));
   };
+  // The magic, then at least the CRC after it.
   if (bytes.size() < kMagic.size() + 4 || bytes.substr(0, kMagic.size()) != kMagic) {
     return damaged("no CFA1 header");
   }
-  const std::string_view body = bytes.substr(0, bytes.size() - 4);
-  coding::Decoder trailer(bytes.substr(body.size()));
-  uint32_t masked_crc = 0;
-  trailer.GetFixed32(&masked_crc);
-  if (crc32c::Unmask(masked_crc) != crc32c::Value(body.data(), body.size())) {
-    return damaged("checksum mismatch");
-  }
+  std::string_view body;
+  if (!crc32c::Unseal(bytes, &body)) return damaged("checksum mismatch");
   coding::Decoder in(body.substr(kMagic.size()));
   uint32_t policy = 0, current = 0;
   uint64_t counters = 0, sightings = 0, admitted = 0, current_sightings = 0;
@@ -187,8 +184,8 @@ absl::StatusOr<std::unique_ptr<FeatureAdmission>> FeatureAdmission::Decode(
   if (!in.remaining().empty()) return damaged("bytes after the counters");
   admission->current_ = static_cast<int>(current);
   admission->current_sightings_ = current_sightings;
-  admission->stats_.sightings = sightings;
-  admission->stats_.admitted = admitted;
+  admission->sightings_.store(sightings, std::memory_order_relaxed);
+  admission->admitted_.store(admitted, std::memory_order_relaxed);
   return admission;
 }
 

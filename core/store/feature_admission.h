@@ -24,11 +24,13 @@
 // learns as usual. The filter's counts are model state: snapshots carry
 // them (Encode/Decode), so a restore continues where the model was.
 //
-// Thread safety: safe for concurrent use. Only sightings of features the
-// model does not hold reach it, so its lock is rare after warm-up.
+// Thread safety: safe for concurrent use. kPoisson takes no lock; kBloom
+// locks its filter, and only sightings of features the model does not
+// hold reach it, so that lock is rare after warm-up.
 #ifndef CLICKD_CORE_STORE_FEATURE_ADMISSION_H_
 #define CLICKD_CORE_STORE_FEATURE_ADMISSION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -87,7 +89,10 @@ class FeatureAdmission {
   std::vector<uint8_t> generations_[2] ABSL_GUARDED_BY(mu_);
   int current_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t current_sightings_ ABSL_GUARDED_BY(mu_) = 0;
-  AdmissionStats stats_ ABSL_GUARDED_BY(mu_);
+  // Counted without mu_: kPoisson takes no lock at all, since it is asked
+  // under the learner's shard locks, by every learner of the model.
+  std::atomic<uint64_t> sightings_{0};
+  std::atomic<uint64_t> admitted_{0};
 };
 
 }  // namespace clickd

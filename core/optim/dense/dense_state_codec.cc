@@ -30,7 +30,7 @@ void Writer::PutBlock(Eigen::Index rows, Eigen::Index cols, const double* data) 
 }
 
 std::string Writer::Finish() && {
-  coding::PutFixed32(&out_, crc32c::Mask(crc32c::Value(out_.data(), out_.size())));
+  crc32c::Seal(&out_);
   return std::move(out_);
 }
 
@@ -40,11 +40,8 @@ absl::StatusOr<Reader> Reader::Open(std::string_view bytes, std::string_view kin
   if (bytes.size() < 4) {
     return absl::DataLossError(absl::StrCat(want, ": ", bytes.size(), " bytes is too short"));
   }
-  std::string_view body = bytes.substr(0, bytes.size() - 4);
-  coding::Decoder crc_decoder(bytes.substr(bytes.size() - 4));
-  uint32_t stored_crc = 0;
-  crc_decoder.GetFixed32(&stored_crc);
-  if (crc32c::Unmask(stored_crc) != crc32c::Value(body.data(), body.size())) {
+  std::string_view body;
+  if (!crc32c::Unseal(bytes, &body)) {
     return absl::DataLossError(absl::StrCat(want, ": checksum mismatch"));
   }
   coding::Decoder d(body);
