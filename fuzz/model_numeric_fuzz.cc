@@ -94,10 +94,11 @@ ModelConfig AnyConfig(FuzzedDataProvider& in) {
   (void)SetOptimizerName(in.PickValueInArray(kOptimizers), &c);
   c.loss = in.PickValueInArray({LossType::kLogistic, LossType::kSquared, LossType::kHinge});
   OptimizerConfig& o = c.optimizer;
-  for (double* f : {&o.ftrl.alpha, &o.ftrl.beta, &o.ftrl.lambda1, &o.ftrl.lambda2, &o.adagrad.eta,
-                    &o.adagrad.delta, &o.adagrad.lambda, &o.pc_ogd.radius, &o.pc_ogd.scale,
-                    &o.global_ogd.radius, &o.global_ogd.scale, &o.sgd.eta, &o.pa.c, &o.cw.eta,
-                    &o.cw.a, &o.metagrad_diag.diameter, &o.metagrad_diag.gradient_bound}) {
+  for (double* f :
+       {&o.ftrl.alpha, &o.ftrl.beta, &o.ftrl.lambda1, &o.ftrl.lambda2, &o.adagrad.eta,
+        &o.adagrad.delta, &o.adagrad.lambda, &o.pc_ogd.radius, &o.pc_ogd.scale,
+        &o.global_ogd.radius, &o.global_ogd.scale, &o.sgd.eta, &o.pa.c, &o.cw.eta, &o.cw.a,
+        &o.metagrad_diag.diameter, &o.metagrad_diag.gradient_bound, &o.ftrl.decay}) {
     MaybeSet(in, f);
   }
   o.ftrl.lambda1_times_t = in.ConsumeBool();

@@ -10,6 +10,7 @@
 #include "core/base/quote.h"
 #include "core/model/serving.h"
 #include "core/model/state_digest.h"
+#include "core/model/variant_model.h"
 #include "server/call_util.h"
 #include "server/get_model_digest.h"
 #include "server/request_cost.h"
@@ -172,6 +173,9 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
     }
   };
   const Model& model = (*served)->model();
+  // A model with variants scores with its champion, or the variant named.
+  absl::StatusOr<ScoringModel> scorer = ModelForVariant(model, request.variant());
+  if (!scorer.ok()) return scorer.status();
   if (absl::Status s = HashPredictRequest(request, model, limits_, &hashed); !s.ok()) return s;
   if (request.min_model_version() > 0) {
     if (absl::Status s = writer_->AwaitVersion(**served, request.min_model_version()); !s.ok()) {
@@ -180,7 +184,8 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   }
   response->set_model_version(writer_->Version(**served));
   response->set_request_id(request.request_id());
-  const std::vector<CandidateScore> scores = ScoreCandidates(model, hashed);
+  if (!scorer->variant.empty()) response->set_variant(std::string(scorer->variant));
+  const std::vector<CandidateScore> scores = ScoreCandidates(*scorer->model, hashed);
   response->mutable_predictions()->Reserve(static_cast<int>(n));
   for (const CandidateScore& s : scores) {
     v1::Prediction* p = response->add_predictions();

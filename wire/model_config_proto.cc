@@ -49,25 +49,18 @@ absl::Status ToDenseConfig(const v1::ModelConfig& p, ModelConfig* c) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
-  ModelConfig c;
-  c.name = p.name();
-  if (absl::Status s = SetOptimizerName(p.optimizer().empty() ? "ftrl" : p.optimizer(), &c);
-      !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
-  }
-  auto loss = ParseLossType(p.loss().empty() ? "logistic" : p.loss());
-  if (!loss.ok())
-    return absl::InvalidArgumentError(absl::StrCat("config.", loss.status().message()));
-  c.loss = *loss;
-  OptimizerConfig& o = c.optimizer;
+// The hyperparameters of every optimizer, from a message with ModelConfig's
+// parameter fields (v1::ModelConfig or v1::ModelVariant): unset ones keep
+// their defaults.
+template <typename Proto>
+void ReadOptimizerParams(const Proto& p, OptimizerConfig* out) {
+  OptimizerConfig& o = *out;
   Override(p.ftrl().has_alpha(), p.ftrl().alpha(), &o.ftrl.alpha);
   Override(p.ftrl().has_beta(), p.ftrl().beta(), &o.ftrl.beta);
   Override(p.ftrl().has_lambda1(), p.ftrl().lambda1(), &o.ftrl.lambda1);
   Override(p.ftrl().has_lambda2(), p.ftrl().lambda2(), &o.ftrl.lambda2);
   o.ftrl.lambda1_times_t = p.ftrl().lambda1_times_t();
+  Override(p.ftrl().has_decay(), p.ftrl().decay(), &o.ftrl.decay);
   Override(p.adagrad().has_eta(), p.adagrad().eta(), &o.adagrad.eta);
   Override(p.adagrad().has_delta(), p.adagrad().delta(), &o.adagrad.delta);
   Override(p.adagrad().has_lambda(), p.adagrad().lambda(), &o.adagrad.lambda);
@@ -83,39 +76,13 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
            &o.metagrad_diag.diameter);
   Override(p.metagrad_diag().has_gradient_bound(), p.metagrad_diag().gradient_bound(),
            &o.metagrad_diag.gradient_bound);
-  c.hashing.seed = p.hashing().seed();
-  // Out-of-range values are reported as sent, not as a clamped int.
-  if (p.hashing().bits() > 62) {
-    return absl::InvalidArgumentError(absl::StrCat("config.hashing.bits is ", p.hashing().bits(),
-                                                   "; must be 0 (no folding) or 1..62"));
-  }
-  c.hashing.bits = static_cast<int>(p.hashing().bits());
-  c.hashing.bias = p.hashing().has_bias() ? p.hashing().bias() : true;
-  for (const v1::Interaction& i : p.hashing().interactions()) {
-    c.hashing.interactions.emplace_back(i.namespaces().begin(), i.namespaces().end());
-  }
-  c.num_shards = p.num_shards() == 0
-                     ? ModelConfig{}.num_shards
-                     : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
-  if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
-  // 0 (unset) and 1 both admit every feature; anything else in (0, 1) is
-  // probabilistic inclusion, and out-of-range values fail validation below.
-  if (p.admission().probability() != 0 && p.admission().probability() != 1) {
-    c.admission.policy = AdmissionOptions::Policy::kPoisson;
-    c.admission.probability = p.admission().probability();
-  }
-  if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
-  }
-  return c;
 }
 
-v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
-  v1::ModelConfig p;
-  p.set_name(c.name);
-  p.set_optimizer(OptimizerName(c));
-  p.set_loss(std::string(LossTypeName(c.loss)));
-  const OptimizerConfig& o = c.optimizer;
+// Sets the selected optimizer's hyperparameters in a message with
+// ModelConfig's parameter fields.
+template <typename Proto>
+void WriteOptimizerParams(const OptimizerConfig& o, Proto* out) {
+  Proto& p = *out;
   switch (o.type) {
     case OptimizerType::kFtrl: {
       v1::FtrlParams* f = p.mutable_ftrl();
@@ -124,6 +91,7 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
       f->set_lambda1(o.ftrl.lambda1);
       f->set_lambda2(o.ftrl.lambda2);
       f->set_lambda1_times_t(o.ftrl.lambda1_times_t);
+      f->set_decay(o.ftrl.decay);
       break;
     }
     case OptimizerType::kAdagrad:
@@ -159,6 +127,78 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     case OptimizerType::kDense:  // the dense learner's parameters, below
       break;
   }
+}
+
+// The variants (ModelConfig.variants); validated with the rest.
+absl::Status ToVariants(const v1::ModelConfig& p, ModelConfig* c) {
+  if (static_cast<size_t>(p.variants_size()) > kMaxVariants) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.variants: ", p.variants_size(), " variants; at most ", kMaxVariants));
+  }
+  for (int i = 0; i < p.variants_size(); ++i) {
+    const v1::ModelVariant& pv = p.variants(i);
+    ModelVariant v;
+    v.name = pv.name();
+    auto type = ParseOptimizerType(pv.optimizer().empty() ? "ftrl" : pv.optimizer());
+    if (!type.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.variants[", i, "].", type.status().message()));
+    }
+    v.optimizer.type = *type;
+    ReadOptimizerParams(pv, &v.optimizer);
+    c->variants.push_back(std::move(v));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
+  ModelConfig c;
+  c.name = p.name();
+  if (absl::Status s = SetOptimizerName(p.optimizer().empty() ? "ftrl" : p.optimizer(), &c);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+  }
+  auto loss = ParseLossType(p.loss().empty() ? "logistic" : p.loss());
+  if (!loss.ok())
+    return absl::InvalidArgumentError(absl::StrCat("config.", loss.status().message()));
+  c.loss = *loss;
+  ReadOptimizerParams(p, &c.optimizer);
+  c.hashing.seed = p.hashing().seed();
+  // Out-of-range values are reported as sent, not as a clamped int.
+  if (p.hashing().bits() > 62) {
+    return absl::InvalidArgumentError(absl::StrCat("config.hashing.bits is ", p.hashing().bits(),
+                                                   "; must be 0 (no folding) or 1..62"));
+  }
+  c.hashing.bits = static_cast<int>(p.hashing().bits());
+  c.hashing.bias = p.hashing().has_bias() ? p.hashing().bias() : true;
+  for (const v1::Interaction& i : p.hashing().interactions()) {
+    c.hashing.interactions.emplace_back(i.namespaces().begin(), i.namespaces().end());
+  }
+  c.num_shards = p.num_shards() == 0
+                     ? ModelConfig{}.num_shards
+                     : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
+  if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
+  if (absl::Status s = ToVariants(p, &c); !s.ok()) return s;
+  // 0 (unset) and 1 both admit every feature; anything else in (0, 1) is
+  // probabilistic inclusion, and out-of-range values fail validation below.
+  if (p.admission().probability() != 0 && p.admission().probability() != 1) {
+    c.admission.policy = AdmissionOptions::Policy::kPoisson;
+    c.admission.probability = p.admission().probability();
+  }
+  if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+  }
+  return c;
+}
+
+v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
+  v1::ModelConfig p;
+  p.set_name(c.name);
+  p.set_optimizer(OptimizerName(c));
+  p.set_loss(std::string(LossTypeName(c.loss)));
+  WriteOptimizerParams(c.optimizer, &p);
   v1::HashingConfig* h = p.mutable_hashing();
   h->set_seed(c.hashing.seed);
   h->set_bits(static_cast<uint32_t>(c.hashing.bits));
@@ -170,6 +210,12 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
   p.set_num_shards(static_cast<uint32_t>(c.num_shards));
   if (c.admission.policy == AdmissionOptions::Policy::kPoisson) {
     p.mutable_admission()->set_probability(c.admission.probability);
+  }
+  for (const ModelVariant& v : c.variants) {
+    v1::ModelVariant* out = p.add_variants();
+    out->set_name(v.name);
+    out->set_optimizer(std::string(OptimizerTypeName(v.optimizer.type)));
+    WriteOptimizerParams(v.optimizer, out);
   }
   if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {
     for (const DenseNamespace& ns : c.dense_namespaces) {

@@ -1,5 +1,6 @@
 #include "wire/model_info_proto.h"
 
+#include "core/model/variant_model.h"
 #include "wire/model_config_proto.h"
 
 namespace clickd {
@@ -15,8 +16,27 @@ v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
   return info;
 }
 
+void AddVariantInfos(const Model& model, v1::ModelInfo* info) {
+  const auto* variants = dynamic_cast<const VariantModel*>(&model);
+  if (variants == nullptr) return;
+  for (const VariantReport& r : variants->Reports()) {
+    v1::VariantInfo* v = info->add_variants();
+    v->set_name(r.name);
+    v->set_optimizer(r.optimizer);
+    v->set_champion(r.champion);
+    v->set_examples(r.examples);
+    v->set_loss(r.loss);
+    v->set_recent_loss(r.recent_loss);
+    v->set_coordinates(r.coordinates);
+    v->set_bytes(r.bytes);
+  }
+}
+
 v1::ModelInfo ToModelInfo(const ServedModel& served) {
-  return ToModelInfo(served.model().config(), served.CachedStats(), served.ProgressiveSummary());
+  v1::ModelInfo info =
+      ToModelInfo(served.model().config(), served.CachedStats(), served.ProgressiveSummary());
+  AddVariantInfos(served.model(), &info);
+  return info;
 }
 
 }  // namespace clickd

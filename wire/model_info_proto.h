@@ -16,8 +16,12 @@ v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
                           const MetricsSummary& progressive);
 
 // A served model's info from its cached statistics: never waits for a
-// learner (ServedModel::CachedStats).
+// learner (ServedModel::CachedStats), except that a model with variants
+// reads each variant's size (a reader lock per shard: at most one step).
 v1::ModelInfo ToModelInfo(const ServedModel& served);
+
+// Adds the variants' figures of a model with variants (nothing otherwise).
+void AddVariantInfos(const Model& model, v1::ModelInfo* info);
 
 }  // namespace clickd
 

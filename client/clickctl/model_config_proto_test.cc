@@ -44,6 +44,8 @@ TEST(ModelConfigToProto, RoundTripsThroughTheServersParser) {
   v.alpha = 0.05;
   v.lambda1 = 1;
   v.lambda1_times_t = true;
+  v.ftrl_decay = 0.995;
+  v.variants = "fast:alpha=0.3,lambda1=0.5;ada:optimizer=adagrad_da,eta=0.05";
   auto config = BuildModelConfig(v);
   ASSERT_TRUE(config.ok()) << config.status();
   auto back = ToModelConfig(ModelConfigToProto(*config));
@@ -51,6 +53,16 @@ TEST(ModelConfigToProto, RoundTripsThroughTheServersParser) {
   EXPECT_EQ(back->optimizer.ftrl.alpha, 0.05);
   EXPECT_EQ(back->optimizer.ftrl.lambda1, 1);
   EXPECT_TRUE(back->optimizer.ftrl.lambda1_times_t);
+  EXPECT_EQ(back->optimizer.ftrl.decay, 0.995);
+  ASSERT_EQ(back->variants.size(), 2u);
+  EXPECT_EQ(back->variants[0].name, "fast");
+  EXPECT_EQ(back->variants[0].optimizer.ftrl.alpha, 0.3);
+  EXPECT_EQ(back->variants[0].optimizer.ftrl.lambda1, 0.5);
+  EXPECT_EQ(back->variants[1].optimizer.type, OptimizerType::kAdagradDa);
+  EXPECT_EQ(back->variants[1].optimizer.adagrad.eta, 0.05);
+  // The config round-trips whole: proto -> config -> proto is the identity.
+  EXPECT_EQ(ModelConfigToProto(*back).SerializeAsString(),
+            ModelConfigToProto(*config).SerializeAsString());
   EXPECT_EQ(back->num_shards, config->num_shards);
 }
 

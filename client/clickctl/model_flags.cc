@@ -1,6 +1,8 @@
 #include "client/clickctl/model_flags.h"
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -14,6 +16,13 @@ ABSL_FLAG(std::optional<double>, alpha, std::nullopt, "ftrl: learning-rate alpha
 ABSL_FLAG(std::optional<double>, beta, std::nullopt, "ftrl: beta");
 ABSL_FLAG(std::optional<double>, lambda1, std::nullopt, "ftrl: L1 strength");
 ABSL_FLAG(std::optional<double>, lambda2, std::nullopt, "ftrl: L2 strength");
+ABSL_FLAG(std::string, variants, "",
+          "variants learning beside the model's optimizer, Predict serving the champion "
+          "(docs/variants.md): \"name:key=value,...;name2:...\", keys optimizer and the "
+          "hyperparameter flags' names, e.g. \"fast:alpha=0.5;ada:optimizer=adagrad,eta=0.05\"");
+ABSL_FLAG(std::optional<double>, ftrl_decay, std::nullopt,
+          "ftrl: factor in (0, 1] on n_i before each step (1: off); below 1 the model "
+          "keeps following a drifting click rate (docs/drift.md)");
 ABSL_FLAG(bool, lambda1_times_t, false,
           "ftrl: L1 term t*lambda1*|w|_1 (seed 004) instead of lambda1*|w|_1 (McMahan 2013)");
 ABSL_FLAG(std::optional<double>, eta, std::nullopt,
@@ -68,6 +77,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.beta = absl::GetFlag(FLAGS_beta);
   v.lambda1 = absl::GetFlag(FLAGS_lambda1);
   v.lambda2 = absl::GetFlag(FLAGS_lambda2);
+  v.ftrl_decay = absl::GetFlag(FLAGS_ftrl_decay);
   v.lambda1_times_t = absl::GetFlag(FLAGS_lambda1_times_t);
   v.eta = absl::GetFlag(FLAGS_eta);
   v.delta = absl::GetFlag(FLAGS_delta);
@@ -87,6 +97,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.interactions = absl::GetFlag(FLAGS_interactions);
   v.shards = absl::GetFlag(FLAGS_shards);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
+  v.variants = absl::GetFlag(FLAGS_variants);
   return v;
 }
 
@@ -100,6 +111,79 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const st
           "--interactions term \"", term, "\" must name 2 or 3 namespaces separated by ':'"));
     }
     out.push_back(std::move(names));
+  }
+  return out;
+}
+
+namespace {
+
+// Sets one key of a --variants entry in `v`.
+absl::Status SetVariantKey(absl::string_view key, absl::string_view value, ModelFlagValues* v) {
+  if (key == "optimizer") {
+    v->optimizer = std::string(value);
+    return absl::OkStatus();
+  }
+  const std::pair<absl::string_view, std::optional<double>*> keys[] = {
+      {"alpha", &v->alpha},
+      {"beta", &v->beta},
+      {"lambda1", &v->lambda1},
+      {"lambda2", &v->lambda2},
+      {"ftrl_decay", &v->ftrl_decay},
+      {"eta", &v->eta},
+      {"delta", &v->delta},
+      {"lambda", &v->lambda},
+      {"radius", &v->radius},
+      {"scale", &v->scale},
+      {"pa_c", &v->pa_c},
+      {"cw_eta", &v->cw_eta},
+      {"cw_a", &v->cw_a},
+      {"metagrad_diameter", &v->metagrad_diameter},
+      {"metagrad_gradient_bound", &v->metagrad_gradient_bound}};
+  for (const auto& [name, field] : keys) {
+    if (key != name) continue;
+    double parsed = 0;
+    if (!absl::SimpleAtod(value, &parsed)) {
+      return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not a number"));
+    }
+    *field = parsed;
+    return absl::OkStatus();
+  }
+  if (key == "lambda1_times_t") {
+    v->lambda1_times_t = value == "true" || value == "1";
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "key \"", key, "\" is unknown; expected optimizer or a hyperparameter flag's name"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
+                                                        const std::string& loss) {
+  std::vector<ModelVariant> out;
+  if (text.empty()) return out;
+  for (absl::string_view entry : absl::StrSplit(text, ';', absl::SkipWhitespace())) {
+    const std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(entry, ':');
+    ModelVariant variant;
+    variant.name = std::string(absl::StripAsciiWhitespace(parts.first));
+    ModelFlagValues v;
+    v.loss = loss;
+    for (absl::string_view kv : absl::StrSplit(parts.second, ',', absl::SkipWhitespace())) {
+      const std::pair<absl::string_view, absl::string_view> key_value = absl::StrSplit(kv, '=');
+      if (absl::Status s = SetVariantKey(absl::StripAsciiWhitespace(key_value.first),
+                                         absl::StripAsciiWhitespace(key_value.second), &v);
+          !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--variants \"", variant.name, "\": ", s.message()));
+      }
+    }
+    auto config = BuildModelConfig(v);
+    if (!config.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--variants \"", variant.name, "\": ", config.status().message()));
+    }
+    variant.optimizer = config->optimizer;
+    out.push_back(std::move(variant));
   }
   return out;
 }
@@ -131,6 +215,7 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   s.Update(Apply("beta", v.beta, ftrl, v.optimizer, &o.ftrl.beta));
   s.Update(Apply("lambda1", v.lambda1, ftrl, v.optimizer, &o.ftrl.lambda1));
   s.Update(Apply("lambda2", v.lambda2, ftrl, v.optimizer, &o.ftrl.lambda2));
+  s.Update(Apply("ftrl_decay", v.ftrl_decay, ftrl, v.optimizer, &o.ftrl.decay));
   if (dense) {
     s.Update(Apply("eta", v.eta, !dense_metagrad, v.optimizer, &d.eta));
     s.Update(Apply("delta", v.delta, !dense_metagrad, v.optimizer, &d.delta));
@@ -175,6 +260,9 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
     config.admission.policy = AdmissionOptions::Policy::kPoisson;
     config.admission.probability = v.admission_probability;
   }
+  auto variants = ParseVariants(v.variants, v.loss);
+  if (!variants.ok()) return variants.status();
+  config.variants = *std::move(variants);
   if (absl::Status valid = ValidateModelConfig(config); !valid.ok()) return valid;
   return config;
 }

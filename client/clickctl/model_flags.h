@@ -21,6 +21,7 @@ struct ModelFlagValues {
   std::string loss = "logistic";
   std::optional<double> alpha, beta, lambda1, lambda2;  // ftrl
   bool lambda1_times_t = false;                         // ftrl
+  std::optional<double> ftrl_decay;                     // ftrl
   std::optional<double> eta, delta, lambda;             // adagrad, adagrad_da (eta: sgd too)
   std::optional<int> tau;                               // ada_fd, ada_fd_da, fd_son
   std::optional<double> weight_power;                   // ons, fd_son
@@ -35,6 +36,9 @@ struct ModelFlagValues {
   std::string interactions;  // "user:ad,user:ad:page"
   int shards = 16;
   double admission_probability = 1.0;
+  // "name:key=value,key=value;name2:..." (docs/variants.md): keys are
+  // `optimizer` and the hyperparameter flags' names (alpha, eta, ...).
+  std::string variants;
 };
 
 // Reads the values of the model flags defined in model_flags.cc.
@@ -42,6 +46,12 @@ ModelFlagValues ModelFlagValuesFromFlags();
 
 // Builds and validates a ModelConfig; errors name the flag.
 absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& values);
+
+// Parses --variants for a model of loss `loss`: each variant's optimizer
+// as BuildModelConfig would build it from the same flags; errors name the
+// variant and the key.
+absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
+                                                        const std::string& loss);
 
 // Parses "a:b,c:d:e" into {{"a","b"},{"c","d","e"}}.
 absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const std::string& text);

@@ -114,6 +114,39 @@ TEST(ModelFlags, MetaGradFlags) {
             std::string::npos);
 }
 
+TEST(ModelFlags, Variants) {
+  ModelFlagValues v;
+  v.variants = "fast:alpha=0.3; ada:optimizer=adagrad,eta=0.05 ;drift:ftrl_decay=0.999;plain";
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->variants.size(), 4u);
+  EXPECT_EQ(config->variants[0].name, "fast");
+  EXPECT_EQ(config->variants[0].optimizer.ftrl.alpha, 0.3);
+  EXPECT_EQ(config->variants[1].name, "ada");
+  EXPECT_EQ(config->variants[1].optimizer.type, OptimizerType::kAdagrad);
+  EXPECT_EQ(config->variants[1].optimizer.adagrad.eta, 0.05);
+  EXPECT_EQ(config->variants[2].optimizer.ftrl.decay, 0.999);
+  EXPECT_EQ(config->variants[3].optimizer.type, OptimizerType::kFtrl);
+  EXPECT_EQ(config->variants[3].optimizer.ftrl.alpha, FtrlParams{}.alpha);
+
+  auto error = [](std::string text) {
+    ModelFlagValues v;
+    v.variants = std::move(text);
+    return std::string(BuildModelConfig(v).status().message());
+  };
+  EXPECT_EQ(error("ada:optimizer=adagrad,alpha=0.1"),
+            "--variants \"ada\": --alpha does not apply to --optimizer=adagrad");
+  EXPECT_EQ(error("x:alpha=fast"), "--variants \"x\": alpha=fast is not a number");
+  EXPECT_EQ(error("x:speed=1"),
+            "--variants \"x\": key \"speed\" is unknown; expected optimizer or a hyperparameter "
+            "flag's name");
+  EXPECT_EQ(error("x:alpha=-1"), "--variants \"x\": ftrl.alpha is -1; must be finite and > 0");
+  EXPECT_EQ(error("x;x"), "variants[1].name \"x\" repeats variants[0]");
+  EXPECT_EQ(error("pa:optimizer=pa"),
+            "--variants \"pa\": loss is logistic; optimizer pa is a binary classifier and takes "
+            "loss hinge (labels -1/+1, prediction the margin)");
+}
+
 TEST(ModelFlags, FlagForAnotherOptimizerIsAnError) {
   ModelFlagValues v;
   v.optimizer = "ftrl";
@@ -121,12 +154,24 @@ TEST(ModelFlags, FlagForAnotherOptimizerIsAnError) {
   const auto status = BuildModelConfig(v).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("--eta does not apply to --optimizer=ftrl"), std::string::npos);
+  v = ModelFlagValues{};
+  v.optimizer = "adagrad";
+  v.ftrl_decay = 0.99;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("--ftrl_decay does not apply"),
+            std::string::npos);
 }
 
 TEST(ModelFlags, BadValuesNameTheField) {
   ModelFlagValues v;
   v.alpha = 0;
   EXPECT_NE(BuildModelConfig(v).status().message().find("ftrl.alpha"), std::string::npos);
+  v = ModelFlagValues{};
+  v.ftrl_decay = 1.5;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("ftrl.decay is 1.5; must be in (0, 1]"),
+            std::string::npos);
+  v.ftrl_decay = 0.999;
+  ASSERT_TRUE(BuildModelConfig(v).ok());
+  EXPECT_EQ(BuildModelConfig(v)->optimizer.ftrl.decay, 0.999);
   v = ModelFlagValues{};
   v.interactions = "user";
   EXPECT_NE(BuildModelConfig(v).status().message().find("--interactions"), std::string::npos);

@@ -7,9 +7,11 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/clickctl/json_writer.h"
 #include "client/clickctl/model_flags.h"
 #include "core/model/state_digest.h"
+#include "core/model/variant_model.h"
 #include "core/replay/replay.h"
 
 ABSL_FLAG(bool, offline, false, "replay: train in this process (no server)");
@@ -143,6 +145,24 @@ std::string ReplayJson(const ModelConfig& config, const ReplayResult& result, co
     JsonWriter test;
     AddMetrics(*result.test, result.test_ci, &test);
     w.Object("test", test.Finish());
+  }
+  // A model with variants: each variant's progressive figures; the metrics
+  // above are the champion's (what Predict would have served).
+  if (const auto* variants = dynamic_cast<const VariantModel*>(&model); variants != nullptr) {
+    std::vector<std::string> items;
+    for (const VariantReport& r : variants->Reports()) {
+      JsonWriter v;
+      v.String("name", r.name)
+          .String("optimizer", r.optimizer)
+          .Bool("champion", r.champion)
+          .Integer("examples", r.examples)
+          .Number("loss", r.loss)
+          .Number("recent_loss", r.recent_loss)
+          .Integer("coordinates", r.coordinates)
+          .Integer("bytes", r.bytes);
+      items.push_back(v.Finish());
+    }
+    w.Object("variants", "[" + absl::StrJoin(items, ",") + "]");
   }
   return w.Finish();
 }

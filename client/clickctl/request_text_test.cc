@@ -92,7 +92,7 @@ TEST(ToJsonLine, UsesProtoFieldNamesAndShowsDefaultsOnOneLine) {
   EXPECT_EQ(ToJsonLine(config),
             R"({"name":"m","optimizer":"","loss":"","ftrl":{"lambda1_times_t":true},)"
             R"("hashing":{"seed":"0","bits":0,"interactions":[]},"num_shards":4,)"
-            R"("dense_namespaces":[],"dense_optimizer":""})");
+            R"("dense_namespaces":[],"dense_optimizer":"","variants":[]})");
 }
 
 }  // namespace

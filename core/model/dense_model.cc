@@ -84,6 +84,9 @@ absl::Status DenseModel::ImportState(const State& in) {
   if (in.state_size != 1 || !in.coordinates.empty()) {
     return absl::DataLossError("the state holds per-coordinate records; this dense model has none");
   }
+  if (!in.variants.empty() || !in.selection.empty()) {
+    return absl::DataLossError("the state has variants; this model has none");
+  }
   MutexLock lock(&learn_mu_);
   if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
   round_ = in.round;

@@ -191,6 +191,9 @@ class LinearModel final : public Model {
                                               "-byte coordinates does not fit this model's ",
                                               sizeof(CoordinateState), "-byte ones"));
     }
+    if (!in.variants.empty() || !in.selection.empty()) {
+      return absl::DataLossError("the state has variants; this model has none");
+    }
     if ((dense_block() != nullptr) != !in.dense_state.empty()) {
       return absl::DataLossError(dense_block() != nullptr
                                      ? "the state has no dense block; this model has one"

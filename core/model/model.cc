@@ -10,6 +10,7 @@
 #include "core/base/quote.h"
 #include "core/model/dense_model.h"
 #include "core/model/linear_model.h"
+#include "core/model/variant_model.h"
 #include "core/optim/numeric_bounds.h"
 
 namespace clickd {
@@ -115,6 +116,7 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ValidateVariants(config); !s.ok()) return s;
   return ValidateHashingConfig(config.hashing);
 }
 
@@ -176,6 +178,21 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
     std::unique_ptr<Model> model = std::make_unique<DenseModel>(config);
     model->dense_ = *std::move(block);
     return model;
+  }
+  if (!config.variants.empty()) {
+    // ValidateVariants: no dense block. One linear model per variant.
+    ModelConfig primary = config;
+    primary.variants.clear();
+    std::vector<std::unique_ptr<Model>> members;
+    auto first = CreateLinearModel(primary);
+    if (!first.ok()) return first.status();
+    members.push_back(*std::move(first));
+    for (const ModelVariant& v : config.variants) {
+      auto member = CreateLinearModel(VariantModelConfig(config, v));
+      if (!member.ok()) return member.status();
+      members.push_back(*std::move(member));
+    }
+    return std::make_unique<VariantModel>(config, std::move(members));
   }
   auto model = CreateLinearModel(config);
   if (!model.ok() || config.dense_namespaces.empty()) return model;

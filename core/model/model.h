@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
@@ -86,6 +87,11 @@ class Model {
     std::string coordinates;
     // The dense block's learner state (empty without a dense block).
     std::string dense_state;
+    // A model with variants (core/model/variant_model.h): the fields above
+    // are its primary's; these are every other variant's state, in config
+    // order, and the champion selection's bytes. Empty otherwise.
+    std::vector<State> variants;
+    std::string selection;
   };
   virtual State ExportState() const = 0;
 

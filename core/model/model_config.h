@@ -17,6 +17,15 @@
 
 namespace clickd {
 
+// A variant of a model (McMahan et al. 2013, sections 4.4 and 6: many similar
+// models learning from one stream): another per-coordinate optimizer, or
+// the same one with other hyperparameters, that learns from every example
+// the model learns, beside it (core/model/variant_model.h).
+struct ModelVariant {
+  std::string name;
+  OptimizerConfig optimizer;
+};
+
 // A dense namespace of fixed dimension (core/model/dense_block.h).
 struct DenseNamespace {
   std::string name;
@@ -37,7 +46,18 @@ struct ModelConfig {
   // Policy kAll or kPoisson: the Bloom filter's counts are not yet part of
   // snapshots, so a model cannot use it.
   AdmissionOptions admission;
+  // Variants learning side by side with the model's own optimizer (whose
+  // variant is named kPrimaryVariant); Predict serves the champion.
+  std::vector<ModelVariant> variants;
 };
+
+inline constexpr std::string_view kPrimaryVariant = "primary";
+inline constexpr size_t kMaxVariants = 8;  // besides the primary
+inline constexpr size_t kMaxVariantNameLength = 64;
+
+// The config a variant learns with: the model's, with the variant's
+// optimizer and no variants of its own.
+ModelConfig VariantModelConfig(const ModelConfig& config, const ModelVariant& variant);
 
 inline constexpr int kMaxShards = 4096;
 inline constexpr size_t kMaxModelNameLength = 128;
@@ -62,6 +82,11 @@ std::string OptimizerName(const ModelConfig& config);
 // distinct names, dimensions in 1..kMaxDenseDim and their total within it.
 // Errors name the field.
 absl::Status ValidateDenseNamespaces(const std::vector<DenseNamespace>& namespaces);
+
+// Checks the variants: at most kMaxVariants, names valid and distinct (not
+// kPrimaryVariant), each a per-coordinate optimizer the model's loss suits,
+// on a sparse model without a dense block. Errors name the field.
+absl::Status ValidateVariants(const ModelConfig& config);
 
 // Checks every part; errors name the field and the limit.
 absl::Status ValidateModelConfig(const ModelConfig& config);

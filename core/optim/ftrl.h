@@ -8,6 +8,17 @@
 // FTRL objective g_{1:t}.w + t lambda ||w||_1 + r_{1:t}(w), whose L1 term
 // grows with the round count t; Algorithm 1 charges lambda1 ||w||_1 once.
 // Either way weights are exactly zero inside the threshold (sparse models).
+//
+// Drift (decay < 1): each step of coordinate i first multiplies n_i by
+// `decay`, so n_i stays near E[g_i^2] / (1 - decay) instead of growing
+// without bound, and a frequent feature's rate alpha / (beta + sqrt(n_i))
+// keeps a floor instead of freezing when the world changes. sigma_i is
+// then computed from the decayed n_i (and may be negative); without L1
+// and L2 the weight still moves exactly as per-coordinate OGD,
+// w_i <- w_i - g_i alpha / (beta + sqrt(n_i)), because
+// -z_i / ((beta + sqrt(n_i)) / alpha) = w_i - g_i alpha / (beta + sqrt(n_i))
+// for any sigma_i. decay = 1 is Algorithm 1 bit for bit (1.0 * n == n).
+// docs/drift.md measures it on a drifting log.
 #ifndef CLICKD_CORE_OPTIM_FTRL_H_
 #define CLICKD_CORE_OPTIM_FTRL_H_
 
@@ -23,6 +34,7 @@ struct FtrlParams {
   double lambda1 = 0.0;
   double lambda2 = 0.0;
   bool lambda1_times_t = false;
+  double decay = 1.0;  // in (0, 1]; 1: n_i is the plain sum of g_i^2
 };
 
 class FtrlProximal {
@@ -46,9 +58,10 @@ class FtrlProximal {
   void Apply(State& s, double g, const RoundContext& round) const {
     const double w = Weight(s, round);
     const double n = s.n;
-    const double sigma = (std::sqrt(n + g * g) - std::sqrt(n)) / p_.alpha;
+    const double next_n = p_.decay * n + g * g;
+    const double sigma = (std::sqrt(next_n) - std::sqrt(n)) / p_.alpha;
     s.z = static_cast<float>(s.z + g - sigma * w);
-    s.n = static_cast<float>(n + g * g);
+    s.n = static_cast<float>(next_n);
   }
 
  private:

@@ -83,6 +83,12 @@ absl::Status ValidateOptimizerConfig(const OptimizerConfig& c) {
   s.Update(CheckParamInRange("ftrl.beta", c.ftrl.beta, kMinScale, kMaxScale));
   s.Update(CheckParamInRange("ftrl.lambda1", c.ftrl.lambda1, 0, kMaxScale));
   s.Update(CheckParamInRange("ftrl.lambda2", c.ftrl.lambda2, 0, kMaxScale));
+  // decay multiplies n before each step: 0 would forget everything, > 1
+  // would let n (and the state) grow geometrically.
+  if (!(c.ftrl.decay > 0 && c.ftrl.decay <= 1)) {
+    s.Update(absl::InvalidArgumentError(
+        absl::StrCat("ftrl.decay is ", c.ftrl.decay, "; must be in (0, 1]")));
+  }
 
   s.Update(RequirePositive("adagrad.eta", c.adagrad.eta));
   s.Update(RequireNonNegative("adagrad.delta", c.adagrad.delta));

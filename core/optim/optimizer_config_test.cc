@@ -20,6 +20,7 @@ TEST(OptimizerDefaults, Pinned) {
   EXPECT_EQ(c.ftrl.lambda1, 0.0);
   EXPECT_EQ(c.ftrl.lambda2, 0.0);
   EXPECT_FALSE(c.ftrl.lambda1_times_t);
+  EXPECT_EQ(c.ftrl.decay, 1.0);
   EXPECT_EQ(c.adagrad.eta, 0.1);
   EXPECT_EQ(c.adagrad.delta, 1.0);
   EXPECT_EQ(c.adagrad.lambda, 0.0);
@@ -75,6 +76,16 @@ TEST(OptimizerConfig, ValidationNamesFieldAndLimit) {
   c = OptimizerConfig{};
   c.ftrl.lambda1 = -0.5;
   EXPECT_NE(ValidateOptimizerConfig(c).message().find("ftrl.lambda1"), std::string::npos);
+  for (double bad : {0.0, -0.1, 1.0000001, std::nan(""), HUGE_VAL}) {
+    c = OptimizerConfig{};
+    c.ftrl.decay = bad;
+    EXPECT_NE(ValidateOptimizerConfig(c).message().find("ftrl.decay is "), std::string::npos)
+        << bad;
+    EXPECT_NE(ValidateOptimizerConfig(c).message().find("must be in (0, 1]"), std::string::npos);
+  }
+  c = OptimizerConfig{};
+  c.ftrl.decay = 0.999;
+  EXPECT_TRUE(ValidateOptimizerConfig(c).ok());
 }
 
 TEST(OptimizerConfig, MetaGradDiagParametersNameFieldAndLimit) {

@@ -134,6 +134,68 @@ TEST(OptimizerReference, FtrlLambda1TimesT) {
   ExpectMatchesReference(config, ref, RandomStream(3000, 2, false));
 }
 
+TEST(OptimizerReference, FtrlDecayedAccumulator) {
+  ModelConfig config;
+  config.optimizer.type = OptimizerType::kFtrl;
+  config.optimizer.ftrl = {
+      .alpha = 0.3, .beta = 0.7, .lambda1 = 0.05, .lambda2 = 0.1, .decay = 0.9};
+  std::map<uint64_t, double> z, n;
+  const FtrlParams p = config.optimizer.ftrl;
+  auto weight = [&](uint64_t k, const Reference::Round&) {
+    if (std::abs(z[k]) <= p.lambda1) return 0.0;
+    return -(z[k] - Sign(z[k]) * p.lambda1) / ((p.beta + std::sqrt(n[k])) / p.alpha + p.lambda2);
+  };
+  Reference ref{weight, [&](uint64_t k, double g, const Reference::Round& r) {
+                  const double next_n = p.decay * n[k] + g * g;
+                  const double sigma = (std::sqrt(next_n) - std::sqrt(n[k])) / p.alpha;
+                  z[k] += g - sigma * weight(k, r);
+                  n[k] = next_n;
+                }};
+  ExpectMatchesReference(config, ref, RandomStream(3000, 3, false));
+}
+
+// Without L1 and L2, decayed FTRL is per-coordinate OGD with the rate
+// alpha / (beta + sqrt(n_i)) on the decayed n_i (the identity in ftrl.h),
+// so a frequent coordinate's rate stays near alpha sqrt(1 - decay) / |g|.
+TEST(OptimizerReference, FtrlDecayIsOgdWithDecayedRate) {
+  const FtrlParams p{.alpha = 0.2, .beta = 1.0, .decay = 0.99};
+  FtrlProximal ftrl(p);
+  FtrlProximal::State s;
+  const RoundContext round;
+  double w = 0, n = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const double g = (i % 3 == 0) ? -0.5 : 0.3;
+    ftrl.Apply(s, g, round);
+    n = p.decay * n + g * g;
+    w -= g * p.alpha / (p.beta + std::sqrt(n));
+    ASSERT_NEAR(ftrl.Weight(s, round), w, 1e-3 + 1e-3 * std::abs(w)) << "step " << i;
+  }
+  // The accumulator stays bounded (the rate does not freeze).
+  EXPECT_LT(s.n, 0.5 * 0.5 / (1 - p.decay) + 1e-3);
+}
+
+// decay = 1 must be Algorithm 1 bit for bit: the default path's digests
+// are unchanged.
+TEST(OptimizerReference, FtrlDecayOneIsBitIdentical) {
+  FtrlProximal plain(FtrlParams{.alpha = 0.3, .beta = 0.7, .lambda1 = 0.1});
+  FtrlProximal::State a, b;
+  const RoundContext round;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> gauss(0, 1);
+  for (int i = 0; i < 1000; ++i) {
+    const double g = gauss(rng);
+    plain.Apply(a, g, round);
+    // Algorithm 1 as written before the decay existed.
+    const double w = plain.Weight(b, round);
+    const double n = b.n;
+    const double sigma = (std::sqrt(n + g * g) - std::sqrt(n)) / 0.3;
+    b.z = static_cast<float>(b.z + g - sigma * w);
+    b.n = static_cast<float>(n + g * g);
+    ASSERT_EQ(a.z, b.z);
+    ASSERT_EQ(a.n, b.n);
+  }
+}
+
 TEST(OptimizerReference, AdagradCompositeMirrorDescentL1) {
   ModelConfig config;
   config.optimizer.type = OptimizerType::kAdagrad;

@@ -15,7 +15,7 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 5;
+constexpr uint32_t kConfigVersion = 7;
 
 // The same message prefix as the rest of a snapshot's checks: a bad config
 // is a corrupt snapshot (or update-log header).
@@ -38,7 +38,8 @@ std::vector<LaterParam> ParamsSinceV1(OptimizerConfig& o) {
           {2, &o.cw.eta},
           {2, &o.cw.a},
           {4, &o.metagrad_diag.diameter},
-          {4, &o.metagrad_diag.gradient_bound}};
+          {4, &o.metagrad_diag.gradient_bound},
+          {6, &o.ftrl.decay}};
 }
 
 // The fields decoded as plain integers, range-checked only once the whole
@@ -80,6 +81,41 @@ void ReadOptimizer(Decoder* in, uint32_t version, OptimizerConfig* o, IntegerFie
     if (version >= p.since) in->GetDouble(p.value);
   }
   in->GetFixed32(&fields->times_t);
+}
+
+// Writes what ReadOptimizer reads.
+void WriteOptimizer(const OptimizerConfig& o, std::string* out) {
+  coding::PutFixed32(out, static_cast<uint32_t>(o.type));
+  for (double v : {o.ftrl.alpha, o.ftrl.beta, o.ftrl.lambda1, o.ftrl.lambda2, o.adagrad.eta,
+                   o.adagrad.delta, o.adagrad.lambda, o.pc_ogd.radius, o.pc_ogd.scale,
+                   o.global_ogd.radius, o.global_ogd.scale, o.sgd.eta}) {
+    coding::PutDouble(out, v);
+  }
+  OptimizerConfig copy = o;
+  for (const LaterParam& p : ParamsSinceV1(copy)) coding::PutDouble(out, *p.value);
+  coding::PutFixed32(out, o.ftrl.lambda1_times_t ? 1 : 0);
+}
+
+// Reads the variants (version 7 on): a count, then per variant its name and
+// its optimizer as ReadOptimizer reads the model's.
+absl::Status ReadVariants(Decoder* in, uint32_t version, ModelConfig* c) {
+  uint32_t count = 0;
+  in->GetFixed32(&count);
+  if (count > kMaxVariants) return Corrupt("the variant count is out of range");
+  for (uint32_t i = 0; i < count && in->ok(); ++i) {
+    ModelVariant v;
+    IntegerFields fields;
+    in->GetString(&v.name);
+    ReadOptimizer(in, version, &v.optimizer, &fields);
+    if (fields.times_t > 1 ||
+        OptimizerTypeName(static_cast<OptimizerType>(fields.type)) == "unknown") {
+      return Corrupt("a variant's optimizer has out-of-range fields");
+    }
+    v.optimizer.type = static_cast<OptimizerType>(fields.type);
+    v.optimizer.ftrl.lambda1_times_t = fields.times_t != 0;
+    c->variants.push_back(std::move(v));
+  }
+  return absl::OkStatus();
 }
 
 // Reads the hashing section: seed, bits, bias and the interactions.
@@ -158,16 +194,7 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   coding::PutFixed32(out, kConfigVersion);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
-  const OptimizerConfig& o = c.optimizer;
-  coding::PutFixed32(out, static_cast<uint32_t>(o.type));
-  for (double v : {o.ftrl.alpha, o.ftrl.beta, o.ftrl.lambda1, o.ftrl.lambda2, o.adagrad.eta,
-                   o.adagrad.delta, o.adagrad.lambda, o.pc_ogd.radius, o.pc_ogd.scale,
-                   o.global_ogd.radius, o.global_ogd.scale, o.sgd.eta}) {
-    coding::PutDouble(out, v);
-  }
-  OptimizerConfig copy = o;
-  for (const LaterParam& p : ParamsSinceV1(copy)) coding::PutDouble(out, *p.value);
-  coding::PutFixed32(out, o.ftrl.lambda1_times_t ? 1 : 0);
+  WriteOptimizer(c.optimizer, out);
   coding::PutFixed64(out, c.hashing.seed);
   coding::PutFixed32(out, static_cast<uint32_t>(c.hashing.bits));
   coding::PutFixed32(out, c.hashing.bias ? 1 : 0);
@@ -192,6 +219,12 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   // Version 5: feature admission.
   coding::PutFixed32(out, static_cast<uint32_t>(c.admission.policy));
   coding::PutDouble(out, c.admission.probability);
+  // Version 7: the variants.
+  coding::PutFixed32(out, static_cast<uint32_t>(c.variants.size()));
+  for (const ModelVariant& v : c.variants) {
+    coding::PutString(out, v.name);
+    WriteOptimizer(v.optimizer, out);
+  }
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -218,6 +251,9 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
       return Corrupt("the admission policy is out of range");
     }
     c.admission.policy = static_cast<AdmissionOptions::Policy>(policy);
+  }
+  if (*version >= 7) {
+    if (absl::Status s = ReadVariants(&in, *version, &c); !s.ok()) return s;
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

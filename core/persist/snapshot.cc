@@ -49,26 +49,71 @@ std::string EncodeHeader(const SnapshotContents& c, uint64_t count) {
   return h;
 }
 
-// Calls emit() with each piece of the file in order: header, blocks, footer.
+uint64_t CoordinateCount(const Model::State& state) {
+  const size_t record = sizeof(uint64_t) + state.state_size;
+  return record == 0 ? 0 : state.coordinates.size() / record;
+}
+
+// Calls emit() with each checked block of the state's coordinates.
 template <typename Emit>
-absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
-  const size_t record = sizeof(uint64_t) + c.state.state_size;
-  const uint64_t count = record == 0 ? 0 : c.state.coordinates.size() / record;
-  std::string piece(kMagic);
-  coding::PutFixed32(&piece, kSnapshotFormatVersion);
-  const std::string header = EncodeHeader(c, count);
-  coding::PutFixed32(&piece, static_cast<uint32_t>(header.size()));
-  AppendChecked(&piece, header);
-  if (absl::Status s = emit(piece); !s.ok()) return s;
+absl::Status EmitCoordinateBlocks(const Model::State& state, Emit& emit) {
+  const size_t record = sizeof(uint64_t) + state.state_size;
+  const uint64_t count = CoordinateCount(state);
+  std::string piece;
   for (uint64_t first = 0; first < count; first += kRecordsPerBlock) {
     const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kRecordsPerBlock, count - first));
     std::string block;
     coding::PutFixed32(&block, n);
-    block.append(c.state.coordinates, first * record, n * record);
+    block.append(state.coordinates, first * record, n * record);
     piece.clear();
     AppendChecked(&piece, block);
     if (absl::Status s = emit(piece); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+// Version 3: each variant's round, state size and coordinates, then the
+// champion selection (docs/snapshot_format.md).
+template <typename Emit>
+absl::Status EmitVariants(const Model::State& state, Emit& emit) {
+  std::string piece, count;
+  coding::PutFixed32(&count, static_cast<uint32_t>(state.variants.size()));
+  AppendChecked(&piece, count);
+  if (absl::Status s = emit(piece); !s.ok()) return s;
+  for (const Model::State& v : state.variants) {
+    std::string header;
+    coding::PutFixed32(&header, v.state_size);
+    coding::PutFixed64(&header, v.round.t);
+    coding::PutDouble(&header, v.round.sum_grad_norm_sq);
+    coding::PutFixed64(&header, v.round.coordinates);
+    coding::PutFixed64(&header, CoordinateCount(v));
+    piece.clear();
+    AppendChecked(&piece, header);
+    if (absl::Status s = emit(piece); !s.ok()) return s;
+    if (absl::Status s = EmitCoordinateBlocks(v, emit); !s.ok()) return s;
+  }
+  std::string selection;
+  coding::PutFixed32(&selection, static_cast<uint32_t>(state.selection.size()));
+  selection += state.selection;
+  piece.clear();
+  AppendChecked(&piece, selection);
+  return emit(piece);
+}
+
+// Calls emit() with each piece of the file in order: header, blocks, footer.
+// A model without variants is written as version 2, byte for byte what
+// builds before version 3 wrote and read.
+template <typename Emit>
+absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
+  const uint64_t count = CoordinateCount(c.state);
+  const bool variants = !c.state.variants.empty();
+  std::string piece(kMagic);
+  coding::PutFixed32(&piece, variants ? kSnapshotFormatVersion : 2);
+  const std::string header = EncodeHeader(c, count);
+  coding::PutFixed32(&piece, static_cast<uint32_t>(header.size()));
+  AppendChecked(&piece, header);
+  if (absl::Status s = emit(piece); !s.ok()) return s;
+  if (absl::Status s = EmitCoordinateBlocks(c.state, emit); !s.ok()) return s;
   // Version 2: the dense block's state, one checked block (empty without one).
   std::string dense;
   coding::PutFixed64(&dense, c.state.dense_state.size());
@@ -76,6 +121,9 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
   piece.clear();
   AppendChecked(&piece, dense);
   if (absl::Status s = emit(piece); !s.ok()) return s;
+  if (variants) {
+    if (absl::Status s = EmitVariants(c.state, emit); !s.ok()) return s;
+  }
   piece.assign(kFooterMagic);
   std::string totals;
   coding::PutFixed64(&totals, count);
@@ -189,6 +237,46 @@ absl::Status ReadDenseState(Decoder* in, Model::State* state) {
   return absl::OkStatus();
 }
 
+// Reads the variants (format version 3 on): see EmitVariants.
+absl::Status ReadVariants(Decoder* in, size_t file_size, Model::State* state) {
+  std::string_view piece;
+  uint32_t count = 0;
+  if (!GetChecked(in, 4, &piece) || !Decoder(piece).GetFixed32(&count)) {
+    return Corrupt("variant count checksum mismatch or truncated");
+  }
+  if (count == 0 || count > kMaxVariants) return Corrupt("variant count out of range");
+  for (uint32_t i = 0; i < count; ++i) {
+    Model::State v;
+    uint64_t coordinates = 0;
+    constexpr size_t kHeader = 4 + 8 + 8 + 8 + 8;
+    if (!GetChecked(in, kHeader, &piece)) {
+      return Corrupt(absl::StrCat("variant ", i + 1, ": header checksum mismatch or truncated"));
+    }
+    Decoder header(piece);
+    header.GetFixed32(&v.state_size);
+    header.GetFixed64(&v.round.t);
+    header.GetDouble(&v.round.sum_grad_norm_sq);
+    header.GetFixed64(&v.round.coordinates);
+    header.GetFixed64(&coordinates);
+    if (v.state_size == 0 || v.state_size > kMaxStateSize) {
+      return Corrupt(absl::StrCat("variant ", i + 1, ": state size out of range"));
+    }
+    if (coordinates > file_size / (sizeof(uint64_t) + v.state_size)) {
+      return Corrupt(absl::StrCat("variant ", i + 1, ": coordinate count exceeds the file size"));
+    }
+    if (absl::Status s = ReadCoordinateBlocks(in, coordinates, &v); !s.ok()) return s;
+    state->variants.push_back(std::move(v));
+  }
+  uint32_t length = 0;
+  Decoder peek(in->remaining());
+  if (!peek.GetFixed32(&length) || length > in->remaining().size() ||
+      !GetChecked(in, 4 + length, &piece)) {
+    return Corrupt("variant selection checksum mismatch or truncated");
+  }
+  state->selection.assign(piece.substr(4));
+  return absl::OkStatus();
+}
+
 // Reads the footer, checks it repeats the header's count, and that nothing
 // follows it.
 absl::Status ReadFooter(Decoder* in, uint64_t count) {
@@ -215,6 +303,9 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   if (absl::Status s = ReadCoordinateBlocks(&in, *count, &out.state); !s.ok()) return s;
   if (*version >= 2) {
     if (absl::Status s = ReadDenseState(&in, &out.state); !s.ok()) return s;
+  }
+  if (*version >= 3) {
+    if (absl::Status s = ReadVariants(&in, bytes.size(), &out.state); !s.ok()) return s;
   }
   if (absl::Status s = ReadFooter(&in, *count); !s.ok()) return s;
   return out;

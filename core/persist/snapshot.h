@@ -23,7 +23,9 @@
 
 namespace clickd {
 
-inline constexpr uint32_t kSnapshotFormatVersion = 2;
+// The newest format this build reads and writes; a model without variants
+// is still written as version 2.
+inline constexpr uint32_t kSnapshotFormatVersion = 3;
 
 struct SnapshotContents {
   ModelConfig config;

@@ -110,32 +110,47 @@ TEST(ModelConfigEncoding, RoundTripsAdmissionAndRefusesANonCanonicalOne) {
   // Policy "all" with a probability other than 1, or an unknown policy:
   // not an encoding this build writes.
   std::string all_with_p = bytes;
-  all_with_p[all_with_p.size() - 12] = 0;
+  all_with_p[all_with_p.size() - 16] = 0;  // policy, probability, variant count
   EXPECT_EQ(DecodeModelConfig(all_with_p).status().code(), absl::StatusCode::kDataLoss);
   std::string unknown = bytes;
-  unknown[unknown.size() - 12] = 2;
+  unknown[unknown.size() - 16] = 2;
   EXPECT_EQ(DecodeModelConfig(unknown).status().code(), absl::StatusCode::kDataLoss);
 }
 
-// Version 3 (no metagrad_diag parameters) still decodes, with the defaults.
-TEST(ModelConfigEncoding, ReadsVersionThree) {
+// Versions 6 (no variants), 5 (no ftrl.decay) and 3 (no metagrad_diag parameters) still
+// decode, with the defaults.
+TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   ModelConfig config;
   config.name = "ctr";
   config.optimizer.cw.a = 2.5;
   config.optimizer.metagrad_diag = {.diameter = 1.5, .gradient_bound = 0.75};
-  std::string v5;
-  EncodeModelConfig(config, &v5);
-  // v4 = v5 with version 4 and without the admission policy and probability
-  // at the end; v3 = v4 with version 3 and without the two doubles after pa
-  // and cw's.
-  ASSERT_EQ(v5[4], 5);
+  config.optimizer.ftrl.decay = 0.99;
+  std::string v7;
+  EncodeModelConfig(config, &v7);
+  ASSERT_EQ(v7[4], 7);
+  // v6 = v7 with version 6 and without the variant count at the end.
+  std::string v6 = v7.substr(0, v7.size() - 4);
+  v6[4] = 6;
+  auto decoded_v6 = DecodeModelConfig(v6);
+  ASSERT_TRUE(decoded_v6.ok()) << decoded_v6.status();
+  EXPECT_EQ(decoded_v6->optimizer.ftrl.decay, 0.99);
+  // v5 = v6 with version 5 and without ftrl.decay after metagrad_diag's two
+  // doubles; v4 = v5 with version 4 and without the admission policy and
+  // probability at the end; v3 = v4 with version 3 and without the two
+  // doubles after pa and cw's.
+  const size_t pa_cw_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8 + 3 * 8;
+  std::string v5 = v6.substr(0, pa_cw_end + 2 * 8) + v6.substr(pa_cw_end + 3 * 8);
+  v5[4] = 5;
+  auto decoded_v5 = DecodeModelConfig(v5);
+  ASSERT_TRUE(decoded_v5.ok()) << decoded_v5.status();
+  EXPECT_EQ(decoded_v5->optimizer.ftrl.decay, 1.0);
+  EXPECT_EQ(decoded_v5->optimizer.metagrad_diag.diameter, 1.5);
   std::string v4 = v5.substr(0, v5.size() - (4 + 8));
   v4[4] = 4;
   auto decoded_v4 = DecodeModelConfig(v4);
   ASSERT_TRUE(decoded_v4.ok()) << decoded_v4.status();
   EXPECT_EQ(decoded_v4->admission.policy, AdmissionOptions::Policy::kAll);
   EXPECT_EQ(decoded_v4->optimizer.metagrad_diag.diameter, 1.5);
-  const size_t pa_cw_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8 + 3 * 8;
   std::string v3 = v4.substr(0, pa_cw_end) + v4.substr(pa_cw_end + 2 * 8);
   ASSERT_EQ(v3[4], 4);
   v3[4] = 3;
@@ -149,7 +164,7 @@ TEST(ModelConfigEncoding, ReadsVersionThree) {
   // Re-encoded, it is the current version.
   std::string again;
   EncodeModelConfig(*decoded, &again);
-  EXPECT_EQ(again[4], 5);
+  EXPECT_EQ(again[4], 7);
 }
 
 // Version 1 (no marker, no parameters of later optimizers) still decodes:
@@ -162,14 +177,15 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   std::string v2;
   EncodeModelConfig(config, &v2);
   // v1 = the current encoding without the marker and version (8 bytes),
-  // without the five doubles after the twelve of version 1 (versions 2 and
-  // 4), and without version 3's dense block config (count, type, 5 doubles,
-  // tau) and version 5's admission (policy, probability) at the end.
+  // without the six doubles after the twelve of version 1 (versions 2, 4
+  // and 6), and without version 3's dense block config (count, type, 5 doubles,
+  // tau), version 5's admission (policy, probability) and version 7's
+  // variant count at the end.
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8);
+  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4;
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
-      v2.substr(twelve_end + 5 * 8, v2.size() - kDenseTail - (twelve_end + 5 * 8));
+      v2.substr(twelve_end + 6 * 8, v2.size() - kDenseTail - (twelve_end + 6 * 8));
   auto decoded = DecodeModelConfig(v1);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->optimizer.ftrl.alpha, 0.07);
@@ -223,6 +239,58 @@ TEST(Snapshot, EveryFlippedByteAndTruncationIsDetected) {
   EXPECT_EQ(DecodeSnapshot(bytes + "x").status().code(), absl::StatusCode::kDataLoss);
 }
 
+ModelConfig WithVariants() {
+  ModelConfig config;
+  config.variants.push_back({"fast", {}});
+  config.variants.back().optimizer.ftrl.alpha = 0.5;
+  config.variants.push_back({"ada", {}});
+  config.variants.back().optimizer.type = OptimizerType::kAdagrad;
+  return config;
+}
+
+// A model with variants is written as version 3 (each variant's state and
+// the champion selection after the dense block); it restores into an equal
+// model. Without variants the file is still version 2.
+TEST(Snapshot, VariantsRoundTripAsVersionThree) {
+  auto model = TrainedModel(WithVariants(), 300);
+  const std::string bytes = EncodeSnapshot(ContentsOf(*model, 4));
+  EXPECT_EQ(bytes[8], 3);
+  auto decoded = DecodeSnapshot(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->state.variants.size(), 2u);
+  EXPECT_EQ(decoded->config.variants.size(), 2u);
+  auto restored = *CreateModel(decoded->config);
+  ASSERT_TRUE(restored->ImportState(decoded->state).ok());
+  EXPECT_EQ(restored->SerializeState(), model->SerializeState());
+  EXPECT_EQ(EncodeSnapshot(ContentsOf(*TrainedModel(ModelConfig{}, 10), 1))[8], 2);
+  // A state whose variants do not match the model's is refused whole.
+  auto plain = *CreateModel(ModelConfig{});
+  EXPECT_EQ(plain->ImportState(decoded->state).code(), absl::StatusCode::kDataLoss);
+  auto fewer_config = WithVariants();
+  fewer_config.variants.pop_back();
+  auto fewer = *CreateModel(fewer_config);
+  EXPECT_EQ(fewer->ImportState(decoded->state).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(fewer->SerializeState(), (*CreateModel(fewer_config))->SerializeState());
+}
+
+TEST(Snapshot, EveryFlippedByteAndTruncationOfVariantsIsDetected) {
+  auto model = TrainedModel(WithVariants(), 50);
+  const std::string bytes = EncodeSnapshot(ContentsOf(*model, 9));
+  ASSERT_TRUE(DecodeSnapshot(bytes).ok());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x20;
+    const auto s = DecodeSnapshot(damaged).status();
+    EXPECT_TRUE(s.code() == absl::StatusCode::kDataLoss ||
+                s.code() == absl::StatusCode::kFailedPrecondition)
+        << "flip at " << i << ": " << s;
+  }
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_EQ(DecodeSnapshot(bytes.substr(0, n)).status().code(), absl::StatusCode::kDataLoss)
+        << "truncated to " << n;
+  }
+}
+
 TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {
   auto model = TrainedModel(ModelConfig{}, 10);
   std::string bytes = EncodeSnapshot(ContentsOf(*model, 1));
@@ -230,7 +298,7 @@ TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {
   const auto s = DecodeSnapshot(bytes).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(),
-            "snapshot format version 3 is newer than this build's 2; upgrade clickd "
+            "snapshot format version 4 is newer than this build's 3; upgrade clickd "
             "to read it");
 }
 

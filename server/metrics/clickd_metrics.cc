@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/model/variant_model.h"
 
 #ifndef CLICKD_VERSION
 #define CLICKD_VERSION "unknown"
@@ -43,6 +44,49 @@ SampleCallback PerModelAndWindow(const ModelRegistry* models, SummaryValue value
       for (const auto& [window, summary] : windows) {
         const double v = value(summary);
         if (!std::isnan(v)) samples.push_back({{{"model", name}, {"window", window}}, v});
+      }
+    }
+    return samples;
+  };
+}
+
+using VariantValue = std::function<double(const VariantReport&)>;
+
+// A family with one series per variant of every model with variants:
+// value(report), left out where it is NaN.
+SampleCallback PerVariant(const ModelRegistry* models, VariantValue value) {
+  return [models, value = std::move(value)] {
+    std::vector<Sample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      const auto* variants = dynamic_cast<const VariantModel*>(&served->model());
+      if (variants == nullptr) continue;
+      for (const VariantReport& r : variants->Reports()) {
+        const double v = value(r);
+        if (!std::isnan(v))
+          samples.push_back({{{"model", served->name()}, {"variant", r.name}}, v});
+      }
+    }
+    return samples;
+  };
+}
+
+// clickd_model_variant_loss: each variant's lifetime loss (window
+// "since_start") and its recent loss (window "recent": exponentially
+// weighted by examples, not the 10-minute clock window of the model's own
+// progressive metrics), left out before any example.
+SampleCallback PerVariantLoss(const ModelRegistry* models) {
+  return [models] {
+    std::vector<Sample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      const auto* variants = dynamic_cast<const VariantModel*>(&served->model());
+      if (variants == nullptr) continue;
+      for (const VariantReport& r : variants->Reports()) {
+        for (const auto& [window, v] :
+             {std::pair{kWindowSinceStart, r.loss}, std::pair{"recent", r.recent_loss}}) {
+          if (std::isnan(v)) continue;
+          samples.push_back(
+              {{{"model", served->name()}, {"variant", r.name}, {"window", window}}, v});
+        }
       }
     }
     return samples;
@@ -106,6 +150,26 @@ void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
                           "Of those sightings, the ones that gave the feature a coordinate.",
                           MetricType::kCounter, PerModel(models, [](const ServedModel& m) {
                             return static_cast<double>(m.model().Stats().admission_admitted);
+                          }));
+  registry->BuildCallback(
+      "clickd_model_variant_loss",
+      "A model with variants (docs/variants.md): each variant's mean progressive loss (the "
+      "model's loss; logloss for logistic), since the model was created and over recent "
+      "examples (exponentially weighted, half-life 10,000 examples: what the champion is "
+      "chosen by).",
+      MetricType::kGauge, PerVariantLoss(models));
+  registry->BuildCallback(
+      "clickd_model_variant_champion",
+      "1 for the variant Predict serves by default (the champion), 0 for the others.",
+      MetricType::kGauge,
+      PerVariant(models, [](const VariantReport& r) { return r.champion ? 1.0 : 0.0; }));
+  registry->BuildCallback(
+      "clickd_model_variant_examples", "Examples each variant has learned.", MetricType::kGauge,
+      PerVariant(models, [](const VariantReport& r) { return static_cast<double>(r.examples); }));
+  registry->BuildCallback("clickd_model_variant_coordinates",
+                          "Coordinates each variant holds (each variant has its own).",
+                          MetricType::kGauge, PerVariant(models, [](const VariantReport& r) {
+                            return static_cast<double>(r.coordinates);
                           }));
   registry->BuildCallback("clickd_model_updates", "Examples the model has learned: its version.",
                           MetricType::kGauge, PerModel(models, [](const ServedModel& m) {

@@ -22,7 +22,8 @@ json Hyperparameters(const ModelConfig& config) {
               {"beta", Number(o.ftrl.beta)},
               {"lambda1", Number(o.ftrl.lambda1)},
               {"lambda2", Number(o.ftrl.lambda2)},
-              {"lambda1_times_t", o.ftrl.lambda1_times_t}};
+              {"lambda1_times_t", o.ftrl.lambda1_times_t},
+              {"decay", Number(o.ftrl.decay)}};
     case OptimizerType::kAdagrad:
     case OptimizerType::kAdagradDa:
       return {{"eta", Number(o.adagrad.eta)},

@@ -89,6 +89,8 @@ def may_be_empty(expr, replication):
     metrics = {promql_names.base_metric(m) for m in promql_names.names_in(expr)[0]}
     if not replication and metrics and metrics <= promql_names.REPLICATION:
         return "replication is off in this run"
+    if metrics and metrics <= promql_names.VARIANTS:
+        return "no model of this run has variants"
     if replication and metrics and metrics <= FILE_LOG_METRICS:
         return "the file update log is not used with --replication=jetstream"
     return ""

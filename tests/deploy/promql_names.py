@@ -41,6 +41,10 @@ GAUGES = {
     "clickd_model_version",
     "clickd_replication_broken",
     "clickd_replication_rejected_records_total",
+    "clickd_model_variant_loss",
+    "clickd_model_variant_champion",
+    "clickd_model_variant_examples",
+    "clickd_model_variant_coordinates",
 }
 HISTOGRAMS = {
     "clickd_request_duration_seconds",
@@ -62,6 +66,14 @@ REPLICATION = {
     "clickd_model_version",
     "clickd_replication_broken",
     "clickd_replication_rejected_records_total",
+}
+# The metrics of models with variants only (docs/variants.md); a server
+# whose models have none has none of these series.
+VARIANTS = {
+    "clickd_model_variant_loss",
+    "clickd_model_variant_champion",
+    "clickd_model_variant_examples",
+    "clickd_model_variant_coordinates",
 }
 # Every name a query may select: a histogram is read through its series.
 SERIES = COUNTERS | GAUGES | {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
