@@ -116,10 +116,11 @@ absl::Status Radagrad::RestoreState(std::string_view bytes) {
 
 uint64_t Radagrad::StateBytes() const {
   // G~, beta and the d x tau buffers (QR factor, Q, V); the tau x tau ones
-  // and the O(d') projection are small beside them.
-  return dense_state::HeapBytes(g_tilde_) + dense_state::HeapBytes(weights_) +
-         dense_state::HeapBytes(qr_.matrixQR()) + dense_state::HeapBytes(q_) +
-         dense_state::HeapBytes(v_);
+  // and the O(d') projection are small beside them. The QR's size is read
+  // from rows() and cols(): matrixQR() asserts before the first Update.
+  const uint64_t qr_bytes = static_cast<uint64_t>(qr_.rows() * qr_.cols()) * sizeof(double);
+  return dense_state::HeapBytes(g_tilde_) + dense_state::HeapBytes(weights_) + qr_bytes +
+         dense_state::HeapBytes(q_) + dense_state::HeapBytes(v_);
 }
 
 }  // namespace clickd
