@@ -23,6 +23,11 @@
 //   in a smaller subspace), Q_t still has tau orthonormal columns and B has
 //   zero singular values; their columns of V are orthogonal to every g_i
 //   seen, so they contribute (0 + delta)^{-1} times ~0 and nothing is NaN.
+//   Only if Pi loses rank on the gradients seen (rank G~_t below the rank
+//   of g_1..g_t, itself below tau: Pi g_t = 0, say; probability zero for
+//   continuous data) can g_t reach those columns; its step there
+//   is then eta/delta along whichever orthonormal completion the QR picks,
+//   still finite.
 //
 // Not a model optimizer: RADAGRAD is a heuristic without a regret guarantee
 // (seed 002, section 2) and lives here only for the seed 002 reproduction
