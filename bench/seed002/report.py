@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Seed 002 section 4.1 report: reads bench/seed002/run.sh's raw results,
 prints markdown tables (best setting per algorithm, the whole eta x delta
-grid, the cross-check of the shared ADA-FULL pass) and draws
+grid, RADAGRAD's spread over its runs, the cross-check of the shared
+ADA-FULL pass) and draws
 docs/img/seed002_regret_pds.png, seed002_regret_cmd.png and
 seed002_time_cmd.png.
 
@@ -25,13 +26,16 @@ NAMES = {
     "ada_full": "ADA-FULL",
     "ada_diag": "ADA-DIAG",
     "fd_son": "FD-SON",
+    "radagrad": "RADAGRAD",
 }
 FAMILIES = [
     ("primal-dual subgradient (PDS, dual averaging)", ["ada_fd_da", "ada_full_da", "ada_diag_da"]),
-    ("composite mirror descent (CMD)", ["ada_fd", "ada_full", "ada_diag", "fd_son"]),
+    ("composite mirror descent (CMD)", ["ada_fd", "ada_full", "ada_diag", "fd_son", "radagrad"]),
 ]
 COLORS = {"ADA-FD": "tab:red", "ADA-FULL": "tab:blue", "ADA-DIAG": "tab:green",
-          "FD-SON": "tab:purple"}
+          "FD-SON": "tab:purple", "RADAGRAD": "tab:orange"}
+# Randomized algorithms: their grid rows are means over runs (seeds).
+AVERAGED = {"radagrad"}
 
 
 def read_csv(path):
@@ -44,7 +48,7 @@ def read_csv(path):
 def load(out):
     runs = {}  # (algo, eta, delta) -> row
     curves = {}  # (algo, eta, delta) -> [(t, cum_loss)]
-    for prefix in ("grid", "full"):
+    for prefix in ("grid", "full", "radagrad"):
         for row in read_csv(os.path.join(out, prefix + ".grid.csv")):
             key = (row["algo"], float(row["eta"]), float(row["delta"]))
             runs[key] = {"loss": float(row["final_loss"]), "wall": float(row["seconds"]),
@@ -53,6 +57,39 @@ def load(out):
             key = (row["algo"], float(row["eta"]), float(row["delta"]))
             curves.setdefault(key, []).append((int(row["t"]), float(row["cum_loss"])))
     return runs, curves
+
+
+def load_seeded(out):
+    """Per-run results of the averaged algorithms: (algo, eta, delta) ->
+    {seed: final loss}, and (algo, eta, delta, seed) -> [(t, cum_loss)]."""
+    finals, curves = {}, {}
+    for row in read_csv(os.path.join(out, "radagrad.runs.csv")):
+        key = (row["algo"], float(row["eta"]), float(row["delta"]))
+        finals.setdefault(key, {})[int(row["seed"])] = float(row["final_loss"])
+    for row in read_csv(os.path.join(out, "radagrad.run_curves.csv")):
+        key = (row["algo"], float(row["eta"]), float(row["delta"]), int(row["seed"]))
+        curves.setdefault(key, []).append((int(row["t"]), float(row["cum_loss"])))
+    return finals, curves
+
+
+def spread_table(runs, finals, algo):
+    """Every grid point as 'mean [min, max]' over the runs."""
+    etas = sorted({k[1] for k in runs if k[0] == algo})
+    deltas = sorted({k[2] for k in runs if k[0] == algo})
+    best = best_of(runs, algo)
+    lines = ["| eta \\ delta | " + " | ".join("%g" % d for d in deltas) + " |",
+             "|---|" + "---|" * len(deltas)]
+    for e in etas:
+        cells = []
+        for d in deltas:
+            r, f = runs.get((algo, e, d)), finals.get((algo, e, d))
+            if r is None or not f:
+                cells.append("-")
+                continue
+            cell = "%s [%s, %s]" % (fmt(r["loss"]), fmt(min(f.values())), fmt(max(f.values())))
+            cells.append("**%s**" % cell if (algo, e, d) == best else cell)
+        lines.append("| %g | %s |" % (e, " | ".join(cells)))
+    return "\n".join(lines)
 
 
 def best_of(runs, algo):
@@ -111,7 +148,7 @@ def check_full(out, curves):
     return rows
 
 
-def plot_regret(runs, curves, algos, title, path):
+def plot_regret(runs, curves, algos, title, path, seed_curves=None):
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for algo in algos:
         key = best_of(runs, algo)
@@ -119,14 +156,21 @@ def plot_regret(runs, curves, algos, title, path):
             continue
         pts = curves[key]
         name = NAMES[algo]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS[name],
-                label="%s (eta=%g, delta=%g)" % (name, key[1], key[2]))
+        label = "%s (eta=%g, delta=%g)" % (name, key[1], key[2])
+        if algo in AVERAGED and seed_curves:
+            per_seed = [dict(v) for k, v in seed_curves.items() if k[:3] == key]
+            ts = [p[0] for p in pts]
+            ax.fill_between(ts, [min(c[t] for c in per_seed) for t in ts],
+                            [max(c[t] for c in per_seed) for t in ts], color=COLORS[name],
+                            alpha=0.25, linewidth=0)
+            label = "%s, mean of %d runs (band: min-max)" % (label, len(per_seed))
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLORS[name], label=label)
     ax.set_xlabel("t")
     ax.set_ylabel("regret (cumulative loss; beta_* loses 0)")
     ax.set_yscale("log")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -150,6 +194,7 @@ def plot_time(times, path):
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "bench/out/seed002"
     runs, curves = load(out)
+    finals, seed_curves = load_seeded(out)
     img = "docs/img"
     print("## Best setting per algorithm (by final cumulative loss)\n")
     print("| family | algorithm | eta | delta | regret at T | / ADA-FULL | CPU s | wall s |")
@@ -164,17 +209,37 @@ def main():
                 continue
             r = runs[key]
             wall = "n/a (shared pass)" if math.isnan(r["wall"]) else "%.2f" % r["wall"]
+            name = NAMES[algo]
+            if algo in AVERAGED:
+                name += " (mean of %d runs; s per run)" % len(finals.get(key, {}))
             print("| %s | %s | %g | %g | %s | %.2f | %.2f | %s |" % (
-                family, NAMES[algo], key[1], key[2], fmt(r["loss"]), r["loss"] / full_loss,
+                family, name, key[1], key[2], fmt(r["loss"]), r["loss"] / full_loss,
                 r["cpu"], wall))
     print()
     for family, algos in FAMILIES:
         for algo in algos:
             if best_of(runs, algo) is None:
                 continue
-            print("### %s, %s (`%s`): final cumulative loss\n" % (NAMES[algo], family, algo))
+            what = "mean final cumulative loss over the runs" if algo in AVERAGED else \
+                "final cumulative loss"
+            print("### %s, %s (`%s`): %s\n" % (NAMES[algo], family, algo, what))
             print(grid_table(runs, algo))
             print()
+    for algo in sorted(AVERAGED):
+        key = best_of(runs, algo)
+        if key is None:
+            continue
+        f = finals.get(key, {})
+        print("## %s over its %d runs (projection seeds %s)\n" % (
+            NAMES[algo], len(f), ", ".join(str(s) for s in sorted(f))))
+        print("Best setting eta = %g, delta = %g (by the mean): final regret per seed %s; "
+              "mean %s, min %s, max %s.\n" % (
+                  key[1], key[2], ", ".join("%s" % fmt(f[s]) for s in sorted(f)),
+                  fmt(runs[key]["loss"]), fmt(min(f.values())), fmt(max(f.values()))))
+        print("### %s (`%s`): mean [min, max] final cumulative loss over the runs\n" % (
+            NAMES[algo], algo))
+        print(spread_table(runs, finals, algo))
+        print()
     print("## Shared ADA-FULL pass: cross-check against the optimizer\n")
     print("| algorithm | eta | delta | rounds | max relative gap in cumulative loss |")
     print("|---|---|---|---|---|")
@@ -191,12 +256,13 @@ def main():
     plot_regret(runs, curves, FAMILIES[0][1], "Regret, primal-dual subgradient (PDS)",
                 os.path.join(img, "seed002_regret_pds.png"))
     plot_regret(runs, curves, FAMILIES[1][1], "Regret, composite mirror descent (CMD)",
-                os.path.join(img, "seed002_regret_cmd.png"))
+                os.path.join(img, "seed002_regret_cmd.png"), seed_curves)
     times = []
     for algo in FAMILIES[1][1]:
         key = best_of(runs, algo)
         if key is not None:
             label = NAMES[algo] + (" (shared pass)" if algo == "ada_full" else "")
+            label += " (mean per run)" if algo in AVERAGED else ""
             times.append((label, runs[key]["cpu"]))
     for algo, _, _, rounds, _, line in check:
         if algo == "ada_full" and "ms/round cpu" in line:

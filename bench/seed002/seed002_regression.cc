@@ -10,7 +10,11 @@
 //
 // Modes:
 //   --mode=grid      runs the real optimizers (--algos) at every grid point,
-//                    one after the other, timing each run.
+//                    one after the other, timing each run. "radagrad" (not
+//                    in the default list; run.sh runs it on its own) is
+//                    random: at each grid point it runs --radagrad_runs
+//                    times with projection seeds 1, 2, ..., and its row is
+//                    the mean (seed 002 averages RADAGRAD over 5 runs).
 //   --mode=lockstep  ADA-FULL (both forms) at every grid point in one pass.
 //                    With the absolute loss every gradient is g_t = +-x_t,
 //                    so g_t g_t^T = x_t x_t^T and G_t is the same for every
@@ -25,7 +29,10 @@
 //
 // Output: <out>.grid.csv (algo,eta,delta,final_loss,seconds,diverged) and
 // <out>.curves.csv (algo,eta,delta,t,cum_loss every --curve_every rounds),
-// plus a summary on stdout.
+// plus a summary on stdout. For radagrad these hold the mean over its runs
+// (final loss, curve, and seconds per run), and <out>.runs.csv and
+// <out>.run_curves.csv each run by seed; stdout adds the runs' min and max.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +49,7 @@
 #include "bench/dense/dense_factory.h"
 #include "bench/seed002/regression_data.h"
 #include "core/optim/dense/ada_full.h"
+#include "core/optim/dense/radagrad.h"
 
 ABSL_FLAG(std::string, mode, "grid", "grid, lockstep or full_class");
 ABSL_FLAG(std::vector<std::string>, algos,
@@ -55,7 +63,9 @@ ABSL_FLAG(std::vector<std::string>, deltas,
           "delta grid");
 ABSL_FLAG(int, d, 500, "dimension");
 ABSL_FLAG(int, T, 10000, "rounds");
-ABSL_FLAG(int, tau, 10, "sketch size for ada_fd, ada_fd_da, fd_son");
+ABSL_FLAG(int, tau, 10, "sketch size for ada_fd, ada_fd_da, fd_son; projection rows for radagrad");
+ABSL_FLAG(int, radagrad_runs, 5,
+          "radagrad: runs per grid point (projection seeds 1..n), averaged (seed 002: 5)");
 ABSL_FLAG(double, lambda0, 100, "Sigma's eigenvalues lambda0 j^-alpha");
 ABSL_FLAG(double, alpha, 2, "Sigma's eigenvalues lambda0 j^-alpha");
 ABSL_FLAG(bool, random_basis, true, "Sigma's eigenvectors: Haar-random (true) or the axes");
@@ -105,11 +115,12 @@ struct Run {
   double cpu_seconds = 0;  // this thread's CPU time
   bool diverged = false;
   std::vector<double> curve;  // cumulative loss after every curve_every rounds
+  uint64_t seed = 0;          // radagrad's projection seed; 0 for the others
 };
 
 class Output {
  public:
-  explicit Output(const std::string& prefix) {
+  explicit Output(const std::string& prefix) : prefix_(prefix) {
     if (prefix.empty()) return;
     grid_ = std::fopen((prefix + ".grid.csv").c_str(), "w");
     curves_ = std::fopen((prefix + ".curves.csv").c_str(), "w");
@@ -121,8 +132,9 @@ class Output {
     std::fprintf(curves_, "algo,eta,delta,t,cum_loss\n");
   }
   ~Output() {
-    if (grid_ != nullptr) std::fclose(grid_);
-    if (curves_ != nullptr) std::fclose(curves_);
+    for (std::FILE* f : {grid_, curves_, runs_, run_curves_}) {
+      if (f != nullptr) std::fclose(f);
+    }
   }
 
   void Write(const Run& r, int every) {
@@ -141,21 +153,64 @@ class Output {
     std::fflush(curves_);
   }
 
+  // One of the runs a randomized algorithm's row averages. The files are
+  // opened on first use, so the deterministic algorithms' outputs are as
+  // before.
+  void WriteSeededRun(const Run& r, int every) {
+    if (prefix_.empty()) return;
+    if (runs_ == nullptr) {
+      runs_ = std::fopen((prefix_ + ".runs.csv").c_str(), "w");
+      run_curves_ = std::fopen((prefix_ + ".run_curves.csv").c_str(), "w");
+      if (runs_ == nullptr || run_curves_ == nullptr) {
+        std::fprintf(stderr, "cannot write %s.run*.csv\n", prefix_.c_str());
+        std::exit(1);
+      }
+      std::fprintf(runs_, "algo,eta,delta,seed,final_loss,seconds,cpu_seconds,diverged\n");
+      std::fprintf(run_curves_, "algo,eta,delta,seed,t,cum_loss\n");
+    }
+    std::fprintf(runs_, "%s,%g,%g,%llu,%.17g,%.6f,%.6f,%d\n", r.algo.c_str(), r.eta, r.delta,
+                 static_cast<unsigned long long>(r.seed), r.cum_loss, r.seconds, r.cpu_seconds,
+                 r.diverged ? 1 : 0);
+    for (size_t i = 0; i < r.curve.size(); ++i) {
+      std::fprintf(run_curves_, "%s,%g,%g,%llu,%zu,%.17g\n", r.algo.c_str(), r.eta, r.delta,
+                   static_cast<unsigned long long>(r.seed), (i + 1) * static_cast<size_t>(every),
+                   r.curve[i]);
+    }
+    std::fflush(runs_);
+    std::fflush(run_curves_);
+  }
+
  private:
+  std::string prefix_;
   std::FILE* grid_ = nullptr;
   std::FILE* curves_ = nullptr;
+  std::FILE* runs_ = nullptr;  // per-seed runs of radagrad
+  std::FILE* run_curves_ = nullptr;
 };
+
+// bench::NewDenseOptimizer's methods, and radagrad, which is only here
+// (it is no model optimizer; see core/optim/dense/radagrad.h).
+absl::StatusOr<std::unique_ptr<DenseOptimizer>> NewOptimizer(const std::string& algo, double eta,
+                                                             double delta, int tau, int dim,
+                                                             uint64_t seed) {
+  if (algo == "radagrad") {
+    return Radagrad::Create({.eta = eta, .delta = delta, .tau = tau, .seed = seed}, dim);
+  }
+  return bench::NewDenseOptimizer(algo, eta, delta, tau, dim);
+}
 
 // One learner through the stream: suffers |beta_t^T x_t - y_t|, then
 // updates with g_t = s x_t. Stops early once the loss is not finite.
+// `seed` draws radagrad's projection; the others ignore it.
 Run RunOptimizer(const std::string& algo, double eta, double delta, int tau, int rounds,
-                 const RegressionData& data, int every) {
+                 const RegressionData& data, int every, uint64_t seed = 0) {
   Run run;
   run.algo = algo;
   run.eta = eta;
   run.delta = delta;
+  run.seed = seed;
   absl::StatusOr<std::unique_ptr<DenseOptimizer>> made =
-      bench::NewDenseOptimizer(algo, eta, delta, tau, static_cast<int>(data.x.rows()));
+      NewOptimizer(algo, eta, delta, tau, static_cast<int>(data.x.rows()), seed);
   if (!made.ok()) {
     std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str());
     std::exit(2);
@@ -179,13 +234,51 @@ Run RunOptimizer(const std::string& algo, double eta, double delta, int tau, int
   return run;
 }
 
+// radagrad at one grid point: --radagrad_runs runs with projection seeds
+// 1, 2, ..., each written to the per-run files; returns their mean (final
+// loss, curve, wall and CPU seconds per run), diverged if any run did.
+Run RunAveraged(const std::string& algo, double eta, double delta, int tau,
+                const RegressionData& data, int every, Output& out) {
+  const int n = absl::GetFlag(FLAGS_radagrad_runs);
+  Run mean;
+  mean.algo = algo;
+  mean.eta = eta;
+  mean.delta = delta;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  size_t curve_len = std::numeric_limits<size_t>::max();
+  std::vector<Run> runs;
+  for (int seed = 1; seed <= n; ++seed) {
+    runs.push_back(RunOptimizer(algo, eta, delta, tau, static_cast<int>(data.y.size()), data, every,
+                                static_cast<uint64_t>(seed)));
+    const Run& r = runs.back();
+    out.WriteSeededRun(r, every);
+    mean.cum_loss += r.cum_loss / n;
+    mean.seconds += r.seconds / n;
+    mean.cpu_seconds += r.cpu_seconds / n;
+    mean.diverged = mean.diverged || r.diverged;
+    lo = std::min(lo, r.cum_loss);
+    hi = std::max(hi, r.cum_loss);
+    curve_len = std::min(curve_len, r.curve.size());
+  }
+  // A diverged run stops its curve early; the mean curve stops with it.
+  mean.curve.assign(curve_len, 0.0);
+  for (const Run& r : runs) {
+    for (size_t i = 0; i < curve_len; ++i) mean.curve[i] += r.curve[i] / n;
+  }
+  std::printf("# %s eta=%g delta=%g over %d runs: mean %.6g, min %.6g, max %.6g\n", algo.c_str(),
+              eta, delta, n, mean.cum_loss, lo, hi);
+  return mean;
+}
+
 int Grid(const RegressionData& data, Output& out) {
   const int every = absl::GetFlag(FLAGS_curve_every);
+  const int tau = absl::GetFlag(FLAGS_tau);
   for (const std::string& algo : absl::GetFlag(FLAGS_algos)) {
     for (double eta : ParseList(absl::GetFlag(FLAGS_etas))) {
       for (double delta : ParseList(absl::GetFlag(FLAGS_deltas))) {
-        out.Write(RunOptimizer(algo, eta, delta, absl::GetFlag(FLAGS_tau),
-                               static_cast<int>(data.y.size()), data, every),
+        out.Write(algo == "radagrad" ? RunAveraged(algo, eta, delta, tau, data, every, out)
+                                     : RunOptimizer(algo, eta, delta, tau,
+                                                    static_cast<int>(data.y.size()), data, every),
                   every);
       }
     }
