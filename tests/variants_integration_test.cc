@@ -53,6 +53,7 @@ v1::ModelConfig VariantConfig() {
   ada->set_name("ada");
   ada->set_optimizer("adagrad");
   ada->mutable_adagrad()->set_eta(0.05);
+  ada->mutable_admission()->set_probability(0.5);
   return c;
 }
 
@@ -101,6 +102,8 @@ TEST(Variants, LearnSelectServeAndSurviveRestarts) {
     ASSERT_EQ(created->config().variants_size(), 2);
     EXPECT_EQ(created->config().variants(1).optimizer(), "adagrad");
     EXPECT_EQ(created->config().variants(1).adagrad().eta(), 0.05);
+    EXPECT_EQ(created->config().variants(1).admission().probability(), 0.5);
+    EXPECT_FALSE(created->config().variants(0).has_admission());
     ASSERT_EQ(created->variants_size(), 3);
     EXPECT_EQ(created->variants(0).name(), "primary");
     EXPECT_TRUE(created->variants(0).champion());

@@ -129,6 +129,15 @@ void WriteOptimizerParams(const OptimizerConfig& o, Proto* out) {
   }
 }
 
+// 0 (unset) and 1 both admit every feature; anything else is
+// probabilistic inclusion, and out-of-range values fail validation.
+void ReadAdmission(const v1::Admission& p, AdmissionOptions* out) {
+  if (p.probability() != 0 && p.probability() != 1) {
+    out->policy = AdmissionOptions::Policy::kPoisson;
+    out->probability = p.probability();
+  }
+}
+
 // The variants (ModelConfig.variants); validated with the rest.
 absl::Status ToVariants(const v1::ModelConfig& p, ModelConfig* c) {
   if (static_cast<size_t>(p.variants_size()) > kMaxVariants) {
@@ -146,6 +155,7 @@ absl::Status ToVariants(const v1::ModelConfig& p, ModelConfig* c) {
     }
     v.optimizer.type = *type;
     ReadOptimizerParams(pv, &v.optimizer);
+    ReadAdmission(pv.admission(), &v.admission);
     c->variants.push_back(std::move(v));
   }
   return absl::OkStatus();
@@ -181,12 +191,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
                      : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
   if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
   if (absl::Status s = ToVariants(p, &c); !s.ok()) return s;
-  // 0 (unset) and 1 both admit every feature; anything else in (0, 1) is
-  // probabilistic inclusion, and out-of-range values fail validation below.
-  if (p.admission().probability() != 0 && p.admission().probability() != 1) {
-    c.admission.policy = AdmissionOptions::Policy::kPoisson;
-    c.admission.probability = p.admission().probability();
-  }
+  ReadAdmission(p.admission(), &c.admission);
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -216,6 +221,9 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     out->set_name(v.name);
     out->set_optimizer(std::string(OptimizerTypeName(v.optimizer.type)));
     WriteOptimizerParams(v.optimizer, out);
+    if (v.admission.policy == AdmissionOptions::Policy::kPoisson) {
+      out->mutable_admission()->set_probability(v.admission.probability);
+    }
   }
   if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {
     for (const DenseNamespace& ns : c.dense_namespaces) {

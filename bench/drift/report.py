@@ -35,7 +35,8 @@ def by_learner(rows, kind):
     out = defaultdict(list)
     for r in rows:
         if r["kind"] == kind:
-            out[r["learner"]].append(r)
+            # FTRL's defaults are also a point of the grid: key by family too.
+            out[(r["family"], r["learner"])].append(r)
     return out
 
 
@@ -61,8 +62,8 @@ def synthetic_tables(rows):
         seeds = len(next(iter(learners.values())))
         default = next(k for k, v in learners.items() if v[0]["family"] == "default")
         option = next(k for k, v in learners.items() if v[0]["family"] == "option")
-        chosen = [("FTRL at defaults", default), ("best FTRL of the grid (hindsight)",
-                                                   best(learners, "ftrl_grid")),
+        chosen = [("FTRL at defaults", default),
+                  ("best FTRL of the grid (hindsight)", best(learners, "ftrl_grid")),
                   ("**drift option** (decay 0.999, defaults otherwise)", option),
                   ("best decay of the grid (hindsight)", best(learners, "decay_grid"))]
         base = mean([float(r["excess"]) for r in learners[default]])
@@ -74,7 +75,7 @@ def synthetic_tables(rows):
             rs = learners[name]
             ex = mean([float(r["excess"]) for r in rs])
             lines.append("| %s | %s | %s | %.2fx | %s | %s | %s |" % (
-                label, name, cell(rs, "excess", 5), ex / base, cell(rs, "logloss"),
+                label, name[1], cell(rs, "excess", 5), ex / base, cell(rs, "logloss"),
                 cell(rs, "auc"), cell(rs, "ns_per_example", 0)))
         bayes = cell(learners[default], "bayes_logloss")
         lines.append("\nBayes-optimal logloss (the true p): %s.\n" % bayes)
@@ -98,8 +99,8 @@ def grid_table(rows):
 
 
 def real_table(out):
-    lines = ["| log | ftrl.decay | progressive logloss | progressive AUC | test logloss [95% CI] "
-             "| test AUC [95% CI] |", "|---|---|---|---|---|---|"]
+    lines = ["| log | ftrl.decay | progressive logloss [95% CI] | progressive AUC [95% CI] | "
+             "test logloss [95% CI] | test AUC [95% CI] |", "|---|---|---|---|---|---|"]
     for path in sorted(glob.glob(os.path.join(out, "real_*.json"))):
         name = os.path.basename(path)[len("real_"):-len(".json")]
         log, decay = name.rsplit("_decay", 1)
@@ -109,14 +110,14 @@ def real_table(out):
 
         def ci(d, k):
             v = d.get(k)
-            c = d.get(k + "_ci")
+            c = d.get("ci95", {}).get(k)
             if v is None:
                 return ""
             if c:
-                return "%.5f [%.5f, %.5f]" % (v, c[0], c[1])
+                return "%.5f [%.5f, %.5f]" % (v, c["lo"], c["hi"])
             return "%.5f" % v
-        lines.append("| %s | %s | %.5f | %.4f | %s | %s |" % (
-            log, decay, j["logloss"], j["auc"], ci(t, "logloss"), ci(t, "auc")))
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            log, decay, ci(j, "logloss"), ci(j, "auc"), ci(t, "logloss"), ci(t, "auc")))
     return "\n".join(lines)
 
 
@@ -130,16 +131,18 @@ def plot_curves(out, rows, img_dir):
         option = next(k for k, v in learners.items() if v[0]["family"] == "option")
         want = {default: "FTRL defaults", best(learners, "ftrl_grid"): "best FTRL grid",
                 option: "drift option (decay 0.999)", best(learners, "decay_grid"): "best decay"}
+        want = {k[1] + "|" + k[0]: v for k, v in want.items()}
         path = os.path.join(out, "curves_%s_1.csv" % kind)
         series = defaultdict(lambda: ([], []))
         with open(path) as f:
             for r in csv.DictReader(f):
-                if r["learner"] in want:
-                    series[r["learner"]][0].append(int(r["examples"]))
-                    series[r["learner"]][1].append(float(r["excess"]))
-        for name, label in want.items():
-            xs, ys = series[name]
-            ax.plot(xs, ys, label="%s: %s" % (label, name), linewidth=1)
+                key = r["learner"] + "|" + r["family"]
+                if key in want:
+                    series[key][0].append(int(r["examples"]))
+                    series[key][1].append(float(r["excess"]))
+        for key, label in want.items():
+            xs, ys = series[key]
+            ax.plot(xs, ys, label="%s: %s" % (label, key.split("|")[0]), linewidth=1)
         ax.set_title("%s drift (seed 1)" % kind)
         ax.set_xlabel("examples")
         ax.set_ylabel("excess logloss over Bayes, per 10k window")

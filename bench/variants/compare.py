@@ -18,6 +18,7 @@ file scored by the final model, 1,000 bootstrap resamples):
 
     bash scripts/build.sh release && /usr/bin/python3 bench/variants/compare.py
     BUILD_DIR=build/rel JOBS=2 /usr/bin/python3 bench/variants/compare.py
+    REPORT_ONLY=1 /usr/bin/python3 bench/variants/compare.py   # tables from runs.jsonl
 
 Writes bench/out/variants/compare.md (the tables of docs/variants.md) and
 runs.jsonl (every run's command and JSON).
@@ -107,10 +108,10 @@ def run(job):
 
 
 def ci(d, key):
-    v, c = d.get(key), d.get(key + "_ci")
+    v, c = d.get(key), d.get("ci95", {}).get(key)
     if v is None:
         return "-"
-    return "%.4f [%.4f, %.4f]" % (v, c[0], c[1]) if c else "%.4f" % v
+    return "%.4f [%.4f, %.4f]" % (v, c["lo"], c["hi"]) if c else "%.4f" % v
 
 
 def main():
@@ -123,21 +124,29 @@ def main():
         for opt, run_name, params in sweep.grid():
             flags = ["--optimizer=" + opt] + ["--%s=%.10g" % (k, v) for k, v in params.items()]
             jobs.append(((name, "grid"), run_name, command(fmt, train, test, flags)))
+    runs = os.path.join(OUT, "runs.jsonl")
     results = []
-    # Runs in threads (each waits on its own clickctl); CPU time is per run.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
-        for r in pool.map(run, jobs):
-            results.append(r)
-    with open(os.path.join(OUT, "runs.jsonl"), "w") as f:
-        for (name, kind), label, cmd, result, cpu in results:
-            f.write(json.dumps({"log": name, "kind": kind, "label": label, "cmd": cmd,
-                                "cpu_seconds": cpu, "result": result}) + "\n")
+    if os.environ.get("REPORT_ONLY"):  # the tables again from the last run's runs.jsonl
+        with open(runs) as f:
+            for line in f:
+                r = json.loads(line)
+                results.append(((r["log"], r["kind"]), r["label"], r["cmd"], r["result"],
+                                r["cpu_seconds"]))
+    else:
+        # Runs in threads (each waits on its own clickctl); CPU time is per run.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
+            for r in pool.map(run, jobs):
+                results.append(r)
+        with open(runs, "w") as f:
+            for (name, kind), label, cmd, result, cpu in results:
+                f.write(json.dumps({"log": name, "kind": kind, "label": label, "cmd": cmd,
+                                    "cpu_seconds": cpu, "result": result}) + "\n")
     lines = []
     for name, _, _, _ in logs():
         rows = [r for r in results if r[0][0] == name]
         lines.append("\n#### %s\n" % name)
-        lines.append("| learner | progressive logloss [95%% CI] | test logloss [95%% CI] | "
-                     "test AUC [95%% CI] | cost |")
+        lines.append("| learner | progressive logloss [95% CI] | test logloss [95% CI] | "
+                     "test AUC [95% CI] | cost |")
         lines.append("|---|---|---|---|---|")
         for (_, kind), label, _, res, cpu in rows:
             if kind != "default":

@@ -20,8 +20,8 @@ echo "start: $(date -Is) $(uptime)"
 printf "variants\trepeat\twall_s\tcpu_s\tmax_rss_kb\tstore_bytes\tcoordinates\n" | tee "$OUT/cost.tsv"
 for rep in $(seq "$REPEATS"); do
   for k in 0 1 2 4 8; do
-    variants=$(echo "$all" | cut -d';' -f1-"$k")
-    [ "$k" -eq 0 ] && variants=""
+    variants=""
+    [ "$k" -gt 0 ] && variants=$(echo "$all" | cut -d';' -f1-"$k")
     json=$( { /usr/bin/time -f "TIME %e %U %S %M" "$BUILD_DIR/client/clickctl" replay --offline \
       --format=vw --progress_every=0 --json --variants="$variants" "$log" ; } 2>"$OUT/time.txt" \
       | tail -1)

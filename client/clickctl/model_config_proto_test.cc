@@ -45,7 +45,8 @@ TEST(ModelConfigToProto, RoundTripsThroughTheServersParser) {
   v.lambda1 = 1;
   v.lambda1_times_t = true;
   v.ftrl_decay = 0.995;
-  v.variants = "fast:alpha=0.3,lambda1=0.5;ada:optimizer=adagrad_da,eta=0.05";
+  v.variants =
+      "fast:alpha=0.3,lambda1=0.5;ada:optimizer=adagrad_da,eta=0.05,admission_probability=0.5";
   auto config = BuildModelConfig(v);
   ASSERT_TRUE(config.ok()) << config.status();
   auto back = ToModelConfig(ModelConfigToProto(*config));
@@ -60,6 +61,8 @@ TEST(ModelConfigToProto, RoundTripsThroughTheServersParser) {
   EXPECT_EQ(back->variants[0].optimizer.ftrl.lambda1, 0.5);
   EXPECT_EQ(back->variants[1].optimizer.type, OptimizerType::kAdagradDa);
   EXPECT_EQ(back->variants[1].optimizer.adagrad.eta, 0.05);
+  EXPECT_EQ(back->variants[1].admission.probability, 0.5);
+  EXPECT_EQ(back->variants[0].admission.policy, AdmissionOptions::Policy::kAll);
   // The config round-trips whole: proto -> config -> proto is the identity.
   EXPECT_EQ(ModelConfigToProto(*back).SerializeAsString(),
             ModelConfigToProto(*config).SerializeAsString());

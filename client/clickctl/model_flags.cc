@@ -19,7 +19,8 @@ ABSL_FLAG(std::optional<double>, lambda2, std::nullopt, "ftrl: L2 strength");
 ABSL_FLAG(std::string, variants, "",
           "variants learning beside the model's optimizer, Predict serving the champion "
           "(docs/variants.md): \"name:key=value,...;name2:...\", keys optimizer and the "
-          "hyperparameter flags' names, e.g. \"fast:alpha=0.5;ada:optimizer=adagrad,eta=0.05\"");
+          "hyperparameter flags' names and admission_probability, e.g. "
+          "\"fast:alpha=0.5;ada:optimizer=adagrad,eta=0.05;few:admission_probability=0.1\"");
 ABSL_FLAG(std::optional<double>, ftrl_decay, std::nullopt,
           "ftrl: factor in (0, 1] on n_i before each step (1: off); below 1 the model "
           "keeps following a drifting click rate (docs/drift.md)");
@@ -148,6 +149,12 @@ absl::Status SetVariantKey(absl::string_view key, absl::string_view value, Model
     *field = parsed;
     return absl::OkStatus();
   }
+  if (key == "admission_probability") {
+    if (!absl::SimpleAtod(value, &v->admission_probability)) {
+      return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not a number"));
+    }
+    return absl::OkStatus();
+  }
   if (key == "lambda1_times_t") {
     v->lambda1_times_t = value == "true" || value == "1";
     return absl::OkStatus();
@@ -183,6 +190,7 @@ absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
           absl::StrCat("--variants \"", variant.name, "\": ", config.status().message()));
     }
     variant.optimizer = config->optimizer;
+    variant.admission = config->admission;
     out.push_back(std::move(variant));
   }
   return out;

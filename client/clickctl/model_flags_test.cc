@@ -116,7 +116,9 @@ TEST(ModelFlags, MetaGradFlags) {
 
 TEST(ModelFlags, Variants) {
   ModelFlagValues v;
-  v.variants = "fast:alpha=0.3; ada:optimizer=adagrad,eta=0.05 ;drift:ftrl_decay=0.999;plain";
+  v.variants =
+      "fast:alpha=0.3; ada:optimizer=adagrad,eta=0.05 ;drift:ftrl_decay=0.999;plain:"
+      "admission_probability=0.25";
   auto config = BuildModelConfig(v);
   ASSERT_TRUE(config.ok()) << config.status();
   ASSERT_EQ(config->variants.size(), 4u);
@@ -128,6 +130,9 @@ TEST(ModelFlags, Variants) {
   EXPECT_EQ(config->variants[2].optimizer.ftrl.decay, 0.999);
   EXPECT_EQ(config->variants[3].optimizer.type, OptimizerType::kFtrl);
   EXPECT_EQ(config->variants[3].optimizer.ftrl.alpha, FtrlParams{}.alpha);
+  EXPECT_EQ(config->variants[3].admission.policy, AdmissionOptions::Policy::kPoisson);
+  EXPECT_EQ(config->variants[3].admission.probability, 0.25);
+  EXPECT_EQ(config->variants[0].admission.policy, AdmissionOptions::Policy::kAll);
 
   auto error = [](std::string text) {
     ModelFlagValues v;

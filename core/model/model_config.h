@@ -24,6 +24,9 @@ namespace clickd {
 struct ModelVariant {
   std::string name;
   OptimizerConfig optimizer;
+  // Which new features get a coordinate in this variant's store (policy
+  // kAll or kPoisson, as the model's own).
+  AdmissionOptions admission;
 };
 
 // A dense namespace of fixed dimension (core/model/dense_block.h).
@@ -56,7 +59,7 @@ inline constexpr size_t kMaxVariants = 8;  // besides the primary
 inline constexpr size_t kMaxVariantNameLength = 64;
 
 // The config a variant learns with: the model's, with the variant's
-// optimizer and no variants of its own.
+// optimizer and admission and no variants of its own.
 ModelConfig VariantModelConfig(const ModelConfig& config, const ModelVariant& variant);
 
 inline constexpr int kMaxShards = 4096;

@@ -27,6 +27,7 @@ absl::Status BadSelection(const std::string& what) {
 ModelConfig VariantModelConfig(const ModelConfig& config, const ModelVariant& variant) {
   ModelConfig out = config;
   out.optimizer = variant.optimizer;
+  out.admission = variant.admission;
   out.variants.clear();
   return out;
 }
@@ -69,6 +70,15 @@ absl::Status ValidateVariants(const ModelConfig& config) {
     }
     if (absl::Status s = ValidateOptimizerConfig(v.optimizer); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".", s.message()));
+    }
+    if (v.admission.policy == AdmissionOptions::Policy::kBloom) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field,
+                       ".admission: the Bloom filter policy is not offered (its counts are not in "
+                       "snapshots)"));
+    }
+    if (absl::Status s = ValidateAdmissionOptions(v.admission, field + ".admission"); !s.ok()) {
+      return s;
     }
     if (IsBinaryClassifier(v.optimizer.type) && config.loss != LossType::kHinge) {
       return absl::InvalidArgumentError(

@@ -181,6 +181,21 @@ TEST(VariantModel, ADamagedSelectionIsRefusedAndChangesNothing) {
   EXPECT_EQ(target->SerializeState(), before);
 }
 
+TEST(VariantModel, AVariantMayAdmitFeaturesOfItsOwn) {
+  ModelConfig config = ThreeVariants();
+  config.variants[0].admission = {.policy = AdmissionOptions::Policy::kPoisson, .probability = 0.2};
+  auto model = *CreateModel(config);
+  auto alone = *CreateModel(VariantModelConfig(config, config.variants[0]));
+  for (const Labeled& l : Stream(model->hasher(), 3000, 8)) {
+    model->Learn(l.features, l.label, 1.0);
+    alone->Learn(l.features, l.label, 1.0);
+  }
+  const auto reports = dynamic_cast<VariantModel&>(*model).Reports();
+  EXPECT_LT(reports[1].coordinates, reports[0].coordinates);
+  EXPECT_EQ(dynamic_cast<VariantModel&>(*model).Variant("good")->SerializeState(),
+            alone->SerializeState());
+}
+
 TEST(VariantModel, ValidationNamesTheField) {
   auto error = [](ModelConfig c) { return std::string(ValidateModelConfig(c).message()); };
   ModelConfig c = ThreeVariants();
@@ -206,6 +221,13 @@ TEST(VariantModel, ValidationNamesTheField) {
   c = ThreeVariants();
   c.dense_namespaces.push_back({"emb", 16});
   EXPECT_EQ(error(c), "variants: a model with a dense learner or a dense block takes no variants");
+  c = ThreeVariants();
+  c.variants[1].admission = {.policy = AdmissionOptions::Policy::kPoisson, .probability = 1.5};
+  EXPECT_EQ(error(c).rfind("variants[1].admission", 0), 0u) << error(c);
+  c.variants[1].admission = {.policy = AdmissionOptions::Policy::kBloom};
+  EXPECT_EQ(error(c),
+            "variants[1].admission: the Bloom filter policy is not offered (its counts are not in "
+            "snapshots)");
   c = ThreeVariants();
   c.variants.resize(kMaxVariants + 1, c.variants[0]);
   EXPECT_EQ(error(c), "variants: 9 variants; at most 8");

@@ -96,8 +96,28 @@ void WriteOptimizer(const OptimizerConfig& o, std::string* out) {
   coding::PutFixed32(out, o.ftrl.lambda1_times_t ? 1 : 0);
 }
 
-// Reads the variants (version 7 on): a count, then per variant its name and
-// its optimizer as ReadOptimizer reads the model's.
+// Reads an admission policy and probability (version 5 on for the model's,
+// 7 for a variant's). One encoding per config: admitting every feature is
+// probability 1.
+absl::Status ReadAdmission(Decoder* in, AdmissionOptions* admission) {
+  uint32_t policy = 0;
+  in->GetFixed32(&policy);
+  in->GetDouble(&admission->probability);
+  if (policy > static_cast<uint32_t>(AdmissionOptions::Policy::kPoisson) ||
+      (policy == 0 && admission->probability != 1.0)) {
+    return Corrupt("the admission policy is out of range");
+  }
+  admission->policy = static_cast<AdmissionOptions::Policy>(policy);
+  return absl::OkStatus();
+}
+
+void WriteAdmission(const AdmissionOptions& admission, std::string* out) {
+  coding::PutFixed32(out, static_cast<uint32_t>(admission.policy));
+  coding::PutDouble(out, admission.probability);
+}
+
+// Reads the variants (version 7 on): a count, then per variant its name,
+// its optimizer as ReadOptimizer reads the model's, and its admission.
 absl::Status ReadVariants(Decoder* in, uint32_t version, ModelConfig* c) {
   uint32_t count = 0;
   in->GetFixed32(&count);
@@ -113,6 +133,7 @@ absl::Status ReadVariants(Decoder* in, uint32_t version, ModelConfig* c) {
     }
     v.optimizer.type = static_cast<OptimizerType>(fields.type);
     v.optimizer.ftrl.lambda1_times_t = fields.times_t != 0;
+    if (absl::Status s = ReadAdmission(in, &v.admission); !s.ok()) return s;
     c->variants.push_back(std::move(v));
   }
   return absl::OkStatus();
@@ -217,13 +238,13 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   }
   coding::PutFixed32(out, static_cast<uint32_t>(d.tau));
   // Version 5: feature admission.
-  coding::PutFixed32(out, static_cast<uint32_t>(c.admission.policy));
-  coding::PutDouble(out, c.admission.probability);
+  WriteAdmission(c.admission, out);
   // Version 7: the variants.
   coding::PutFixed32(out, static_cast<uint32_t>(c.variants.size()));
   for (const ModelVariant& v : c.variants) {
     coding::PutString(out, v.name);
     WriteOptimizer(v.optimizer, out);
+    WriteAdmission(v.admission, out);
   }
 }
 
@@ -242,15 +263,7 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     if (absl::Status s = ReadDenseBlock(&in, &c); !s.ok()) return s;
   }
   if (*version >= 5) {
-    uint32_t policy = 0;
-    in.GetFixed32(&policy);
-    in.GetDouble(&c.admission.probability);
-    // One encoding per config: admitting every feature is probability 1.
-    if (policy > static_cast<uint32_t>(AdmissionOptions::Policy::kPoisson) ||
-        (policy == 0 && c.admission.probability != 1.0)) {
-      return Corrupt("the admission policy is out of range");
-    }
-    c.admission.policy = static_cast<AdmissionOptions::Policy>(policy);
+    if (absl::Status s = ReadAdmission(&in, &c.admission); !s.ok()) return s;
   }
   if (*version >= 7) {
     if (absl::Status s = ReadVariants(&in, *version, &c); !s.ok()) return s;

@@ -245,6 +245,8 @@ ModelConfig WithVariants() {
   config.variants.back().optimizer.ftrl.alpha = 0.5;
   config.variants.push_back({"ada", {}});
   config.variants.back().optimizer.type = OptimizerType::kAdagrad;
+  config.variants.back().admission = {.policy = AdmissionOptions::Policy::kPoisson,
+                                      .probability = 0.5};
   return config;
 }
 
@@ -259,6 +261,8 @@ TEST(Snapshot, VariantsRoundTripAsVersionThree) {
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   ASSERT_EQ(decoded->state.variants.size(), 2u);
   EXPECT_EQ(decoded->config.variants.size(), 2u);
+  EXPECT_EQ(decoded->config.variants[1].admission.probability, 0.5);
+  EXPECT_EQ(decoded->config.variants[0].optimizer.ftrl.alpha, 0.5);
   auto restored = *CreateModel(decoded->config);
   ASSERT_TRUE(restored->ImportState(decoded->state).ok());
   EXPECT_EQ(restored->SerializeState(), model->SerializeState());
