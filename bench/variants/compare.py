@@ -145,29 +145,29 @@ def main():
     for name, _, _, _ in logs():
         rows = [r for r in results if r[0][0] == name]
         lines.append("\n#### %s\n" % name)
-        lines.append("| learner | progressive logloss [95% CI] | test logloss [95% CI] | "
-                     "test AUC [95% CI] | cost |")
-        lines.append("|---|---|---|---|---|")
+        lines.append("| learner | progressive logloss [95% CI] | progressive AUC [95% CI] | "
+                     "test logloss [95% CI] | test AUC [95% CI] | cost |")
+        lines.append("|---|---|---|---|---|---|")
         for (_, kind), label, _, res, cpu in rows:
             if kind != "default":
                 continue
-            lines.append("| %s at defaults | %s | %s | %s | 1 run, %.1f CPU s |" % (
-                label, ci(res, "logloss"), ci(res["test"], "logloss"), ci(res["test"], "auc"),
-                cpu))
+            lines.append("| %s at defaults | %s | %s | %s | %s | 1 run, %.1f CPU s |" % (
+                label, ci(res, "logloss"), ci(res, "auc"), ci(res["test"], "logloss"),
+                ci(res["test"], "auc"), cpu))
         for (_, kind), label, _, res, cpu in rows:
             if kind != "champion":
                 continue
             final = next((v["name"] for v in res.get("variants", []) if v["champion"]), "?")
-            lines.append("| **online champion** (%s; final champion: %s) | %s | %s | %s | "
+            lines.append("| **online champion** (%s; final champion: %s) | %s | %s | %s | %s | "
                          "1 run, %.1f CPU s |" % (label, final, ci(res, "logloss"),
-                                                  ci(res["test"], "logloss"),
+                                                  ci(res, "auc"), ci(res["test"], "logloss"),
                                                   ci(res["test"], "auc"), cpu))
         grid = [r for r in rows if r[0][1] == "grid"]
         best = min(grid, key=lambda r: r[3]["logloss"])
         total_cpu = sum(r[4] for r in grid)
-        lines.append("| offline grid best by progressive logloss (%s) | %s | %s | %s | "
+        lines.append("| offline grid best by progressive logloss (%s) | %s | %s | %s | %s | "
                      "%d runs, %.1f CPU s |" % (best[1], ci(best[3], "logloss"),
-                                                ci(best[3]["test"], "logloss"),
+                                                ci(best[3], "auc"), ci(best[3]["test"], "logloss"),
                                                 ci(best[3]["test"], "auc"), len(grid), total_cpu))
     text = "\n".join(lines) + "\n"
     with open(os.path.join(OUT, "compare.md"), "w") as f:

@@ -137,15 +137,15 @@ void VariantModel::Select(absl::Span<const double> losses, double importance) {
   }
   s.since_change += 1;
   if (s.since_change < kSelectionHalfLife) return;
-  auto recent = [&](uint32_t i) {
-    const Score& score = s.scores[i];
-    return score.recent_weight > 0 ? score.recent_loss / score.recent_weight : kNaN;
-  };
+  // A plain function of the scores rather than a lambda over the guarded
+  // selection, which the thread-safety analysis cannot follow.
+  const std::vector<Score>& scores = s.scores;
   uint32_t best = s.champion;
-  for (uint32_t i = 0; i < s.scores.size(); ++i) {
-    if (recent(i) < recent(best)) best = i;
+  for (uint32_t i = 0; i < scores.size(); ++i) {
+    if (RecentLoss(scores[i]) < RecentLoss(scores[best])) best = i;
   }
-  if (best != s.champion && recent(best) < recent(s.champion) * (1 - kSelectionMinGain)) {
+  if (best != s.champion &&
+      RecentLoss(scores[best]) < RecentLoss(scores[s.champion]) * (1 - kSelectionMinGain)) {
     s.champion = best;
     s.since_change = 0;
     champion_.store(best, std::memory_order_release);
@@ -362,7 +362,7 @@ std::vector<VariantReport> VariantModel::Reports() const {
     out[i].champion = i == selection_.champion;
     out[i].examples = s.examples;
     out[i].loss = s.weight > 0 ? s.loss / s.weight : kNaN;
-    out[i].recent_loss = s.recent_weight > 0 ? s.recent_loss / s.recent_weight : kNaN;
+    out[i].recent_loss = RecentLoss(s);
   }
   return out;
 }

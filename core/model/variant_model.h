@@ -29,6 +29,7 @@
 #define CLICKD_CORE_MODEL_VARIANT_MODEL_H_
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -97,6 +98,11 @@ class VariantModel final : public Model {
     double weight = 0, loss = 0;                // lifetime, importance weighted
     double recent_weight = 0, recent_loss = 0;  // exponentially weighted
   };
+  // The recent mean loss of a score, NaN before any weight.
+  static double RecentLoss(const Score& s) {
+    return s.recent_weight > 0 ? s.recent_loss / s.recent_weight
+                               : std::numeric_limits<double>::quiet_NaN();
+  }
   struct Selection {
     std::vector<Score> scores;
     uint32_t champion = 0;
