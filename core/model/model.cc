@@ -15,15 +15,20 @@
 
 namespace clickd {
 
-absl::Status ValidateModelName(std::string_view name, std::string_view field) {
+absl::Status ValidateNameChars(std::string_view name, std::string_view field, size_t max_length) {
   const bool valid_chars = std::all_of(name.begin(), name.end(), [](char c) {
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
   });
-  if (name.empty() || name.size() > kMaxModelNameLength || !valid_chars) {
+  if (name.empty() || name.size() > max_length || !valid_chars) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(field), " ", Quote(name),
-                                                   " must be 1..", kMaxModelNameLength,
+                                                   " must be 1..", max_length,
                                                    " characters of [A-Za-z0-9_.-]"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateModelName(std::string_view name, std::string_view field) {
+  if (absl::Status s = ValidateNameChars(name, field, kMaxModelNameLength); !s.ok()) return s;
   // The name is the model's directory under --data_dir: no ".", "..", or
   // hidden directories.
   if (name.front() == '.') {

@@ -68,6 +68,10 @@ inline constexpr size_t kMaxModelNameLength = 128;
 // in total); keeps configs small, like kMaxInteractions.
 inline constexpr size_t kMaxDenseNamespaces = 64;
 
+// Checks that `name` is 1..max_length characters of [A-Za-z0-9_.-];
+// the error names `field` and the limit.
+absl::Status ValidateNameChars(std::string_view name, std::string_view field, size_t max_length);
+
 // Checks a model name: 1..kMaxModelNameLength characters of [A-Za-z0-9_.-].
 absl::Status ValidateModelName(std::string_view name, std::string_view field);
 

@@ -1,12 +1,10 @@
 #include "core/model/variant_model.h"
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/coding.h"
 #include "core/base/quote.h"
@@ -45,13 +43,9 @@ absl::Status ValidateVariants(const ModelConfig& config) {
   for (size_t i = 0; i < config.variants.size(); ++i) {
     const ModelVariant& v = config.variants[i];
     const std::string field = absl::StrCat("variants[", i, "]");
-    const bool valid_chars = std::all_of(v.name.begin(), v.name.end(), [](char c) {
-      return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-    });
-    if (v.name.empty() || v.name.size() > kMaxVariantNameLength || !valid_chars) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".name ", Quote(v.name), " must be 1..",
-                                                     kMaxVariantNameLength,
-                                                     " characters of [A-Za-z0-9_.-]"));
+    if (absl::Status s = ValidateNameChars(v.name, field + ".name", kMaxVariantNameLength);
+        !s.ok()) {
+      return s;
     }
     if (v.name == kPrimaryVariant) {
       return absl::InvalidArgumentError(
