@@ -29,6 +29,7 @@ struct Limits : ExampleLimits {
   // UpdateRequest.idempotency_key (it becomes part of a NATS message id).
   size_t max_idempotency_key_bytes = 128;
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
+  size_t max_feedback_items = 10000;       // per Feedback request
   int max_message_bytes = 16 << 20;
 };
 

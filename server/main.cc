@@ -75,6 +75,7 @@
 #include "server/data_dir_lock.h"
 #include "server/executor.h"
 #include "server/grpc_servers.h"
+#include "server/impression_expirer.h"
 #include "server/metrics/clickd_metrics.h"
 #include "server/metrics/durability_metrics.h"
 #include "server/metrics/http_exporter.h"
@@ -152,6 +153,9 @@ class ServerProcess {
   std::optional<ModelRegistry> registry_;
   std::unique_ptr<Replication> replication_;
   std::optional<Snapshotter> snapshotter_;
+  // The impression-to-click loop's clock (not on a replica, whose models
+  // change only through the replicated log).
+  std::optional<ImpressionExpirer> expirer_;
   std::optional<metrics::RpcMetrics> rpc_metrics_;
   // Declared before the exporter, which serves it, so that it outlives it.
   std::optional<status::StatusPage> status_page_;
@@ -213,6 +217,7 @@ StepResult ServerProcess::OpenModels() {
     }
   }
   snapshotter_.emplace(&*registry_, settings_.snapshot_interval);
+  if (!settings_.replicated) expirer_.emplace(&*registry_, std::chrono::seconds(1));
   return std::nullopt;
 }
 
@@ -304,6 +309,7 @@ void ServerProcess::Stop() {
     std::cerr.flush();
     std::_Exit(0);
   }
+  expirer_.reset();  // no tick after the shutdown snapshots
   if (registry_->durable() && settings_.snapshot_on_shutdown) {
     const int failures = snapshotter_->SnapshotChanged();
     if (failures > 0) {

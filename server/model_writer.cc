@@ -42,4 +42,14 @@ absl::StatusOr<SnapshotReport> ReplicatedModelWriter::SnapshotAll() {
   return report;
 }
 
+absl::StatusOr<std::shared_ptr<ServedModel>> ReplicatedModelWriter::Create(
+    const ModelConfig& config) {
+  if (config.feedback.enabled()) {
+    return absl::FailedPreconditionError(
+        "config.feedback: the impression-to-click loop is not replicated yet; serve a model with "
+        "feedback.ttl_seconds > 0 from a clickd without --replication (docs/feedback.md)");
+  }
+  return replica_->Create(config);
+}
+
 }  // namespace clickd

@@ -82,9 +82,9 @@ class ReplicatedModelWriter final : public ModelWriter {
 
   absl::StatusOr<Learned> Learn(ServedModel& served, absl::Span<const TrainingExample> batch,
                                 std::string_view idempotency_key) override;
-  absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
-    return replica_->Create(config);
-  }
+  // A model with the impression-to-click loop is refused: the loop's
+  // records do not go through the replicated log yet (docs/feedback.md).
+  absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override;
   absl::Status Delete(const std::string& name) override { return replica_->Delete(name); }
   uint64_t Version(const ServedModel&) const override { return replica_->applied_sequence(); }
   absl::Status AwaitVersion(const ServedModel&, uint64_t min_version) override {

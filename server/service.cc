@@ -8,10 +8,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/quote.h"
+#include "core/feedback/impressions.h"
 #include "core/model/serving.h"
 #include "core/model/state_digest.h"
 #include "core/model/variant_model.h"
 #include "server/call_util.h"
+#include "server/feedback_request.h"
 #include "server/get_model_digest.h"
 #include "server/request_cost.h"
 #include "server/status.h"
@@ -173,6 +175,12 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
     }
   };
   const Model& model = (*served)->model();
+  const FeedbackLoop* loop = (*served)->feedback();
+  if (request.log_impressions() && loop == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("log_impressions: model ", Quote(request.model()),
+                     " has no impression-to-click loop (create it with feedback.ttl_seconds > 0)"));
+  }
   // A model with variants scores with its champion, or the variant named.
   absl::StatusOr<ScoringModel> scorer = ModelForVariant(model, request.variant());
   if (!scorer.ok()) return scorer.status();
@@ -186,13 +194,61 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   response->set_request_id(request.request_id());
   if (!scorer->variant.empty()) response->set_variant(std::string(scorer->variant));
   const std::vector<CandidateScore> scores = ScoreCandidates(*scorer->model, hashed);
+  uint64_t first_impression = 0;
+  if (request.log_impressions()) {
+    absl::StatusOr<uint64_t> first = LogImpressions(**served, hashed, scores);
+    if (!first.ok()) return first.status();
+    first_impression = *first;
+  }
   response->mutable_predictions()->Reserve(static_cast<int>(n));
-  for (const CandidateScore& s : scores) {
+  for (size_t i = 0; i < scores.size(); ++i) {
     v1::Prediction* p = response->add_predictions();
-    p->set_prediction(s.prediction);
-    p->set_margin(s.margin);
+    p->set_prediction(scores[i].prediction);
+    p->set_margin(scores[i].margin);
+    if (request.log_impressions()) p->set_impression_id(first_impression + i);
   }
   (*served)->RecordPredictions(n);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ClickdService::LogImpressions(ServedModel& served,
+                                                       const HashedCandidates& hashed,
+                                                       absl::Span<const CandidateScore> scores) {
+  // The budget bounds what is built: a request that could not fit even an
+  // empty buffer is refused before its impressions are copied.
+  const uint64_t budget = served.feedback()->config().max_buffer_bytes;
+  if (const uint64_t bound = ImpressionBytesBound(served.model(), hashed); bound > budget) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("log_impressions: the candidates' impressions take up to ", bound,
+                     " bytes; the model's feedback.max_buffer_bytes is ", budget));
+  }
+  PredictImpressions impressions;
+  BuildImpressions(served.model(), hashed, scores, &impressions);
+  return served.LogImpressions(impressions.views);
+}
+
+absl::Status ClickdService::ApplyFeedback(const v1::FeedbackRequest& request,
+                                          v1::FeedbackResponse* response) {
+  auto served = Lookup(request.model(), "model");
+  if (!served.ok()) return served.status();
+  if ((*served)->feedback() == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", Quote(request.model()),
+                     " has no impression-to-click loop (create it with feedback.ttl_seconds > 0)"));
+  }
+  absl::StatusOr<std::vector<FeedbackItem>> items =
+      ValidateFeedbackRequest(request, limits_, WallNowMicros());
+  if (!items.ok()) return items.status();
+  absl::StatusOr<std::vector<JoinOutcome>> outcomes = (*served)->ApplyFeedback(*items);
+  if (!outcomes.ok()) return outcomes.status();
+  response->set_request_id(request.request_id());
+  uint64_t joined = 0;
+  for (JoinOutcome outcome : *outcomes) {
+    response->add_statuses(ToFeedbackStatus(outcome));
+    joined += outcome == JoinOutcome::kJoined ? 1 : 0;
+  }
+  response->set_joined(joined);
+  response->set_model_version(writer_->Version(**served));
   return absl::OkStatus();
 }
 
@@ -212,7 +268,14 @@ grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* co
                                                  const Bytes* request, Bytes* response) {
   return Unary<v1::PredictRequest, v1::PredictResponse>(
       context, "Predict", request, response, NoKey,
-      [this](const v1::PredictRequest& req, v1::PredictResponse* resp) {
+      [this, context](const v1::PredictRequest& req, v1::PredictResponse* resp) -> absl::Status {
+        // Logging impressions changes the model (the join buffer, and the
+        // fake-negative policies learn at once): it takes Feedback's role.
+        if (req.log_impressions()) {
+          if (absl::Status s = CheckAccess(context, "Feedback"); !s.ok()) {
+            return absl::Status(s.code(), absl::StrCat("log_impressions: ", s.message()));
+          }
+        }
         return ScorePredictRequest(req, resp);
       },
       [this](const v1::PredictRequest& req) { return ScoresInline(req); });
@@ -220,6 +283,8 @@ grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* co
 
 bool ClickdService::ScoresInline(const v1::PredictRequest& request) const {
   if (limits_.max_inline_predict_features == 0 || executor_ == nullptr) return false;
+  // Logging impressions writes the update log: never on a gRPC thread.
+  if (request.log_impressions()) return false;
   std::shared_ptr<ServedModel> served = registry_->Get(request.model());
   if (served == nullptr) return true;  // NotFound, answered at once
   // A replica behind min_model_version waits for it: never on a gRPC thread.
@@ -243,6 +308,15 @@ grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* con
         if (!served.ok()) return served.status();
         std::vector<ScoredExample> scored;
         return ApplyUpdate(**served, req, resp, &scored);
+      });
+}
+
+grpc::ServerUnaryReactor* ClickdService::Feedback(grpc::CallbackServerContext* context,
+                                                  const Bytes* request, Bytes* response) {
+  return Unary<v1::FeedbackRequest, v1::FeedbackResponse>(
+      context, "Feedback", request, response, ModelKey<v1::FeedbackRequest>,
+      [this](const v1::FeedbackRequest& req, v1::FeedbackResponse* resp) {
+        return ApplyFeedback(req, resp);
       });
 }
 

@@ -68,7 +68,8 @@ using RawClickdService = v1::Clickd::WithRawCallbackMethod_Predict<
                     v1::Clickd::WithRawCallbackMethod_ListModels<
                         v1::Clickd::WithRawCallbackMethod_DeleteModel<
                             v1::Clickd::WithRawCallbackMethod_SnapshotModel<
-                                v1::Clickd::Service>>>>>>>>>;
+                                v1::Clickd::WithRawCallbackMethod_Feedback<
+                                    v1::Clickd::Service>>>>>>>>>>;
 
 // The default of ClickdService::Unary: every call's work goes to the executor.
 struct RunOnExecutor {
@@ -102,6 +103,8 @@ class ClickdService final : public RawClickdService {
                                    Bytes* response) override;
   grpc::ServerReadReactor<Bytes>* UpdateStream(grpc::CallbackServerContext* context,
                                                Bytes* response) override;
+  grpc::ServerUnaryReactor* Feedback(grpc::CallbackServerContext* context, const Bytes* request,
+                                     Bytes* response) override;
   grpc::ServerBidiReactor<Bytes, Bytes>* UpdateStreamAcked(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* SnapshotModel(grpc::CallbackServerContext* context,
@@ -120,6 +123,11 @@ class ClickdService final : public RawClickdService {
   absl::Status ApplyUpdate(ServedModel& served, const v1::UpdateRequest& request,
                            v1::UpdateResponse* response, std::vector<ScoredExample>* scored);
 
+  // Remembers a scored Predict's candidates as impressions; the first id.
+  absl::StatusOr<uint64_t> LogImpressions(ServedModel& served, const HashedCandidates& hashed,
+                                          absl::Span<const CandidateScore> scores);
+  // Validates and applies one FeedbackRequest.
+  absl::Status ApplyFeedback(const v1::FeedbackRequest& request, v1::FeedbackResponse* response);
   // Validates and scores one PredictRequest.
   absl::Status ScorePredictRequest(const v1::PredictRequest& request,
                                    v1::PredictResponse* response);

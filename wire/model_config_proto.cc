@@ -161,6 +161,18 @@ absl::Status ToVariants(const v1::ModelConfig& p, ModelConfig* c) {
   return absl::OkStatus();
 }
 
+// The impression-to-click loop (ModelConfig.feedback); validated with the rest.
+absl::Status ToFeedbackConfig(const v1::FeedbackConfig& p, FeedbackConfig* c) {
+  c->ttl_seconds = p.ttl_seconds();
+  if (p.has_max_buffer_bytes()) c->max_buffer_bytes = p.max_buffer_bytes();
+  if (!p.policy().empty()) {
+    if (absl::Status s = ParseFeedbackPolicy(p.policy(), &c->policy); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
@@ -192,6 +204,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
   if (absl::Status s = ToVariants(p, &c); !s.ok()) return s;
   ReadAdmission(p.admission(), &c.admission);
+  if (absl::Status s = ToFeedbackConfig(p.feedback(), &c.feedback); !s.ok()) return s;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -215,6 +228,12 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
   p.set_num_shards(static_cast<uint32_t>(c.num_shards));
   if (c.admission.policy == AdmissionOptions::Policy::kPoisson) {
     p.mutable_admission()->set_probability(c.admission.probability);
+  }
+  if (c.feedback.enabled()) {
+    v1::FeedbackConfig* f = p.mutable_feedback();
+    f->set_ttl_seconds(c.feedback.ttl_seconds);
+    f->set_max_buffer_bytes(c.feedback.max_buffer_bytes);
+    f->set_policy(std::string(FeedbackPolicyName(c.feedback.policy)));
   }
   for (const ModelVariant& v : c.variants) {
     v1::ModelVariant* out = p.add_variants();

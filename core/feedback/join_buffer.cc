@@ -13,7 +13,7 @@ namespace {
 
 constexpr int kCounterBits = 48;
 constexpr uint64_t kCounterLimit = uint64_t{1} << kCounterBits;
-constexpr std::string_view kMagic = "CJB1";  // clickd join buffer, format 1
+constexpr std::string_view kMagic = "CJB2";  // clickd join buffer, format 2
 
 }  // namespace
 
@@ -62,6 +62,12 @@ absl::StatusOr<uint64_t> JoinBuffer::Add(int64_t now_us,
   for (const ImpressionExample& example : examples) {
     needed += ImpressionBytes(example.features.size(), example.dense.size());
   }
+  // Finite margins only: a snapshot must read back what was added.
+  for (const ImpressionExample& example : examples) {
+    if (!std::isfinite(example.margin)) {
+      return absl::InvalidArgumentError("an impression's margin is not finite");
+    }
+  }
   if (bytes_ + needed > max_bytes_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("impression join buffer full: ", examples.size(), " impressions need ", needed,
@@ -77,6 +83,7 @@ absl::StatusOr<uint64_t> JoinBuffer::Add(int64_t now_us,
     Entry& entry = entries_.emplace_back();
     entry.logged_at_us = now;
     entry.expires_at_us = now + ttl_us_;
+    entry.margin = example.margin;
     entry.features.assign(example.features.begin(), example.features.end());
     entry.dense.assign(example.dense.begin(), example.dense.end());
   }
@@ -97,6 +104,7 @@ JoinOutcome JoinBuffer::Label(uint64_t id, int64_t now_us, Impression* joined) {
   if (entry.labelled) return JoinOutcome::kAlreadyLabelled;
   joined->id = id;
   joined->logged_at_us = entry.logged_at_us;
+  joined->margin = entry.margin;
   bytes_ -= EntryBytes(entry);
   joined->features = std::move(entry.features);
   joined->dense = std::move(entry.dense);
@@ -118,6 +126,7 @@ void JoinBuffer::Expire(int64_t now_us, absl::FunctionRef<void(const Impression&
     if (!entry.labelled) {
       impression.id = IdOf(first_counter_);
       impression.logged_at_us = entry.logged_at_us;
+      impression.margin = entry.margin;
       impression.features = std::move(entry.features);
       impression.dense = std::move(entry.dense);
       unlabelled(impression);
@@ -126,6 +135,23 @@ void JoinBuffer::Expire(int64_t now_us, absl::FunctionRef<void(const Impression&
     entries_.pop_front();
     ++first_counter_;
   }
+}
+
+uint64_t JoinBuffer::BytesAfterExpiry(int64_t now_us) const {
+  ReaderMutexLock lock(&mu_);
+  const int64_t now = std::max(now_us_, now_us);
+  uint64_t bytes = bytes_;
+  for (const Entry& entry : entries_) {
+    if (entry.expires_at_us > now) break;
+    bytes -= EntryBytes(entry);
+  }
+  return bytes;
+}
+
+std::optional<int64_t> JoinBuffer::NextExpiryUs() const {
+  ReaderMutexLock lock(&mu_);
+  if (entries_.empty()) return std::nullopt;
+  return entries_.front().expires_at_us;
 }
 
 void JoinBuffer::SetLimits(int64_t ttl_us, uint64_t max_bytes) {
@@ -145,9 +171,9 @@ JoinBufferStats JoinBuffer::Stats() const {
   return stats;
 }
 
-// Format 1: "CJB1", now_us, first_counter, entry count (fixed64 each), then
+// Format 2: "CJB2", now_us, first_counter, entry count (fixed64 each), then
 // per entry logged_at_us, expires_at_us (fixed64), labelled (fixed32 0/1),
-// feature count, dense count (fixed32), the features (fixed64 key, float
+// margin (float), feature count, dense count (fixed32), the features (fixed64 key, float
 // value) and dense values (float); then the masked CRC32C of all before it.
 std::string JoinBuffer::Encode() const {
   ReaderMutexLock lock(&mu_);
@@ -159,6 +185,7 @@ std::string JoinBuffer::Encode() const {
     coding::PutFixed64(&out, static_cast<uint64_t>(entry.logged_at_us));
     coding::PutFixed64(&out, static_cast<uint64_t>(entry.expires_at_us));
     coding::PutFixed32(&out, entry.labelled ? 1 : 0);
+    coding::PutFloat(&out, entry.margin);
     coding::PutFixed32(&out, static_cast<uint32_t>(entry.features.size()));
     coding::PutFixed32(&out, static_cast<uint32_t>(entry.dense.size()));
     for (const HashedFeature& f : entry.features) {
@@ -178,7 +205,7 @@ absl::StatusOr<std::unique_ptr<JoinBuffer>> JoinBuffer::Decode(const Options& op
   };
   // The magic, then at least the CRC after it.
   if (bytes.size() < kMagic.size() + 4 || bytes.substr(0, kMagic.size()) != kMagic) {
-    return damaged("no CJB1 header");
+    return damaged("no CJB2 header");
   }
   std::string_view body;
   if (!crc32c::Unseal(bytes, &body)) return damaged("checksum mismatch");
@@ -188,9 +215,9 @@ absl::StatusOr<std::unique_ptr<JoinBuffer>> JoinBuffer::Decode(const Options& op
   if (!in.GetFixed64(&now) || !in.GetFixed64(&first_counter) || !in.GetFixed64(&count)) {
     return damaged("short header");
   }
-  // Every entry takes at least 28 bytes: a count beyond that is damage, not
+  // Every entry takes at least 32 bytes: a count beyond that is damage, not
   // a reason to allocate.
-  if (count > in.remaining().size() / 28 || first_counter + count > kCounterLimit) {
+  if (count > in.remaining().size() / 32 || first_counter + count > kCounterLimit) {
     return damaged(absl::StrCat("entry count ", count, " does not fit the data"));
   }
   MutexLock lock(&buffer->mu_);
@@ -199,11 +226,13 @@ absl::StatusOr<std::unique_ptr<JoinBuffer>> JoinBuffer::Decode(const Options& op
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t logged = 0, expires = 0;
     uint32_t labelled = 0, features = 0, dense = 0;
+    float margin = 0;
     if (!in.GetFixed64(&logged) || !in.GetFixed64(&expires) || !in.GetFixed32(&labelled) ||
-        !in.GetFixed32(&features) || !in.GetFixed32(&dense)) {
+        !in.GetFloat(&margin) || !in.GetFixed32(&features) || !in.GetFixed32(&dense)) {
       return damaged(absl::StrCat("entry ", i, " is cut short"));
     }
     if (labelled > 1 || (labelled == 1 && (features != 0 || dense != 0)) ||
+        !std::isfinite(margin) ||
         uint64_t{features} * 12 + uint64_t{dense} * 4 > in.remaining().size()) {
       return damaged(absl::StrCat("entry ", i, " has impossible counts"));
     }
@@ -211,6 +240,7 @@ absl::StatusOr<std::unique_ptr<JoinBuffer>> JoinBuffer::Decode(const Options& op
     entry.logged_at_us = static_cast<int64_t>(logged);
     entry.expires_at_us = static_cast<int64_t>(expires);
     entry.labelled = labelled == 1;
+    entry.margin = margin;
     entry.features.resize(features);
     for (HashedFeature& f : entry.features) {
       in.GetFixed64(&f.key);

@@ -36,6 +36,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,12 +57,16 @@ namespace clickd {
 struct ImpressionExample {
   absl::Span<const HashedFeature> features;
   absl::Span<const float> dense;
+  // The margin Predict served for it: what the progressive metrics score
+  // against the label that comes later.
+  float margin = 0;
 };
 
 // An impression as the buffer hands it back.
 struct Impression {
   uint64_t id = 0;
   int64_t logged_at_us = 0;
+  float margin = 0;
   std::vector<HashedFeature> features;
   std::vector<float> dense;
 };
@@ -108,6 +114,14 @@ class JoinBuffer {
   // it as a negative, or not).
   void Expire(int64_t now_us, absl::FunctionRef<void(const Impression&)> unlabelled);
 
+  // The bytes in use once every impression whose TTL has passed at `now_us`
+  // is forgotten: what Add(now_us, ...) checks its batch against.
+  uint64_t BytesAfterExpiry(int64_t now_us) const;
+
+  // When the oldest impression held expires (microseconds), or nullopt for
+  // an empty buffer: the server's clock asks for expiry when it passes.
+  std::optional<int64_t> NextExpiryUs() const;
+
   // Changes the TTL (for impressions added from now on) and the budget (a
   // smaller one refuses new impressions until expiry makes room).
   void SetLimits(int64_t ttl_us, uint64_t max_bytes);
@@ -126,6 +140,7 @@ class JoinBuffer {
     int64_t logged_at_us = 0;
     int64_t expires_at_us = 0;
     bool labelled = false;
+    float margin = 0;
     std::vector<HashedFeature> features;
     std::vector<float> dense;
   };

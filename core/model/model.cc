@@ -90,6 +90,57 @@ absl::Status ValidateDenseParts(const ModelConfig& config) {
 
 }  // namespace
 
+std::string_view FeedbackPolicyName(FeedbackConfig::Policy policy) {
+  switch (policy) {
+    case FeedbackConfig::Policy::kWaitNegative:
+      return "wait_negative";
+    case FeedbackConfig::Policy::kWaitDrop:
+      return "wait_drop";
+    case FeedbackConfig::Policy::kFakeNegative:
+      return "fake_negative";
+    case FeedbackConfig::Policy::kFakeNegativeWeighted:
+      return "fake_negative_weighted";
+  }
+  return "?";
+}
+
+absl::Status ParseFeedbackPolicy(std::string_view name, FeedbackConfig::Policy* policy) {
+  for (auto p :
+       {FeedbackConfig::Policy::kWaitNegative, FeedbackConfig::Policy::kWaitDrop,
+        FeedbackConfig::Policy::kFakeNegative, FeedbackConfig::Policy::kFakeNegativeWeighted}) {
+    if (name == FeedbackPolicyName(p)) {
+      *policy = p;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("feedback.policy ", Quote(name),
+                   " is unknown; one of wait_negative (the default), wait_drop, fake_negative, "
+                   "fake_negative_weighted"));
+}
+
+absl::Status ValidateFeedbackConfig(const FeedbackConfig& feedback, LossType loss) {
+  if (feedback.ttl_seconds < 0 || feedback.ttl_seconds > kMaxFeedbackTtlSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat("feedback.ttl_seconds is ", feedback.ttl_seconds,
+                                                   "; must be in 0..", kMaxFeedbackTtlSeconds,
+                                                   " (0: impressions are not logged)"));
+  }
+  if (feedback.max_buffer_bytes < 1024 || feedback.max_buffer_bytes > kMaxFeedbackBufferBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("feedback.max_buffer_bytes is ",
+                                                   feedback.max_buffer_bytes, "; must be in 1024..",
+                                                   kMaxFeedbackBufferBytes));
+  }
+  if (static_cast<uint32_t>(feedback.policy) > 3) {
+    return absl::InvalidArgumentError("feedback.policy is out of range");
+  }
+  if (feedback.enabled() && loss != LossType::kLogistic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feedback needs loss logistic (labels 0/1: a click or not); the model's loss is ",
+        std::string(LossTypeName(loss))));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateModelConfig(const ModelConfig& config) {
   if (absl::Status s = ValidateModelName(config.name, "name"); !s.ok()) return s;
   if (config.num_shards < 1 || config.num_shards > kMaxShards) {
@@ -122,6 +173,7 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
     return s;
   }
   if (absl::Status s = ValidateVariants(config); !s.ok()) return s;
+  if (absl::Status s = ValidateFeedbackConfig(config.feedback, config.loss); !s.ok()) return s;
   return ValidateHashingConfig(config.hashing);
 }
 

@@ -35,6 +35,41 @@ struct DenseNamespace {
   int dim = 0;
 };
 
+// The impression-to-click loop (core/feedback/feedback_loop.h): Predict may
+// log each scored candidate as an impression; a label for it arrives later
+// through Feedback. Off (ttl_seconds 0) unless configured.
+struct FeedbackConfig {
+  // What the model learns from an impression, and when (docs/feedback.md).
+  enum class Policy : uint32_t {
+    // Wait for the label; an impression unlabelled at its TTL is learned as
+    // a negative then.
+    kWaitNegative = 0,
+    // Wait for the label; an impression unlabelled at its TTL is dropped.
+    kWaitDrop = 1,
+    // Learn every impression at once as a negative and a later click as a
+    // positive, without correction (the biased baseline of Ktena et al.).
+    kFakeNegative = 2,
+    // As kFakeNegative, with the fake-negative-weighted importances of
+    // Ktena et al. 2019 (core/feedback/delayed_feedback.h).
+    kFakeNegativeWeighted = 3,
+  };
+  int64_t ttl_seconds = 0;  // 0: Predict cannot log impressions
+  uint64_t max_buffer_bytes = uint64_t{64} << 20;
+  Policy policy = Policy::kWaitNegative;
+
+  bool enabled() const { return ttl_seconds > 0; }
+};
+
+inline constexpr int64_t kMaxFeedbackTtlSeconds = 30LL * 24 * 3600;
+inline constexpr uint64_t kMaxFeedbackBufferBytes = uint64_t{64} << 30;
+
+std::string_view FeedbackPolicyName(FeedbackConfig::Policy policy);
+// InvalidArgument listing the names for an unknown one.
+absl::Status ParseFeedbackPolicy(std::string_view name, FeedbackConfig::Policy* policy);
+// Checks the TTL, the budget and that the loss suits the loop (labels 0/1:
+// logistic); errors name the field and the limit.
+absl::Status ValidateFeedbackConfig(const FeedbackConfig& feedback, LossType loss);
+
 struct ModelConfig {
   std::string name = "default";
   LossType loss = LossType::kLogistic;
@@ -52,6 +87,7 @@ struct ModelConfig {
   // Variants learning side by side with the model's own optimizer (whose
   // variant is named kPrimaryVariant); Predict serves the champion.
   std::vector<ModelVariant> variants;
+  FeedbackConfig feedback;
 };
 
 inline constexpr std::string_view kPrimaryVariant = "primary";

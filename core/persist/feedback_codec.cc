@@ -40,13 +40,16 @@ PayloadKind ClassifyPayload(std::string_view bytes) {
 }
 
 // impressions := tag u32, time_us i64, first_id u64, count u32,
-//                (feature_count u32, dense_count u32, (key u64, value f32)*, f32*)*
-void EncodeImpressions(const ImpressionsRecord& record, std::string* out) {
+//                (margin f32, feature_count u32, dense_count u32,
+//                 (key u64, value f32)*, f32*)*
+void EncodeImpressions(int64_t time_us, uint64_t first_id,
+                       absl::Span<const ImpressionExample> impressions, std::string* out) {
   coding::PutFixed32(out, kImpressionsTag);
-  coding::PutFixed64(out, static_cast<uint64_t>(record.time_us));
-  coding::PutFixed64(out, record.first_id);
-  coding::PutFixed32(out, static_cast<uint32_t>(record.impressions.size()));
-  for (const LoggedImpression& impression : record.impressions) {
+  coding::PutFixed64(out, static_cast<uint64_t>(time_us));
+  coding::PutFixed64(out, first_id);
+  coding::PutFixed32(out, static_cast<uint32_t>(impressions.size()));
+  for (const ImpressionExample& impression : impressions) {
+    coding::PutFloat(out, impression.margin);
     coding::PutFixed32(out, static_cast<uint32_t>(impression.features.size()));
     coding::PutFixed32(out, static_cast<uint32_t>(impression.dense.size()));
     for (const HashedFeature& f : impression.features) {
@@ -55,6 +58,15 @@ void EncodeImpressions(const ImpressionsRecord& record, std::string* out) {
     }
     for (float v : impression.dense) coding::PutFloat(out, v);
   }
+}
+
+void EncodeImpressions(const ImpressionsRecord& record, std::string* out) {
+  std::vector<ImpressionExample> views;
+  views.reserve(record.impressions.size());
+  for (const LoggedImpression& impression : record.impressions) {
+    views.push_back({impression.features, impression.dense, impression.margin});
+  }
+  EncodeImpressions(record.time_us, record.first_id, views, out);
 }
 
 absl::StatusOr<ImpressionsRecord> DecodeImpressions(std::string_view bytes) {
@@ -68,12 +80,13 @@ absl::StatusOr<ImpressionsRecord> DecodeImpressions(std::string_view bytes) {
     return Damaged(kWhat, "header");
   }
   record.time_us = static_cast<int64_t>(time);
-  // Each impression takes at least 8 bytes: a larger count is damage.
-  if (count == 0 || count > in.remaining().size() / 8) return Damaged(kWhat, "count");
+  // Each impression takes at least 12 bytes: a larger count is damage.
+  if (count == 0 || count > in.remaining().size() / 12) return Damaged(kWhat, "count");
   record.impressions.resize(count);
   for (LoggedImpression& impression : record.impressions) {
     uint32_t features = 0, dense = 0;
-    if (!in.GetFixed32(&features) || !in.GetFixed32(&dense) ||
+    if (!in.GetFloat(&impression.margin) || !std::isfinite(impression.margin) ||
+        !in.GetFixed32(&features) || !in.GetFixed32(&dense) ||
         uint64_t{features} * 12 + uint64_t{dense} * 4 > in.remaining().size()) {
       return Damaged(kWhat, "an impression's counts");
     }
@@ -95,6 +108,7 @@ absl::StatusOr<ImpressionsRecord> DecodeImpressions(std::string_view bytes) {
 
 // feedback := tag u32, time_us i64, count u32,
 //             (impression_id u64, label f32, importance f32, event_time_us i64)*
+// A record without items is a tick: it only expires impressions.
 void EncodeFeedback(const FeedbackRecord& record, std::string* out) {
   coding::PutFixed32(out, kFeedbackTag);
   coding::PutFixed64(out, static_cast<uint64_t>(record.time_us));
@@ -117,7 +131,7 @@ absl::StatusOr<FeedbackRecord> DecodeFeedback(std::string_view bytes) {
       !in.GetFixed32(&count)) {
     return Damaged(kWhat, "header");
   }
-  if (count == 0 || in.remaining().size() != uint64_t{count} * kItemBytes) {
+  if (in.remaining().size() != uint64_t{count} * kItemBytes) {
     return Damaged(kWhat, "count");
   }
   FeedbackRecord record;

@@ -2,7 +2,8 @@
 // learned batches of batch_codec.h:
 //   - impressions: the hashed examples a Predict logged, and the first id the
 //     model's JoinBuffer gave them (a replay checks that it gives the same);
-//   - feedback: labels joined to impression ids.
+//   - feedback: labels joined to impression ids (none: a tick of the clock
+//     that only expires impressions).
 // Each record carries the time it happened at (microseconds since the Unix
 // epoch, the writer's clock), which is the JoinBuffer's only clock, so a
 // replay expires the same impressions at the same records.
@@ -21,7 +22,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/features/hasher.h"
+#include "core/feedback/feedback_loop.h"
 
 namespace clickd {
 
@@ -31,6 +34,7 @@ enum class PayloadKind { kBatch, kImpressions, kFeedback };
 PayloadKind ClassifyPayload(std::string_view bytes);
 
 struct LoggedImpression {
+  float margin = 0;  // what Predict served
   std::vector<HashedFeature> features;
   std::vector<float> dense;
 };
@@ -41,19 +45,16 @@ struct ImpressionsRecord {
   std::vector<LoggedImpression> impressions;
 };
 
-struct FeedbackItem {
-  uint64_t impression_id = 0;
-  float label = 0;
-  float importance = 1;
-  int64_t event_time_us = 0;  // when the click happened, as the caller says
-};
-
 struct FeedbackRecord {
   int64_t time_us = 0;
   std::vector<FeedbackItem> items;
 };
 
 void EncodeImpressions(const ImpressionsRecord& record, std::string* out);
+// The same bytes from views (what a Predict holds), without copying them
+// into a record first.
+void EncodeImpressions(int64_t time_us, uint64_t first_id,
+                       absl::Span<const ImpressionExample> impressions, std::string* out);
 void EncodeFeedback(const FeedbackRecord& record, std::string* out);
 
 // DataLoss for bytes that do not parse, or values no writer writes

@@ -14,8 +14,8 @@ ImpressionsRecord SomeImpressions() {
   ImpressionsRecord record;
   record.time_us = 1'700'000'000'000'000;
   record.first_id = (uint64_t{7} << 48) | 12;
-  record.impressions.push_back({{{1, 1.0f}, {99, -0.5f}}, {}});
-  record.impressions.push_back({{{5, 2.0f}}, {0.25f, -3.0f}});
+  record.impressions.push_back({0.5f, {{1, 1.0f}, {99, -0.5f}}, {}});
+  record.impressions.push_back({-2.25f, {{5, 2.0f}}, {0.25f, -3.0f}});
   return record;
 }
 
@@ -39,6 +39,19 @@ TEST(FeedbackCodecTest, ImpressionsRoundTrip) {
   ASSERT_EQ(decoded->impressions.size(), 2u);
   EXPECT_EQ(decoded->impressions[0].features, record.impressions[0].features);
   EXPECT_EQ(decoded->impressions[1].dense, record.impressions[1].dense);
+  EXPECT_EQ(decoded->impressions[1].margin, -2.25f);
+}
+
+// A feedback record without items is a tick of the loop's clock.
+TEST(FeedbackCodecTest, TickRoundTrip) {
+  FeedbackRecord tick;
+  tick.time_us = 42;
+  std::string bytes;
+  EncodeFeedback(tick, &bytes);
+  auto decoded = DecodeFeedback(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->time_us, 42);
+  EXPECT_TRUE(decoded->items.empty());
 }
 
 TEST(FeedbackCodecTest, FeedbackRoundTrip) {
@@ -93,6 +106,11 @@ TEST(FeedbackCodecTest, EveryCutAndImpossibleValueIsDamage) {
     ImpressionsRecord record = SomeImpressions();
     record.impressions[1].dense[0] = bad;
     std::string bytes;
+    EncodeImpressions(record, &bytes);
+    EXPECT_EQ(DecodeImpressions(bytes).status().code(), absl::StatusCode::kDataLoss);
+    record = SomeImpressions();
+    record.impressions[0].margin = bad;
+    bytes.clear();
     EncodeImpressions(record, &bytes);
     EXPECT_EQ(DecodeImpressions(bytes).status().code(), absl::StatusCode::kDataLoss);
     FeedbackRecord items = SomeFeedback();

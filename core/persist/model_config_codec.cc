@@ -15,7 +15,7 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 7;
+constexpr uint32_t kConfigVersion = 8;
 
 // The same message prefix as the rest of a snapshot's checks: a bad config
 // is a corrupt snapshot (or update-log header).
@@ -139,6 +139,22 @@ absl::Status ReadVariants(Decoder* in, uint32_t version, ModelConfig* c) {
   return absl::OkStatus();
 }
 
+// Reads the impression-to-click loop's settings (version 8 on); their
+// ranges are ValidateModelConfig's.
+absl::Status ReadFeedback(Decoder* in, FeedbackConfig* feedback) {
+  uint64_t ttl = 0;
+  uint32_t policy = 0;
+  in->GetFixed64(&ttl);
+  in->GetFixed64(&feedback->max_buffer_bytes);
+  in->GetFixed32(&policy);
+  if (ttl > static_cast<uint64_t>(kMaxFeedbackTtlSeconds) || policy > 3) {
+    return Corrupt("the feedback settings are out of range");
+  }
+  feedback->ttl_seconds = static_cast<int64_t>(ttl);
+  feedback->policy = static_cast<FeedbackConfig::Policy>(policy);
+  return absl::OkStatus();
+}
+
 // Reads the hashing section: seed, bits, bias and the interactions.
 absl::Status ReadHashing(Decoder* in, HashingConfig* hashing, IntegerFields* fields) {
   uint32_t n = 0;
@@ -246,6 +262,10 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     WriteOptimizer(v.optimizer, out);
     WriteAdmission(v.admission, out);
   }
+  // Version 8: the impression-to-click loop.
+  coding::PutFixed64(out, static_cast<uint64_t>(c.feedback.ttl_seconds));
+  coding::PutFixed64(out, c.feedback.max_buffer_bytes);
+  coding::PutFixed32(out, static_cast<uint32_t>(c.feedback.policy));
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -267,6 +287,9 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   }
   if (*version >= 7) {
     if (absl::Status s = ReadVariants(&in, *version, &c); !s.ok()) return s;
+  }
+  if (*version >= 8) {
+    if (absl::Status s = ReadFeedback(&in, &c.feedback); !s.ok()) return s;
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

@@ -11,6 +11,7 @@
 #include "core/base/crc32c.h"
 #include "core/persist/batch_codec.h"
 #include "core/persist/file_update_log.h"
+#include "core/persist/logged_record.h"
 #include "core/persist/snapshot.h"
 
 namespace clickd {
@@ -159,7 +160,7 @@ namespace {
 // into *model, noting it (or nothing) in *report, and each newer snapshot
 // that was rejected, with its reason.
 absl::Status LoadNewestSnapshot(Env* env, const std::string& dir, Model* model,
-                                RecoveryReport* report) {
+                                std::unique_ptr<FeedbackLoop>* loop, RecoveryReport* report) {
   auto snapshots = ListSnapshots(env, dir);
   if (!snapshots.ok()) return snapshots.status();
   for (uint64_t sequence : *snapshots) {
@@ -169,7 +170,19 @@ absl::Status LoadNewestSnapshot(Env* env, const std::string& dir, Model* model,
       contents = absl::DataLossError(path + ": its sequence differs from its name");
     }
     absl::Status status = contents.status();
+    if (status.ok() && contents->config.feedback.enabled() != (*loop != nullptr)) {
+      status = absl::DataLossError(
+          path + ": its impression-to-click loop does not match the model's config");
+    }
+    // The loop into a fresh one first, kept only if the model's state loads
+    // too: a refused snapshot leaves both as they were for the next one.
+    std::unique_ptr<FeedbackLoop> restored;
+    if (status.ok() && *loop != nullptr) {
+      restored = std::make_unique<FeedbackLoop>(contents->config);
+      status = restored->RestoreState(contents->feedback);
+    }
     if (status.ok()) status = model->ImportState(contents->state);
+    if (status.ok() && restored != nullptr) *loop = std::move(restored);
     if (status.ok()) {
       report->snapshot_sequence = sequence;
       report->snapshot_unix_seconds = env->FileModifiedSeconds(path).value_or(0);
@@ -193,13 +206,12 @@ void ReportLogRecovery(const UpdateLogRecovery& recovery, RecoveryReport* report
 
 // Replays the records of `log` after the snapshot into *model, counting
 // them in *report, and checks that the log reaches the snapshot.
-absl::Status ReplayLog(const std::string& dir, UpdateLog& log, Model* model,
+absl::Status ReplayLog(const std::string& dir, UpdateLog& log, Model* model, FeedbackLoop* loop,
                        RecoveryReport* report) {
   absl::Status replay = log.ReadAfter(report->snapshot_sequence,
                                       [&](uint64_t, std::string_view record) -> absl::Status {
-                                        auto decoded = DecodeBatch(record);
-                                        if (!decoded.ok()) return decoded.status();
-                                        LearnBatch(*model, decoded->batch);
+                                        auto applied = ApplyLoggedRecord(record, *model, loop);
+                                        if (!applied.ok()) return applied.status();
                                         ++report->replayed_records;
                                         return absl::OkStatus();
                                       });
@@ -224,7 +236,9 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   auto model = CreateModel(*config);
   if (!model.ok()) return model.status();
   out.model = *std::move(model);
-  if (absl::Status s = LoadNewestSnapshot(env, dir, out.model.get(), &out.report); !s.ok()) {
+  if (config->feedback.enabled()) out.feedback = std::make_unique<FeedbackLoop>(*config);
+  if (absl::Status s = LoadNewestSnapshot(env, dir, out.model.get(), &out.feedback, &out.report);
+      !s.ok()) {
     return s;
   }
 
@@ -240,7 +254,10 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ReplayLog(dir, **log, out.model.get(), &out.report); !s.ok()) return s;
+  if (absl::Status s = ReplayLog(dir, **log, out.model.get(), out.feedback.get(), &out.report);
+      !s.ok()) {
+    return s;
+  }
   out.journal.reset(new ModelJournal(dir, options, *std::move(log), out.report.snapshot_sequence));
   out.report.seconds = SecondsSince(start);
   return out;
@@ -272,7 +289,31 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
   return scored;
 }
 
-absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model) {
+absl::Status ModelJournal::Commit(absl::FunctionRef<absl::StatusOr<std::string>()> prepare,
+                                  absl::FunctionRef<void()> apply) {
+  uint64_t sequence = 0;
+  {
+    MutexLock lock(&learn_mu_);
+    if (closed_) return Closed(dir_);
+    absl::StatusOr<std::string> record = prepare();
+    if (!record.ok()) return record.status();
+    auto appended = log_->Append(*record);
+    if (!appended.ok()) return appended.status();
+    sequence = *appended;
+    apply();
+    MutexLock syncing(&syncing_mu_);
+    ++syncing_;
+  }
+  const absl::Status durable = log_->WaitDurable(sequence);
+  {
+    MutexLock syncing(&syncing_mu_);
+    if (--syncing_ == 0) syncing_done_.SignalAll();
+  }
+  return durable;
+}
+
+absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model,
+                                                      const FeedbackLoop* feedback) {
   MutexLock one_at_a_time(&snapshot_mu_);
   const auto start = std::chrono::steady_clock::now();
   SnapshotContents contents;
@@ -283,6 +324,9 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model) {
     if (closed_) return Closed(dir_);
     contents.log_sequence = log_->last_sequence();
     copy = model.BeginStateCopy();
+    // The join buffer is copied whole under the lock: it is bounded by its
+    // budget (docs/feedback.md says what that costs).
+    if (feedback != nullptr) contents.feedback = feedback->EncodeState();
   }
   SnapshotReport report;
   report.pause_seconds = SecondsSince(start);

@@ -26,10 +26,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
 #include "core/eval/metrics.h"
+#include "core/feedback/feedback_loop.h"
 #include "core/model/model.h"
 #include "core/model/serving.h"
 #include "core/persist/env.h"
@@ -91,9 +93,11 @@ class ModelJournal {
                                                               const JournalOptions& options);
 
   // Restores a model from `dir`: its config, the newest snapshot that reads
-  // back whole (damaged ones are skipped and reported), then the log after it.
+  // back whole (damaged ones are skipped and reported), then the log after
+  // it. A model with the impression-to-click loop gets its loop back too.
   struct Opened {
     std::unique_ptr<Model> model;
+    std::unique_ptr<FeedbackLoop> feedback;  // null unless config.feedback is enabled()
     std::unique_ptr<ModelJournal> journal;
     RecoveryReport report;
   };
@@ -104,10 +108,18 @@ class ModelJournal {
   absl::StatusOr<std::vector<ScoredExample>> Learn(Model& model,
                                                    absl::Span<const TrainingExample> batch);
 
-  // Writes a snapshot of `model`, then drops log records and snapshots it
+  // Logs and applies one record of the impression-to-click loop, as Learn
+  // does a batch: under the learn lock, `prepare` returns the record's bytes
+  // (an error logs and applies nothing), the record is appended, `apply`
+  // applies it; then the durability wait. Unavailable as Learn.
+  absl::Status Commit(absl::FunctionRef<absl::StatusOr<std::string>()> prepare,
+                      absl::FunctionRef<void()> apply);
+
+  // Writes a snapshot of `model` (and its loop, or null), then drops log records and snapshots it
   // makes unnecessary. Learning pauses only while the copy begins
   // (microseconds plus the dense block's state; docs/durability.md).
-  absl::StatusOr<SnapshotReport> Snapshot(const Model& model);
+  absl::StatusOr<SnapshotReport> Snapshot(const Model& model,
+                                          const FeedbackLoop* feedback = nullptr);
 
   // Refuses every later Learn and Snapshot (FailedPrecondition) once a
   // snapshot in flight has finished, and waits for the learners still

@@ -100,15 +100,21 @@ absl::Status EmitVariants(const Model::State& state, Emit& emit) {
   return emit(piece);
 }
 
-// Calls emit() with each piece of the file in order: header, blocks, footer.
-// A model without variants is written as version 2, byte for byte what
+// The oldest format that holds the contents: a model without variants or
+// an impression-to-click loop is written as version 2, byte for byte what
 // builds before version 3 wrote and read.
+uint32_t FormatVersionFor(const SnapshotContents& c) {
+  if (c.config.feedback.enabled()) return 4;
+  return c.state.variants.empty() ? 2 : 3;
+}
+
+// Calls emit() with each piece of the file in order: header, blocks, footer.
 template <typename Emit>
 absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
   const uint64_t count = CoordinateCount(c.state);
   const bool variants = !c.state.variants.empty();
   std::string piece(kMagic);
-  coding::PutFixed32(&piece, variants ? kSnapshotFormatVersion : 2);
+  coding::PutFixed32(&piece, FormatVersionFor(c));
   const std::string header = EncodeHeader(c, count);
   coding::PutFixed32(&piece, static_cast<uint32_t>(header.size()));
   AppendChecked(&piece, header);
@@ -123,6 +129,15 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
   if (absl::Status s = emit(piece); !s.ok()) return s;
   if (variants) {
     if (absl::Status s = EmitVariants(c.state, emit); !s.ok()) return s;
+  }
+  // Version 4: the impression join buffer (core/feedback/join_buffer.h).
+  if (c.config.feedback.enabled()) {
+    std::string feedback;
+    coding::PutFixed64(&feedback, c.feedback.size());
+    feedback += c.feedback;
+    piece.clear();
+    AppendChecked(&piece, feedback);
+    if (absl::Status s = emit(piece); !s.ok()) return s;
   }
   piece.assign(kFooterMagic);
   std::string totals;
@@ -277,6 +292,20 @@ absl::Status ReadVariants(Decoder* in, size_t file_size, Model::State* state) {
   return absl::OkStatus();
 }
 
+// Reads the impression join buffer's bytes (format version 4, for a model
+// whose config has the impression-to-click loop).
+absl::Status ReadFeedback(Decoder* in, std::string* feedback) {
+  uint64_t length = 0;
+  Decoder peek(in->remaining());
+  std::string_view piece;
+  if (!peek.GetFixed64(&length) || length > in->remaining().size() ||
+      !GetChecked(in, 8 + length, &piece)) {
+    return Corrupt("join buffer checksum mismatch or truncated");
+  }
+  feedback->assign(piece.substr(8));
+  return absl::OkStatus();
+}
+
 // Reads the footer, checks it repeats the header's count, and that nothing
 // follows it.
 absl::Status ReadFooter(Decoder* in, uint64_t count) {
@@ -304,8 +333,13 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   if (*version >= 2) {
     if (absl::Status s = ReadDenseState(&in, &out.state); !s.ok()) return s;
   }
-  if (*version >= 3) {
+  // Version 3 always has variants; from version 4 on, the config says which
+  // sections follow.
+  if (*version == 3 || (*version >= 4 && !out.config.variants.empty())) {
     if (absl::Status s = ReadVariants(&in, bytes.size(), &out.state); !s.ok()) return s;
+  }
+  if (*version >= 4 && out.config.feedback.enabled()) {
+    if (absl::Status s = ReadFeedback(&in, &out.feedback); !s.ok()) return s;
   }
   if (absl::Status s = ReadFooter(&in, *count); !s.ok()) return s;
   return out;

@@ -23,15 +23,19 @@
 
 namespace clickd {
 
-// The newest format this build reads and writes; a model without variants
-// is still written as version 2.
-inline constexpr uint32_t kSnapshotFormatVersion = 3;
+// The newest format this build reads and writes; a model is written in the
+// oldest version that holds it: 2, 3 with variants, 4 with an
+// impression-to-click loop.
+inline constexpr uint32_t kSnapshotFormatVersion = 4;
 
 struct SnapshotContents {
   ModelConfig config;
   // Sequence number of the last update-log record the state contains.
   uint64_t log_sequence = 0;
   Model::State state;
+  // The impression join buffer (FeedbackLoop::EncodeState) of a model whose
+  // config.feedback is enabled(); empty otherwise.
+  std::string feedback;
 };
 
 absl::Status WriteSnapshot(Env* env, const std::string& path, const SnapshotContents& contents);

@@ -110,10 +110,11 @@ TEST(ModelConfigEncoding, RoundTripsAdmissionAndRefusesANonCanonicalOne) {
   // Policy "all" with a probability other than 1, or an unknown policy:
   // not an encoding this build writes.
   std::string all_with_p = bytes;
-  all_with_p[all_with_p.size() - 16] = 0;  // policy, probability, variant count
+  // policy, probability, variant count, feedback (ttl, budget, policy)
+  all_with_p[all_with_p.size() - 36] = 0;
   EXPECT_EQ(DecodeModelConfig(all_with_p).status().code(), absl::StatusCode::kDataLoss);
   std::string unknown = bytes;
-  unknown[unknown.size() - 16] = 2;
+  unknown[unknown.size() - 36] = 2;
   EXPECT_EQ(DecodeModelConfig(unknown).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -125,9 +126,12 @@ TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   config.optimizer.cw.a = 2.5;
   config.optimizer.metagrad_diag = {.diameter = 1.5, .gradient_bound = 0.75};
   config.optimizer.ftrl.decay = 0.99;
-  std::string v7;
-  EncodeModelConfig(config, &v7);
-  ASSERT_EQ(v7[4], 7);
+  std::string v8;
+  EncodeModelConfig(config, &v8);
+  ASSERT_EQ(v8[4], 8);
+  // v7 = v8 with version 7 and without the feedback settings at the end.
+  std::string v7 = v8.substr(0, v8.size() - 20);
+  v7[4] = 7;
   // v6 = v7 with version 6 and without the variant count at the end.
   std::string v6 = v7.substr(0, v7.size() - 4);
   v6[4] = 6;
@@ -164,7 +168,27 @@ TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   // Re-encoded, it is the current version.
   std::string again;
   EncodeModelConfig(*decoded, &again);
-  EXPECT_EQ(again[4], 7);
+  EXPECT_EQ(again[4], 8);
+}
+
+TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
+  ModelConfig config;
+  config.feedback.ttl_seconds = 3600;
+  config.feedback.max_buffer_bytes = 1 << 20;
+  config.feedback.policy = FeedbackConfig::Policy::kFakeNegativeWeighted;
+  std::string bytes;
+  EncodeModelConfig(config, &bytes);
+  auto decoded = DecodeModelConfig(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->feedback.ttl_seconds, 3600);
+  EXPECT_EQ(decoded->feedback.max_buffer_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(decoded->feedback.policy, FeedbackConfig::Policy::kFakeNegativeWeighted);
+  std::string bad_policy = bytes;
+  bad_policy[bad_policy.size() - 4] = 9;
+  EXPECT_EQ(DecodeModelConfig(bad_policy).status().code(), absl::StatusCode::kDataLoss);
+  std::string bad_ttl = bytes;
+  bad_ttl[bad_ttl.size() - 13] = 0x7f;  // the TTL's high byte
+  EXPECT_EQ(DecodeModelConfig(bad_ttl).status().code(), absl::StatusCode::kDataLoss);
 }
 
 // Version 1 (no marker, no parameters of later optimizers) still decodes:
@@ -179,10 +203,10 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   // v1 = the current encoding without the marker and version (8 bytes),
   // without the six doubles after the twelve of version 1 (versions 2, 4
   // and 6), and without version 3's dense block config (count, type, 5 doubles,
-  // tau), version 5's admission (policy, probability) and version 7's
-  // variant count at the end.
+  // tau), version 5's admission (policy, probability), version 7's
+  // variant count and version 8's feedback settings at the end.
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4;
+  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4);
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
       v2.substr(twelve_end + 6 * 8, v2.size() - kDenseTail - (twelve_end + 6 * 8));
@@ -302,7 +326,7 @@ TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {
   const auto s = DecodeSnapshot(bytes).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(),
-            "snapshot format version 4 is newer than this build's 3; upgrade clickd "
+            "snapshot format version 5 is newer than this build's 4; upgrade clickd "
             "to read it");
 }
 

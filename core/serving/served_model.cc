@@ -3,19 +3,39 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/base/quote.h"
+#include "core/persist/feedback_codec.h"
 
 namespace clickd {
 
+int64_t WallNowMicros() { return absl::GetCurrentTimeNanos() / 1000; }
+
+namespace {
+
+std::unique_ptr<FeedbackLoop> LoopFor(const ModelConfig& config,
+                                      std::unique_ptr<FeedbackLoop> restored) {
+  if (!config.feedback.enabled()) return nullptr;
+  if (restored != nullptr) return restored;
+  return std::make_unique<FeedbackLoop>(config);
+}
+
+}  // namespace
+
 ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
                          RecoveryReport recovery, SnapshotObserver on_snapshot,
-                         MonotonicClock clock)
+                         MonotonicClock clock, std::unique_ptr<FeedbackLoop> feedback,
+                         WallClockMicros wall_clock)
     : model_(std::move(model)),
       journal_(std::move(journal)),
       recovery_(std::move(recovery)),
       on_snapshot_(std::move(on_snapshot)),
       clock_(std::move(clock)),
+      wall_clock_(std::move(wall_clock)),
+      feedback_(LoopFor(model_->config(), std::move(feedback))),
       metrics_(model_->config().loss),
       recent_(model_->config().loss) {
+  feedback_counters_.delay_counts.assign(std::size(kFeedbackDelayBuckets) + 1, 0);
   snapshot_stats_.last_success_unix_seconds = recovery_.snapshot_unix_seconds;
   snapshot_stats_.last_bytes = recovery_.snapshot_bytes;
   RefreshStats();
@@ -43,7 +63,7 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
     return absl::FailedPreconditionError(absl::StrCat(
         "model \"", name(), "\" lives in memory only: start clickd with --data_dir to snapshot"));
   }
-  absl::StatusOr<SnapshotReport> report = journal_->Snapshot(*model_);
+  absl::StatusOr<SnapshotReport> report = journal_->Snapshot(*model_, feedback_.get());
   RecordSnapshot(report);
   return report;
 }
@@ -78,6 +98,133 @@ void ServedModel::RecordProgressive(const std::vector<ScoredExample>& scored) {
     metrics_.Add(s.margin, s.label, s.importance);
     recent_.Add(now, s.margin, s.label, s.importance);
   }
+}
+
+}  // namespace clickd
+
+namespace clickd {
+
+static absl::Status NoLoop(const std::string& name) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("model ", Quote(name),
+                   " has no impression-to-click loop: create it with feedback.ttl_seconds > 0"));
+}
+
+absl::StatusOr<uint64_t> ServedModel::LogImpressions(
+    absl::Span<const ImpressionExample> impressions) {
+  if (feedback_ == nullptr) return NoLoop(name());
+  const int64_t now = wall_clock_();
+  uint64_t first = 0;
+  absl::StatusOr<FeedbackApplied> applied = absl::InternalError("impressions not applied");
+  auto prepare = [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<uint64_t> reserved = feedback_->ReserveIds(now, impressions);
+    if (!reserved.ok()) return reserved.status();
+    first = *reserved;
+    std::string record;
+    if (journal_ != nullptr) EncodeImpressions(now, first, impressions, &record);
+    return record;
+  };
+  auto apply = [&] { applied = feedback_->ApplyImpressions(*model_, now, first, impressions); };
+  absl::Status committed;
+  {
+    MutexLock lock(&feedback_mu_);
+    committed = journal_ != nullptr ? journal_->Commit(prepare, apply) : [&]() -> absl::Status {
+      absl::StatusOr<std::string> prepared = prepare();
+      if (!prepared.ok()) return prepared.status();
+      apply();
+      return absl::OkStatus();
+    }();
+  }
+  if (!committed.ok()) {
+    if (committed.code() == absl::StatusCode::kResourceExhausted) {
+      MutexLock lock(&feedback_counters_mu_);
+      feedback_counters_.refused_full += impressions.size();
+    }
+    return committed;
+  }
+  // Reserved under the same lock as the apply: a failure here is a bug.
+  if (!applied.ok()) return absl::InternalError(applied.status().message());
+  RecordFeedback(*applied, impressions.size());
+  return first;
+}
+
+absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
+    absl::Span<const FeedbackItem> items) {
+  if (feedback_ == nullptr) return NoLoop(name());
+  const int64_t now = wall_clock_();
+  FeedbackApplied applied;
+  auto prepare = [&]() -> absl::StatusOr<std::string> {
+    std::string record;
+    if (journal_ != nullptr) {
+      FeedbackRecord logged;
+      logged.time_us = now;
+      logged.items.assign(items.begin(), items.end());
+      EncodeFeedback(logged, &record);
+    }
+    return record;
+  };
+  auto apply = [&] { applied = feedback_->ApplyFeedback(*model_, now, items); };
+  {
+    MutexLock lock(&feedback_mu_);
+    if (journal_ != nullptr) {
+      if (absl::Status s = journal_->Commit(prepare, apply); !s.ok()) return s;
+    } else {
+      apply();
+    }
+  }
+  RecordFeedback(applied, 0);
+  return applied.outcomes;
+}
+
+absl::Status ServedModel::ExpireImpressions() {
+  if (feedback_ == nullptr) return absl::OkStatus();
+  const int64_t now = wall_clock_();
+  const std::optional<int64_t> due = feedback_->buffer().NextExpiryUs();
+  if (!due.has_value() || *due > now) return absl::OkStatus();
+  absl::StatusOr<std::vector<JoinOutcome>> ticked = ApplyFeedback({});
+  return ticked.status();
+}
+
+void ServedModel::RecordFeedback(const FeedbackApplied& applied, uint64_t impressions) {
+  if (!applied.final_labels.empty()) RecordProgressive(applied.final_labels);
+  if (applied.steps > 0) RefreshStats();
+  MutexLock lock(&feedback_counters_mu_);
+  FeedbackCounters& c = feedback_counters_;
+  c.impressions += impressions;
+  c.expired += applied.expired;
+  c.steps += applied.steps;
+  for (JoinOutcome outcome : applied.outcomes) {
+    switch (outcome) {
+      case JoinOutcome::kJoined:
+        ++c.joined;
+        break;
+      case JoinOutcome::kUnknown:
+        ++c.unknown;
+        break;
+      case JoinOutcome::kExpired:
+        ++c.late;
+        break;
+      case JoinOutcome::kAlreadyLabelled:
+        ++c.already_labelled;
+        break;
+      case JoinOutcome::kOtherModel:
+        ++c.other_model;
+        break;
+    }
+  }
+  for (double delay : applied.delays_seconds) {
+    size_t bucket = 0;
+    while (bucket < std::size(kFeedbackDelayBuckets) && delay > kFeedbackDelayBuckets[bucket]) {
+      ++bucket;
+    }
+    ++c.delay_counts[bucket];
+    c.delay_sum_seconds += delay;
+  }
+}
+
+FeedbackCounters ServedModel::feedback_counters() const {
+  MutexLock lock(&feedback_counters_mu_);
+  return feedback_counters_;
 }
 
 }  // namespace clickd

@@ -23,6 +23,7 @@
 #include "core/base/mutex.h"
 #include "core/eval/metrics.h"
 #include "core/eval/windowed_metrics.h"
+#include "core/feedback/feedback_loop.h"
 #include "core/model/model.h"
 #include "core/model/serving.h"
 #include "core/persist/model_journal.h"
@@ -46,6 +47,32 @@ inline std::chrono::steady_clock::time_point SteadyNow() {
 
 class ServedModel;
 
+// The impression-to-click loop's counts since the process started, for
+// /metrics (docs/feedback.md).
+struct FeedbackCounters {
+  uint64_t impressions = 0;   // logged by Predict
+  uint64_t refused_full = 0;  // impressions refused: the buffer was full
+  uint64_t expired = 0;       // reached their TTL unlabelled
+  uint64_t steps = 0;         // learning steps the loop took
+  // Feedback items by outcome (JoinOutcome).
+  uint64_t joined = 0;
+  uint64_t unknown = 0;
+  uint64_t late = 0;  // kExpired: the impression's TTL had passed
+  uint64_t already_labelled = 0;
+  uint64_t other_model = 0;
+  // Label delays of joined items: counts per bucket (upper bounds in
+  // kFeedbackDelayBuckets seconds, then +Inf) and their sum.
+  std::vector<uint64_t> delay_counts;
+  double delay_sum_seconds = 0;
+};
+inline constexpr double kFeedbackDelayBuckets[] = {1,    10,    60,    300,   900,
+                                                   3600, 14400, 43200, 86400, 604800};
+
+// Microseconds since the Unix epoch: the clock of the impression-to-click
+// loop's records (tests inject a fake).
+using WallClockMicros = std::function<int64_t()>;
+int64_t WallNowMicros();
+
 // Called after every snapshot attempt of a model, whatever asked for it
 // (for the log and the metrics).
 using SnapshotObserver =
@@ -60,9 +87,12 @@ class ServedModel {
 
   // A durable model: `journal` logs what it learns; `recovery` says how it
   // was restored (empty for a new model); `on_snapshot` may be null.
+  // `feedback`: the restored loop of a model whose config has one (a new
+  // model gets an empty one when null).
   ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
               RecoveryReport recovery, SnapshotObserver on_snapshot = nullptr,
-              MonotonicClock clock = SteadyNow);
+              MonotonicClock clock = SteadyNow, std::unique_ptr<FeedbackLoop> feedback = nullptr,
+              WallClockMicros wall_clock = WallNowMicros);
 
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
@@ -73,6 +103,30 @@ class ServedModel {
   // nothing applied, when the log cannot take it), then records the
   // pre-update scores in the progressive metrics and returns them.
   absl::StatusOr<std::vector<ScoredExample>> Learn(absl::Span<const TrainingExample> batch);
+
+  // --- The impression-to-click loop (null feedback(): not configured) ---
+  const FeedbackLoop* feedback() const { return feedback_.get(); }
+  FeedbackLoop* feedback() { return feedback_.get(); }
+
+  // Remembers checked, hashed impressions (logged first when durable) and
+  // returns the first one's id; the others follow in order.
+  // FailedPrecondition without a loop; ResourceExhausted, nothing logged,
+  // when the join buffer cannot take them all.
+  absl::StatusOr<uint64_t> LogImpressions(absl::Span<const ImpressionExample> impressions);
+
+  // Joins checked labels to impressions (logged first when durable) and
+  // learns them by the model's policy. One outcome per item.
+  absl::StatusOr<std::vector<JoinOutcome>> ApplyFeedback(absl::Span<const FeedbackItem> items);
+
+  // Expires what is due now, through a tick record when durable: the
+  // server's clock calls it. Does nothing (and logs nothing) when no
+  // impression is due.
+  absl::Status ExpireImpressions();
+
+  // Adds the effects of a loop record applied elsewhere (a replica).
+  void RecordFeedback(const FeedbackApplied& applied, uint64_t impressions);
+
+  FeedbackCounters feedback_counters() const;
 
   // Writes a snapshot (FailedPrecondition for a memory-only model), updates
   // snapshot_stats() and tells the observer.
@@ -139,6 +193,13 @@ class ServedModel {
   const RecoveryReport recovery_;
   const SnapshotObserver on_snapshot_;
   const MonotonicClock clock_;
+  const WallClockMicros wall_clock_;
+  const std::unique_ptr<FeedbackLoop> feedback_;
+  // Serializes the loop's records of a memory-only model (a durable one's
+  // are serialized by its journal), so that ids are given in apply order.
+  Mutex feedback_mu_;
+  mutable Mutex feedback_counters_mu_;
+  FeedbackCounters feedback_counters_ ABSL_GUARDED_BY(feedback_counters_mu_);
   std::atomic<uint64_t> predictions_{0};
   std::atomic<uint64_t> update_examples_{0};
   mutable Mutex metrics_mu_;

@@ -24,7 +24,7 @@ constexpr MethodRole kMethodRoles[] = {
     {"ListModels", Role::kPredict},  {"Update", Role::kLearn},
     {"UpdateStream", Role::kLearn},  {"UpdateStreamAcked", Role::kLearn},
     {"CreateModel", Role::kAdmin},   {"DeleteModel", Role::kAdmin},
-    {"SnapshotModel", Role::kAdmin},
+    {"SnapshotModel", Role::kAdmin}, {"Feedback", Role::kLearn},
 };
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
