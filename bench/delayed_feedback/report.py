@@ -149,9 +149,9 @@ def plot_curves(curves):
 
 def plot_final(summary):
     g = group(summary)
-    names = [n for n in order({run_name(r) for r in summary}) if n != "oracle"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    names = order({run_name(r) for r in summary})
     combos = [(l, d) for l in LOGS for d in DELAYS if (l, d) in g]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
     width = 0.8 / len(names)
     for k, name in enumerate(names):
         diffs, cals = [], []
@@ -163,18 +163,15 @@ def plot_final(summary):
         xs = [c + k * width for c in range(len(combos))]
         axes[0].bar(xs, diffs, width, label=name)
         axes[1].bar(xs, cals, width, label=name)
-    oracle_cal = [mean([float(r["calibration"]) for r in g[c]["oracle"].values()]) for c in combos]
-    axes[1].plot([c + 0.4 - width / 2 for c in range(len(combos))], oracle_cal, "k_",
-                 markersize=20, label="oracle")
-    labels = ["%s\n%s" % (l, d[:3]) for l, d in combos]
-    for ax, title in ((axes[0], "progressive logloss minus the oracle's"),
+    labels = ["%s\n%s" % (l, d) for l, d in combos]
+    for ax, title in ((axes[0], "progressive logloss minus the oracle's (mean of seeds)"),
                       (axes[1], "calibration sum(p) / sum(y) (1 = calibrated)")):
         ax.set_xticks([c + 0.4 - width / 2 for c in range(len(combos))])
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     axes[1].axhline(1.0, color="k", linewidth=0.5)
-    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(IMG, "delayed_feedback_final.png"), dpi=90)
     plt.close(fig)
