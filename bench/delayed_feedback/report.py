@@ -3,7 +3,7 @@
 
 Usage: report.py OUT_DIR
 Writes OUT_DIR/report.md (the tables of docs/results_delayed_feedback.md) and
-docs/img/delayed_feedback_{curves,final,reliability}.png.
+docs/img/delayed_feedback_{curves,curves_vs_oracle,final,reliability}.png.
 """
 import csv
 import glob
@@ -58,8 +58,26 @@ def group(rows):
     return out
 
 
-def tables(summary):
+def second_half(curves):
+    """(log, delay, run name, seed) -> logloss over the second half of the stream.
+
+    The windows are of equal size (to within one example), so the mean of the
+    last half of them is that half's logloss."""
+    by_run = defaultdict(list)
+    for r in curves:
+        by_run[(r["log"], r["delay"], run_name(r), r["seed"])].append(
+            (int(r["examples_seen"]), float(r["window_logloss"])))
+    out = {}
+    for key, points in by_run.items():
+        points.sort()
+        half = points[len(points) // 2:]
+        out[key] = mean([v for _, v in half])
+    return out
+
+
+def tables(summary, curves):
     g = group(summary)
+    late = second_half(curves)
     lines = []
     for log in LOGS:
         for delay in DELAYS:
@@ -71,15 +89,18 @@ def tables(summary):
             clicks = [float(r["clicks"]) for r in oracle.values()]
             lines.append("\n#### %s, %s delays (%s impressions, %s final clicks)\n" % (
                 log, delay, first["examples"], cell(clicks, 0)))
-            lines.append("| strategy | progressive logloss | minus oracle's | AUC | "
-                         "calibration sum(p)/sum(y) | clicks never learned |")
-            lines.append("|---|---|---|---|---|---|")
+            lines.append("| strategy | progressive logloss | minus oracle's | second half: minus "
+                         "oracle's | AUC | calibration sum(p)/sum(y) | clicks never learned |")
+            lines.append("|---|---|---|---|---|---|---|")
             for name in order(runs):
                 seeds = runs[name]
                 ll = [float(r["logloss"]) for r in seeds.values()]
                 diff = [float(r["logloss"]) - float(oracle[s]["logloss"]) for s, r in seeds.items()]
-                lines.append("| %s | %s | %s | %s | %s | %s |" % (
-                    name, cell(ll), cell(diff), cell([float(r["auc"]) for r in seeds.values()]),
+                late_diff = [late[(log, delay, name, s)] - late[(log, delay, "oracle", s)]
+                             for s in seeds]
+                lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                    name, cell(ll), cell(diff, 5), cell(late_diff, 5),
+                    cell([float(r["auc"]) for r in seeds.values()]),
                     cell([float(r["calibration"]) for r in seeds.values()], 3),
                     cell([float(r["lost_clicks"]) for r in seeds.values()], 0)))
     return lines
@@ -147,6 +168,41 @@ def plot_curves(curves):
     plt.close(fig)
 
 
+def plot_curves_vs_oracle(curves):
+    """Each window's logloss minus the oracle's (same seed), mean of seeds."""
+    oracle = {(r["log"], r["delay"], r["seed"], r["examples_seen"]): float(r["window_logloss"])
+              for r in curves if r["strategy"] == "oracle"}
+    g = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for r in curves:
+        if r["strategy"] != "oracle":
+            g[(r["log"], r["delay"])][run_name(r)][int(r["examples_seen"])].append(
+                float(r["window_logloss"]) -
+                oracle[(r["log"], r["delay"], r["seed"], r["examples_seen"])])
+    fig, axes = plt.subplots(len(LOGS), len(DELAYS), figsize=(12, 11), squeeze=False)
+    for i, log in enumerate(LOGS):
+        for j, delay in enumerate(DELAYS):
+            ax = axes[i][j]
+            runs = g.get((log, delay), {})
+            later = []
+            for name in order(runs):
+                xs = sorted(runs[name])
+                ys = [mean(runs[name][x]) for x in xs]
+                ax.plot(xs, ys, label=name)
+                later += ys[2:]
+            if later:  # the first two windows (start-up) may lie beyond the axis
+                lo, hi = min(later + [0]), max(later + [0])
+                ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+            ax.axhline(0, color="k", linewidth=0.5)
+            ax.set_title("%s, %s delays" % (log, delay))
+            ax.set_xlabel("impressions seen")
+            ax.set_ylabel("windowed logloss minus the oracle's")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(IMG, "delayed_feedback_curves_vs_oracle.png"), dpi=90)
+    plt.close(fig)
+
+
 def plot_final(summary):
     g = group(summary)
     names = order({run_name(r) for r in summary})
@@ -208,7 +264,8 @@ def main():
     summary, curves, rel = read(out, "summary"), read(out, "curves"), read(out, "reliability")
     os.makedirs(IMG, exist_ok=True)
     lines = ["### Mean over seeds: progressive logloss / calibration\n"] + compact_table(summary)
-    lines += ["\n### Per log and delay (mean over seeds, range in brackets)"] + tables(summary)
+    lines += ["\n### Per log and delay (mean over seeds, range in brackets)"]
+    lines += tables(summary, curves)
     lines.append("\n### Reliability tables")
     for log in LOGS:
         for delay in DELAYS:
@@ -217,6 +274,7 @@ def main():
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     plot_curves(curves)
+    plot_curves_vs_oracle(curves)
     plot_final(summary)
     plot_reliability(rel)
     print("\n".join(lines[:12]))

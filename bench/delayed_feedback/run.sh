@@ -53,5 +53,6 @@ for delay in exponential lognormal; do
 done
 for p in "${jobs[@]}"; do wait "$p"; done
 echo "end: $(date -Is) $(uptime); $(( $(date +%s) - start )) s wall" >>"$OUT/machine.txt"
+echo "cpu of all the script's children (user, system): $(times | tail -1)" >>"$OUT/machine.txt"
 /usr/bin/python3 bench/delayed_feedback/report.py "$OUT"
 cat "$OUT/log.txt" "$OUT/machine.txt"
