@@ -53,6 +53,7 @@ for delay in exponential lognormal; do
 done
 for p in "${jobs[@]}"; do wait "$p"; done
 echo "end: $(date -Is) $(uptime); $(( $(date +%s) - start )) s wall" >>"$OUT/machine.txt"
-echo "cpu of all the script's children (user, system): $(times | tail -1)" >>"$OUT/machine.txt"
+times >"$OUT/times.txt"  # here, not in $(...): a subshell's children are not the script's
+echo "cpu of all the script's children (user, system): $(tail -1 "$OUT/times.txt")" >>"$OUT/machine.txt"
 /usr/bin/python3 bench/delayed_feedback/report.py "$OUT"
 cat "$OUT/log.txt" "$OUT/machine.txt"
