@@ -20,6 +20,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IMG = os.path.join(ROOT, "docs", "img")
 LOGS = ["criteo_8k", "ipinyou", "synthetic"]
 DELAYS = ["exponential", "lognormal"]
+# One colour per strategy in every plot.
+COLORS = {"oracle": "C0", "fnw": "C1", "fake_negative": "C2", "wait_ttl=300": "C3",
+          "wait_ttl=3600": "C4"}
 
 
 def read(out, what):
@@ -156,7 +159,7 @@ def plot_curves(curves):
                 for r in runs[name]:
                     by_x[int(r["examples_seen"])].append(float(r["window_logloss"]))
                 xs = sorted(by_x)
-                ax.plot(xs, [mean(by_x[x]) for x in xs], label=name,
+                ax.plot(xs, [mean(by_x[x]) for x in xs], label=name, color=COLORS.get(name),
                         linestyle="--" if name == "oracle" else "-")
             ax.set_title("%s, %s delays" % (log, delay))
             ax.set_xlabel("impressions seen")
@@ -187,7 +190,7 @@ def plot_curves_vs_oracle(curves):
             for name in order(runs):
                 xs = sorted(runs[name])
                 ys = [mean(runs[name][x]) for x in xs]
-                ax.plot(xs, ys, label=name)
+                ax.plot(xs, ys, label=name, color=COLORS.get(name))
                 later += ys[2:]
             if later:  # the first two windows (start-up) may lie beyond the axis
                 lo, hi = min(later + [0]), max(later + [0])
@@ -217,8 +220,8 @@ def plot_final(summary):
                                for s, r in runs[name].items()]))
             cals.append(mean([float(r["calibration"]) for r in runs[name].values()]))
         xs = [c + k * width for c in range(len(combos))]
-        axes[0].bar(xs, diffs, width, label=name)
-        axes[1].bar(xs, cals, width, label=name)
+        axes[0].bar(xs, diffs, width, label=name, color=COLORS.get(name))
+        axes[1].bar(xs, cals, width, label=name, color=COLORS.get(name))
     labels = ["%s\n%s" % (l, d) for l, d in combos]
     for ax, title in ((axes[0], "progressive logloss minus the oracle's (mean of seeds)"),
                       (axes[1], "calibration sum(p) / sum(y) (1 = calibrated)")):
@@ -246,7 +249,7 @@ def plot_reliability(rel):
             for name in order(g):
                 ps = [mean([float(r["mean_p"]) for r in g[name][d]]) for d in range(1, 11)]
                 ys = [mean([float(r["mean_y"]) for r in g[name][d]]) for d in range(1, 11)]
-                ax.plot(ps, ys, marker="o", markersize=3, label=name)
+                ax.plot(ps, ys, marker="o", markersize=3, label=name, color=COLORS.get(name))
                 top = max(top, max(ps), max(ys))
             ax.plot([0, top], [0, top], "k:", linewidth=0.8)
             ax.set_title("%s, %s delays" % (log, delay))
