@@ -5,8 +5,8 @@
 // delay is within the attribution window (`cutoff`), and never otherwise, so
 // its final label is "clicked and delay <= cutoff". Events (impressions,
 // clicks, TTL expiries) are processed in time order, and one of four
-// strategies decides what the model learns at each (docs/
-// results_delayed_feedback.md describes them). Every strategy is scored the
+// strategies (below; docs/results_delayed_feedback.md has a table of them)
+// decides what the model learns at each. Every strategy is scored the
 // same way: the model's margin at each impression, before anything is
 // learned from it, against the impression's final label.
 //
