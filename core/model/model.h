@@ -56,6 +56,24 @@ class Model {
   virtual void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
                        absl::Span<double> out) const = 0;
 
+  // Returns the uncertainty score of McMahan et al. 2013, section 5:
+  // u(x) = sum_i |x_i| eta_i, with eta_i coordinate i's current rate as its
+  // optimizer's LearningRate defines it (FTRL: alpha / (beta + sqrt(n_i)));
+  // a coordinate the model does not hold has its optimizer's initial rate.
+  // It is the paper's bound on how far one more gradient step (|g_i| <= 1)
+  // can move the margin: large for features seen little. Covers the sparse
+  // features only: a dense block adds nothing.
+  // NaN where the optimizer has no rate (PA, CW, a dense learner; global
+  // OGD before its first gradient). Reads at one round, under the shards'
+  // reader locks, as Margins does.
+  virtual double Uncertainty(absl::Span<const HashedFeature> features) const = 0;
+
+  // Sets out[i] (out.size() == features.size()) to the weight Margin
+  // multiplies features[i].value by, 0 for a coordinate not held: summing
+  // out[i] * features[i].value in order gives Margin(features) bit for bit
+  // (for finite values). Reads at one round, as Margins does.
+  virtual void Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const = 0;
+
   // Takes one online step on a labeled example whose label the caller has
   // checked with CheckLabel. With `dense` (the example's assembled dense
   // vector; the model must have a dense block), the margin includes the
