@@ -62,6 +62,18 @@ TEST(OnlineCalibrator, CalibratedDataStaysNearTheIdentity) {
   EXPECT_NEAR(c.kappa(), 1.0, 0.03);
 }
 
+TEST(OnlineCalibrator, OneBinFitsGammaAlone) {
+  // Every prediction 0.1 with true CTR 0.2: kappa cannot be told apart from
+  // gamma, so it stays 1 and gamma takes the whole correction.
+  auto c = *OnlineCalibrator::Create(Options(1e6, 1000, 10));
+  std::mt19937_64 rng(10);
+  for (int i = 0; i < 100000; ++i) ASSERT_TRUE(c.Add(0.1, rng() % 5 == 0 ? 1 : 0).ok());
+  ASSERT_TRUE(c.fitted());
+  EXPECT_EQ(c.kappa(), 1.0);
+  EXPECT_NEAR(c.gamma(), 2.0, 0.06);
+  EXPECT_NEAR(c.Apply(0.1), 0.2, 0.006);
+}
+
 TEST(OnlineCalibrator, ForgettingTracksDrift) {
   auto c = *OnlineCalibrator::Create(Options(20000, 2000, 100));
   AddAll(c, Miscalibrated(200000, 2.0, 1.3, 3));

@@ -1,7 +1,7 @@
 // Model: a config, a sharded per-coordinate store, an optimizer and a loss.
 //
 // Thread safety: safe for concurrent access. Any number of threads may call
-// Margin, Learn and Stats at once. Margin reads each coordinate under its
+// Margin, Uncertainty, Weights, Learn and Stats at once. Margin reads each coordinate under its
 // shard's reader lock; Learn holds the writer locks of every shard its
 // example touches for the whole step (locked in shard order), so a reader
 // never sees a half-written coordinate and a step is atomic per shard. The
