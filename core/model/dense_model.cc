@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "core/optim/loss.h"
 #include "core/optim/numeric_bounds.h"
@@ -16,6 +17,20 @@ void DenseModel::Margins(absl::Span<const absl::Span<const HashedFeature>> lists
                          absl::Span<double> out) const {
   ReaderMutexLock lock(&learn_mu_);
   for (size_t i = 0; i < lists.size(); ++i) out[i] = dense_block()->SparseMargin(lists[i]);
+}
+
+double DenseModel::Uncertainty(absl::Span<const HashedFeature>) const {
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+void DenseModel::Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const {
+  ReaderMutexLock lock(&learn_mu_);
+  for (size_t i = 0; i < features.size(); ++i) {
+    // The sparse margin of the one feature with value 1 is its weight
+    // exactly (0 + w * 1.0f), 0 beyond the slots.
+    const HashedFeature unit{features[i].key, 1.0f};
+    out[i] = dense_block()->SparseMargin({&unit, 1});
+  }
 }
 
 double DenseModel::LearnWithDense(absl::Span<const HashedFeature> features,

@@ -32,6 +32,12 @@ class DenseModel final : public Model {
   // Under the learn lock (shared): no step lands between two lists.
   void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
                absl::Span<double> out) const override;
+  // NaN ("not available"): a dense learner (a full matrix, a sketch) has no
+  // rate per coordinate to sum.
+  double Uncertainty(absl::Span<const HashedFeature> features) const override;
+  // w[key] of the folded slot, 0 for a key beyond the slots (as Margin
+  // skips it); under the learn lock (shared), as Margins.
+  void Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const override;
   double LearnWithDense(absl::Span<const HashedFeature> features, const Eigen::VectorXd* dense,
                         double label, double importance) override;
   ModelStats Stats() const override;

@@ -16,6 +16,7 @@
 #define CLICKD_CORE_MODEL_LINEAR_MODEL_H_
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <cstring>
 #include <memory>
@@ -81,6 +82,34 @@ class LinearModel final : public Model {
           if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
         }
         out[l] = margin;
+      }
+    });
+  }
+
+  // Sums |x_i| eta_i in feature order; a zero value adds nothing, even
+  // with a NaN rate.
+  double Uncertainty(absl::Span<const HashedFeature> features) const override {
+    double u = 0;
+    store_.WithKeysReadLocked(absl::MakeConstSpan(&features, 1), [&](auto&& lookup) {
+      const RoundContext round = CurrentRound();
+      for (const HashedFeature& f : features) {
+        if (f.value == 0) continue;
+        const CoordinateState* state = lookup(f.key);
+        const double eta =
+            optimizer_.LearningRate(state != nullptr ? *state : CoordinateState{}, round);
+        u += std::abs(static_cast<double>(f.value)) * eta;
+      }
+    });
+    return u;
+  }
+
+  // The same expression per feature as Margins.
+  void Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const override {
+    store_.WithKeysReadLocked(absl::MakeConstSpan(&features, 1), [&](auto&& lookup) {
+      const RoundContext round = CurrentRound();
+      for (size_t i = 0; i < features.size(); ++i) {
+        const CoordinateState* state = lookup(features[i].key);
+        out[i] = state != nullptr ? optimizer_.Weight(*state, round) : 0.0;
       }
     });
   }

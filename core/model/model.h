@@ -1,7 +1,7 @@
 // Model: a config, a sharded per-coordinate store, an optimizer and a loss.
 //
 // Thread safety: safe for concurrent access. Any number of threads may call
-// Margin, Learn and Stats at once. Margin reads each coordinate under its
+// Margin, Uncertainty, Weights, Learn and Stats at once. Margin reads each coordinate under its
 // shard's reader lock; Learn holds the writer locks of every shard its
 // example touches for the whole step (locked in shard order), so a reader
 // never sees a half-written coordinate and a step is atomic per shard. The
@@ -55,6 +55,24 @@ class Model {
   // round, with one read of the round's lock instead of one per candidate.
   virtual void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
                        absl::Span<double> out) const = 0;
+
+  // Returns the uncertainty score of McMahan et al. 2013, section 5:
+  // u(x) = sum_i |x_i| eta_i, with eta_i coordinate i's current rate as its
+  // optimizer's LearningRate defines it (FTRL: alpha / (beta + sqrt(n_i)));
+  // a coordinate the model does not hold has its optimizer's initial rate.
+  // It is the paper's bound on how far one more gradient step (|g_i| <= 1)
+  // can move the margin: large for features seen little. Covers the sparse
+  // features only: a dense block adds nothing.
+  // NaN where the optimizer has no rate (PA, CW, a dense learner; global
+  // OGD before its first gradient). Reads at one round, under the shards'
+  // reader locks, as Margins does.
+  virtual double Uncertainty(absl::Span<const HashedFeature> features) const = 0;
+
+  // Sets out[i] (out.size() == features.size()) to the weight Margin
+  // multiplies features[i].value by, 0 for a coordinate not held: summing
+  // out[i] * features[i].value in order gives Margin(features) bit for bit
+  // (for finite values). Reads at one round, as Margins does.
+  virtual void Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const = 0;
 
   // Takes one online step on a labeled example whose label the caller has
   // checked with CheckLabel. With `dense` (the example's assembled dense

@@ -102,6 +102,14 @@ void VariantModel::Margins(absl::Span<const absl::Span<const HashedFeature>> lis
   members_[champion_.load(std::memory_order_acquire)]->Margins(lists, out);
 }
 
+double VariantModel::Uncertainty(absl::Span<const HashedFeature> features) const {
+  return members_[champion_.load(std::memory_order_acquire)]->Uncertainty(features);
+}
+
+void VariantModel::Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const {
+  members_[champion_.load(std::memory_order_acquire)]->Weights(features, out);
+}
+
 double VariantModel::LearnWithDense(absl::Span<const HashedFeature> features,
                                     const Eigen::VectorXd* dense, double label, double importance) {
   // Validated configs have no dense block; `dense` is null.

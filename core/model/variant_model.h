@@ -66,6 +66,10 @@ class VariantModel final : public Model {
   double Margin(absl::Span<const HashedFeature> features) const override;
   void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
                absl::Span<double> out) const override;
+  // The champion's, like Margin (the champion is read once per call; to pin
+  // one variant across calls, take it from ModelForVariant).
+  double Uncertainty(absl::Span<const HashedFeature> features) const override;
+  void Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const override;
 
   // Every variant learns the example; returns the margin of the variant
   // that was champion before the step (what Predict would have served).

@@ -35,6 +35,12 @@ class AdagradCmd {
 
   double Weight(const State& s, const RoundContext&) const { return s.w; }
 
+  // Returns eta / H_ii = eta / (delta + sqrt(sum g_i^2)), the coordinate's
+  // current rate; eta / delta for a fresh State.
+  double LearningRate(const State& s, const RoundContext&) const {
+    return p_.eta / (p_.delta + std::sqrt(static_cast<double>(s.sum_g2)));
+  }
+
   void Apply(State& s, double g, const RoundContext&) const {
     const double sum_g2 = s.sum_g2 + g * g;
     const double h = p_.delta + std::sqrt(sum_g2);
@@ -63,6 +69,12 @@ class AdagradDa {
     if (excess <= 0) return 0.0;
     const double h = p_.delta + std::sqrt(static_cast<double>(s.sum_g2));
     return -std::copysign(p_.eta / h * excess, static_cast<double>(s.u));
+  }
+
+  // Returns eta / H_ii = eta / (delta + sqrt(sum g_i^2)), the coordinate's
+  // current rate; eta / delta for a fresh State.
+  double LearningRate(const State& s, const RoundContext&) const {
+    return p_.eta / (p_.delta + std::sqrt(static_cast<double>(s.sum_g2)));
   }
 
   void Apply(State& s, double g, const RoundContext&) const {

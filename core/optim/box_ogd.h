@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/optim/round.h"
 
@@ -47,6 +48,15 @@ class PcOgd {
 
   double Weight(const State& s, const RoundContext&) const { return s.w; }
 
+  // Returns scale D_i / sqrt(sum g_i^2 + 1): the rate of the coordinate's
+  // next step for a gradient of magnitude 1 (the bound |g| <= 1 of logistic
+  // loss on a unit feature). The rate of the stored sum alone is infinite
+  // for a fresh coordinate; this one is scale D_i there, the size of any
+  // first step.
+  double LearningRate(const State& s, const RoundContext&) const {
+    return p_.scale * 2.0 * p_.radius / std::sqrt(static_cast<double>(s.sum_g2) + 1.0);
+  }
+
   void Apply(State& s, double g, const RoundContext&) const {
     const double sum_g2 = s.sum_g2 + g * g;
     s.sum_g2 = static_cast<float>(sum_g2);
@@ -70,14 +80,26 @@ class GlobalOgd {
 
   double Weight(const State& s, const RoundContext&) const { return s.w; }
 
+  // Returns the global rate eta_t of the round, the same for every
+  // coordinate; NaN ("not available") before any non-zero gradient, when the
+  // formula divides by zero and a step does not move.
+  double LearningRate(const State&, const RoundContext& round) const {
+    if (round.sum_grad_norm_sq <= 0) return std::numeric_limits<double>::quiet_NaN();
+    return Rate(round);
+  }
+
   void Apply(State& s, double g, const RoundContext& round) const {
     if (round.sum_grad_norm_sq <= 0) return;
-    const double diameter = 2.0 * p_.radius * std::sqrt(static_cast<double>(round.coordinates));
-    const double eta = p_.scale * diameter / std::sqrt(2.0 * round.sum_grad_norm_sq);
+    const double eta = Rate(round);
     s.w = static_cast<float>(std::clamp(s.w - eta * g, -p_.radius, p_.radius));
   }
 
  private:
+  double Rate(const RoundContext& round) const {
+    const double diameter = 2.0 * p_.radius * std::sqrt(static_cast<double>(round.coordinates));
+    return p_.scale * diameter / std::sqrt(2.0 * round.sum_grad_norm_sq);
+  }
+
   Params p_;
 };
 

@@ -32,6 +32,7 @@
 #define CLICKD_CORE_OPTIM_CW_H_
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/types/span.h"
 #include "core/features/hasher.h"
@@ -73,6 +74,13 @@ class Cw {
   double phi() const { return phi_; }
 
   double Weight(const State& s, const RoundContext&) const { return s.mu; }
+
+  // CW has no learning rate: its step alpha is chosen per example (the
+  // per-coordinate Variance is a confidence, not a rate). Returns NaN,
+  // meaning "not available".
+  double LearningRate(const State&, const RoundContext&) const {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
 
   double Variance(const State& s) const { return 1.0 / (inv_a_ + s.precision); }
 

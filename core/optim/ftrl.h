@@ -55,6 +55,13 @@ class FtrlProximal {
     return -shrunk / ((p_.beta + std::sqrt(static_cast<double>(s.n))) / p_.alpha + p_.lambda2);
   }
 
+  // Returns the coordinate's per-coordinate rate alpha / (beta + sqrt(n_i)),
+  // the paper's section 5 formula (lambda2 left out, as there); alpha / beta
+  // for a fresh State.
+  double LearningRate(const State& s, const RoundContext&) const {
+    return p_.alpha / (p_.beta + std::sqrt(static_cast<double>(s.n)));
+  }
+
   void Apply(State& s, double g, const RoundContext& round) const {
     const double w = Weight(s, round);
     const double n = s.n;

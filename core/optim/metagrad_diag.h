@@ -80,6 +80,16 @@ class MetaGradDiag {
 
   double Weight(const State& s, const RoundContext&) const { return s.w; }
 
+  // Returns the master's rate to first order in r: the tilted average (the
+  // weights of the master's own average) of the slaves' rates
+  // eta / (1/D^2 + 2 eta^2 S), leaving out the factor 1 + 2 eta r and the
+  // clipping. For a fresh State, the prior's average of eta D^2.
+  double LearningRate(const State& s, const RoundContext&) const {
+    const double sum_g2 = s.sum_g2;
+    return TiltedAverage(
+        s, [&](int i) { return eta_[i] / (inv_d2_ + 2 * eta_[i] * eta_[i] * sum_g2); });
+  }
+
   void Apply(State& s, double g, const RoundContext&) const {
     if (g == 0) return;
     const double w = s.w;
@@ -106,6 +116,12 @@ class MetaGradDiag {
  private:
   // The tilted average of the (stored) slave weights.
   double MasterWeight(const State& s) const {
+    return TiltedAverage(s, [&s](int i) { return static_cast<double>(s.slave_w[i]); });
+  }
+
+  // sum pi(eta) eta value(i) / sum pi(eta) eta over the slaves i.
+  template <typename Value>
+  double TiltedAverage(const State& s, Value value) const {
     double max_log_weight = -std::numeric_limits<double>::infinity();
     for (int i = 0; i < kSlaves; ++i) {
       max_log_weight = std::max(max_log_weight, log_prior_[i] - s.loss[i]);
@@ -113,7 +129,7 @@ class MetaGradDiag {
     double num = 0, den = 0;
     for (int i = 0; i < kSlaves; ++i) {
       const double tilted = std::exp(log_prior_[i] - s.loss[i] - max_log_weight) * eta_[i];
-      num += tilted * s.slave_w[i];
+      num += tilted * value(i);
       den += tilted;
     }
     return num / den;

@@ -21,6 +21,7 @@
 #define CLICKD_CORE_OPTIM_PA_H_
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/types/span.h"
 #include "core/features/hasher.h"
@@ -47,6 +48,12 @@ class Pa {
   explicit Pa(const Params& params) : p_(params) {}
 
   double Weight(const State& s, const RoundContext&) const { return s.w; }
+
+  // PA has no learning rate: its step tau is chosen per example from the
+  // hinge loss and ||x||^2. Returns NaN, meaning "not available".
+  double LearningRate(const State&, const RoundContext&) const {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
 
   Step PrepareStep(double margin, double label, double importance, absl::Span<State* const>,
                    absl::Span<const HashedFeature> features) const {

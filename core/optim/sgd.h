@@ -27,6 +27,12 @@ class Sgd {
 
   double Weight(const State& s, const RoundContext&) const { return s.w; }
 
+  // Returns the global rate eta / sqrt(t) of the last step (eta before any),
+  // the same for every coordinate.
+  double LearningRate(const State&, const RoundContext& round) const {
+    return p_.eta / std::sqrt(static_cast<double>(std::max<uint64_t>(round.t, 1)));
+  }
+
   void Apply(State& s, double g, const RoundContext& round) const {
     const double t = static_cast<double>(std::max<uint64_t>(round.t, 1));
     s.w = static_cast<float>(s.w - p_.eta / std::sqrt(t) * g);
