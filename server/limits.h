@@ -30,6 +30,7 @@ struct Limits : ExampleLimits {
   size_t max_idempotency_key_bytes = 128;
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
   size_t max_feedback_items = 10000;       // per Feedback request
+  uint32_t max_explain_top_k = 100;        // PredictRequest.explain_top_k
   int max_message_bytes = 16 << 20;
 };
 

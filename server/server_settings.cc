@@ -23,6 +23,7 @@ ABSL_FLAG(int, threads, 0,
 ABSL_FLAG(uint64_t, max_candidates, 1000, "limit on candidates per Predict");
 ABSL_FLAG(uint64_t, max_features_per_example, 4096, "limit on features per example");
 ABSL_FLAG(uint64_t, max_examples_per_update, 10000, "limit on examples per Update message");
+ABSL_FLAG(uint64_t, max_feedback_items, 10000, "limit on items per Feedback request");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "limit on a request's size");
 ABSL_FLAG(uint64_t, max_features_after_interactions, 65536,
           "limit on the features one example yields after the model's interactions, dense "
@@ -201,6 +202,8 @@ absl::Status CheckServingFlags() {
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_features_per_example)), 1, 1 << 20},
       {"max_examples_per_update",
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_examples_per_update)), 1, 1'000'000},
+      {"max_feedback_items", static_cast<int64_t>(absl::GetFlag(FLAGS_max_feedback_items)), 1,
+       1'000'000},
       {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, 1 << 30},
       {"max_models", static_cast<int64_t>(absl::GetFlag(FLAGS_max_models)), 1, 100'000},
       {"max_inline_predict_features",
@@ -219,6 +222,7 @@ Limits LimitsFromFlags() {
   limits.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   limits.max_features_per_example = absl::GetFlag(FLAGS_max_features_per_example);
   limits.max_examples_per_update = absl::GetFlag(FLAGS_max_examples_per_update);
+  limits.max_feedback_items = absl::GetFlag(FLAGS_max_feedback_items);
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_features_after_interactions = absl::GetFlag(FLAGS_max_features_after_interactions);
   limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);

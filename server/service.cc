@@ -15,6 +15,7 @@
 #include "server/call_util.h"
 #include "server/feedback_request.h"
 #include "server/get_model_digest.h"
+#include "server/predict_extras.h"
 #include "server/request_cost.h"
 #include "server/status.h"
 #include "server/unary_call.h"
@@ -174,6 +175,7 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
       hashed = HashedCandidates();
     }
   };
+  if (absl::Status s = CheckPredictExtras(request, limits_); !s.ok()) return s;
   const Model& model = (*served)->model();
   const FeedbackLoop* loop = (*served)->feedback();
   if (request.log_impressions() && loop == nullptr) {
@@ -207,6 +209,7 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
     p->set_margin(scores[i].margin);
     if (request.log_impressions()) p->set_impression_id(first_impression + i);
   }
+  AddPredictExtras(**served, *scorer->model, request, hashed, scores, response);
   (*served)->RecordPredictions(n);
   return absl::OkStatus();
 }
@@ -218,6 +221,7 @@ absl::StatusOr<uint64_t> ClickdService::LogImpressions(ServedModel& served,
   // empty buffer is refused before its impressions are copied.
   const uint64_t budget = served.feedback()->config().max_buffer_bytes;
   if (const uint64_t bound = ImpressionBytesBound(served.model(), hashed); bound > budget) {
+    served.RecordRefusedImpressions(scores.size());
     return absl::ResourceExhaustedError(
         absl::StrCat("log_impressions: the candidates' impressions take up to ", bound,
                      " bytes; the model's feedback.max_buffer_bytes is ", budget));

@@ -205,6 +205,8 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   if (absl::Status s = ToVariants(p, &c); !s.ok()) return s;
   ReadAdmission(p.admission(), &c.admission);
   if (absl::Status s = ToFeedbackConfig(p.feedback(), &c.feedback); !s.ok()) return s;
+  c.calibration.enabled = p.calibration().enabled();
+  if (p.calibration().has_half_life()) c.calibration.half_life = p.calibration().half_life();
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -228,6 +230,10 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
   p.set_num_shards(static_cast<uint32_t>(c.num_shards));
   if (c.admission.policy == AdmissionOptions::Policy::kPoisson) {
     p.mutable_admission()->set_probability(c.admission.probability);
+  }
+  if (c.calibration.enabled) {
+    p.mutable_calibration()->set_enabled(true);
+    p.mutable_calibration()->set_half_life(c.calibration.half_life);
   }
   if (c.feedback.enabled()) {
     v1::FeedbackConfig* f = p.mutable_feedback();

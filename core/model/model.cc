@@ -174,6 +174,17 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
   }
   if (absl::Status s = ValidateVariants(config); !s.ok()) return s;
   if (absl::Status s = ValidateFeedbackConfig(config.feedback, config.loss); !s.ok()) return s;
+  if (!(config.calibration.half_life >= 1 && config.calibration.half_life <= 1e15)) {
+    return absl::InvalidArgumentError(absl::StrCat("calibration.half_life is ",
+                                                   config.calibration.half_life,
+                                                   "; must be in [1, 1e15] examples"));
+  }
+  if (config.calibration.enabled && config.loss != LossType::kLogistic) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration needs loss logistic (it corrects probabilities); the model's "
+                     "loss is ",
+                     std::string(LossTypeName(config.loss))));
+  }
   return ValidateHashingConfig(config.hashing);
 }
 

@@ -70,6 +70,14 @@ absl::Status ParseFeedbackPolicy(std::string_view name, FeedbackConfig::Policy* 
 // logistic); errors name the field and the limit.
 absl::Status ValidateFeedbackConfig(const FeedbackConfig& feedback, LossType loss);
 
+// Calibrated probabilities (McMahan et al. 2013, section 7): a correction
+// tau(p) = gamma * p^kappa fitted online on the model's progressive
+// predictions (core/eval/online_calibration.h), applied in Predict.
+struct CalibrationConfig {
+  bool enabled = false;
+  double half_life = 1e6;  // examples
+};
+
 struct ModelConfig {
   std::string name = "default";
   LossType loss = LossType::kLogistic;
@@ -88,6 +96,7 @@ struct ModelConfig {
   // variant is named kPrimaryVariant); Predict serves the champion.
   std::vector<ModelVariant> variants;
   FeedbackConfig feedback;
+  CalibrationConfig calibration;
 };
 
 inline constexpr std::string_view kPrimaryVariant = "primary";

@@ -155,6 +155,16 @@ absl::Status ReadFeedback(Decoder* in, FeedbackConfig* feedback) {
   return absl::OkStatus();
 }
 
+// Reads the online calibration's settings (version 8 on).
+absl::Status ReadCalibration(Decoder* in, CalibrationConfig* calibration) {
+  uint32_t enabled = 0;
+  in->GetFixed32(&enabled);
+  in->GetDouble(&calibration->half_life);
+  if (enabled > 1) return Corrupt("the calibration settings are out of range");
+  calibration->enabled = enabled == 1;
+  return absl::OkStatus();
+}
+
 // Reads the hashing section: seed, bits, bias and the interactions.
 absl::Status ReadHashing(Decoder* in, HashingConfig* hashing, IntegerFields* fields) {
   uint32_t n = 0;
@@ -266,6 +276,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   coding::PutFixed64(out, static_cast<uint64_t>(c.feedback.ttl_seconds));
   coding::PutFixed64(out, c.feedback.max_buffer_bytes);
   coding::PutFixed32(out, static_cast<uint32_t>(c.feedback.policy));
+  coding::PutFixed32(out, c.calibration.enabled ? 1 : 0);
+  coding::PutDouble(out, c.calibration.half_life);
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -290,6 +302,7 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   }
   if (*version >= 8) {
     if (absl::Status s = ReadFeedback(&in, &c.feedback); !s.ok()) return s;
+    if (absl::Status s = ReadCalibration(&in, &c.calibration); !s.ok()) return s;
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

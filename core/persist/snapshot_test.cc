@@ -110,11 +110,12 @@ TEST(ModelConfigEncoding, RoundTripsAdmissionAndRefusesANonCanonicalOne) {
   // Policy "all" with a probability other than 1, or an unknown policy:
   // not an encoding this build writes.
   std::string all_with_p = bytes;
-  // policy, probability, variant count, feedback (ttl, budget, policy)
-  all_with_p[all_with_p.size() - 36] = 0;
+  // policy, probability, variant count, feedback (ttl, budget, policy),
+  // calibration (enabled, half-life)
+  all_with_p[all_with_p.size() - 48] = 0;
   EXPECT_EQ(DecodeModelConfig(all_with_p).status().code(), absl::StatusCode::kDataLoss);
   std::string unknown = bytes;
-  unknown[unknown.size() - 36] = 2;
+  unknown[unknown.size() - 48] = 2;
   EXPECT_EQ(DecodeModelConfig(unknown).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -129,8 +130,9 @@ TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   std::string v8;
   EncodeModelConfig(config, &v8);
   ASSERT_EQ(v8[4], 8);
-  // v7 = v8 with version 7 and without the feedback settings at the end.
-  std::string v7 = v8.substr(0, v8.size() - 20);
+  // v7 = v8 with version 7 and without the feedback and calibration
+  // settings at the end.
+  std::string v7 = v8.substr(0, v8.size() - 32);
   v7[4] = 7;
   // v6 = v7 with version 6 and without the variant count at the end.
   std::string v6 = v7.substr(0, v7.size() - 4);
@@ -184,10 +186,20 @@ TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
   EXPECT_EQ(decoded->feedback.max_buffer_bytes, uint64_t{1} << 20);
   EXPECT_EQ(decoded->feedback.policy, FeedbackConfig::Policy::kFakeNegativeWeighted);
   std::string bad_policy = bytes;
-  bad_policy[bad_policy.size() - 4] = 9;
+  bad_policy[bad_policy.size() - 16] = 9;
   EXPECT_EQ(DecodeModelConfig(bad_policy).status().code(), absl::StatusCode::kDataLoss);
   std::string bad_ttl = bytes;
-  bad_ttl[bad_ttl.size() - 13] = 0x7f;  // the TTL's high byte
+  bad_ttl[bad_ttl.size() - 25] = 0x7f;  // the TTL's high byte
+  EXPECT_EQ(DecodeModelConfig(bad_ttl).status().code(), absl::StatusCode::kDataLoss);
+  config.calibration = {.enabled = true, .half_life = 5e4};
+  bytes.clear();
+  EncodeModelConfig(config, &bytes);
+  decoded = DecodeModelConfig(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_TRUE(decoded->calibration.enabled);
+  EXPECT_EQ(decoded->calibration.half_life, 5e4);
+  bad_ttl = bytes;
+  bad_ttl[bad_ttl.size() - 12] = 2;  // enabled is 0 or 1
   EXPECT_EQ(DecodeModelConfig(bad_ttl).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -204,9 +216,9 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   // without the six doubles after the twelve of version 1 (versions 2, 4
   // and 6), and without version 3's dense block config (count, type, 5 doubles,
   // tau), version 5's admission (policy, probability), version 7's
-  // variant count and version 8's feedback settings at the end.
+  // variant count and version 8's feedback and calibration settings at the end.
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4);
+  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4) + (4 + 8);
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
       v2.substr(twelve_end + 6 * 8, v2.size() - kDenseTail - (twelve_end + 6 * 8));

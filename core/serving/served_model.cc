@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/base/quote.h"
+#include "core/optim/loss.h"
 #include "core/persist/feedback_codec.h"
 
 namespace clickd {
@@ -36,6 +37,17 @@ ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJour
       metrics_(model_->config().loss),
       recent_(model_->config().loss) {
   feedback_counters_.delay_counts.assign(std::size(kFeedbackDelayBuckets) + 1, 0);
+  const CalibrationConfig& calibration = model_->config().calibration;
+  if (calibration.enabled) {
+    OnlineCalibrationOptions options;
+    options.half_life = calibration.half_life;
+    // The config was validated: the options are in range.
+    auto calibrator = OnlineCalibrator::Create(options);
+    if (calibrator.ok()) {
+      MutexLock lock(&metrics_mu_);
+      calibrator_.emplace(*std::move(calibrator));
+    }
+  }
   snapshot_stats_.last_success_unix_seconds = recovery_.snapshot_unix_seconds;
   snapshot_stats_.last_bytes = recovery_.snapshot_bytes;
   RefreshStats();
@@ -98,6 +110,38 @@ void ServedModel::RecordProgressive(const std::vector<ScoredExample>& scored) {
     metrics_.Add(s.margin, s.label, s.importance);
     recent_.Add(now, s.margin, s.label, s.importance);
   }
+  if (!calibrator_.has_value()) return;
+  for (const ScoredExample& s : scored) {
+    const double p = Sigmoid(s.margin);
+    const double click = s.label == 1.0f ? 1.0 : 0.0;
+    raw_sum_ += s.importance * p;
+    calibrated_sum_ += s.importance * calibrator_->Apply(p);
+    label_sum_ += s.importance * click;
+    // Refused only for values no learned example has (non-finite weight).
+    (void)calibrator_->Add(p, click, s.importance);
+  }
+}
+
+void ServedModel::Calibrate(absl::Span<const double> p, absl::Span<double> out) const {
+  ReaderMutexLock lock(&metrics_mu_);
+  for (size_t i = 0; i < p.size(); ++i) {
+    out[i] = calibrator_.has_value() ? calibrator_->Apply(p[i]) : p[i];
+  }
+}
+
+CalibrationSummary ServedModel::calibration() const {
+  ReaderMutexLock lock(&metrics_mu_);
+  CalibrationSummary summary;
+  if (!calibrator_.has_value()) return summary;
+  summary.fitted = calibrator_->fitted();
+  summary.gamma = calibrator_->gamma();
+  summary.kappa = calibrator_->kappa();
+  summary.examples = calibrator_->examples();
+  if (label_sum_ > 0) {
+    summary.raw_ratio = raw_sum_ / label_sum_;
+    summary.calibrated_ratio = calibrated_sum_ / label_sum_;
+  }
+  return summary;
 }
 
 }  // namespace clickd
@@ -115,10 +159,14 @@ absl::StatusOr<uint64_t> ServedModel::LogImpressions(
   if (feedback_ == nullptr) return NoLoop(name());
   const int64_t now = wall_clock_();
   uint64_t first = 0;
+  bool full = false;  // the buffer refused them (not the log: a full disk)
   absl::StatusOr<FeedbackApplied> applied = absl::InternalError("impressions not applied");
   auto prepare = [&]() -> absl::StatusOr<std::string> {
     absl::StatusOr<uint64_t> reserved = feedback_->ReserveIds(now, impressions);
-    if (!reserved.ok()) return reserved.status();
+    if (!reserved.ok()) {
+      full = true;
+      return reserved.status();
+    }
     first = *reserved;
     std::string record;
     if (journal_ != nullptr) EncodeImpressions(now, first, impressions, &record);
@@ -136,10 +184,7 @@ absl::StatusOr<uint64_t> ServedModel::LogImpressions(
     }();
   }
   if (!committed.ok()) {
-    if (committed.code() == absl::StatusCode::kResourceExhausted) {
-      MutexLock lock(&feedback_counters_mu_);
-      feedback_counters_.refused_full += impressions.size();
-    }
+    if (full) RecordRefusedImpressions(impressions.size());
     return committed;
   }
   // Reserved under the same lock as the apply: a failure here is a bug.
@@ -220,6 +265,11 @@ void ServedModel::RecordFeedback(const FeedbackApplied& applied, uint64_t impres
     ++c.delay_counts[bucket];
     c.delay_sum_seconds += delay;
   }
+}
+
+void ServedModel::RecordRefusedImpressions(uint64_t impressions) {
+  MutexLock lock(&feedback_counters_mu_);
+  feedback_counters_.refused_full += impressions;
 }
 
 FeedbackCounters ServedModel::feedback_counters() const {

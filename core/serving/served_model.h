@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -22,6 +23,7 @@
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
 #include "core/eval/metrics.h"
+#include "core/eval/online_calibration.h"
 #include "core/eval/windowed_metrics.h"
 #include "core/feedback/feedback_loop.h"
 #include "core/model/model.h"
@@ -67,6 +69,17 @@ struct FeedbackCounters {
 };
 inline constexpr double kFeedbackDelayBuckets[] = {1,    10,    60,    300,   900,
                                                    3600, 14400, 43200, 86400, 604800};
+
+// The online calibration of a model with config.calibration.enabled, as of
+// now: the fit, and how calibrated the progressive predictions were before
+// and after it (sum of p / sum of labels, weighted; 1 is calibrated).
+struct CalibrationSummary {
+  bool fitted = false;
+  double gamma = 1, kappa = 1;
+  uint64_t examples = 0;
+  double raw_ratio = 0;         // what the model predicted
+  double calibrated_ratio = 0;  // what Predict served after the correction
+};
 
 // Microseconds since the Unix epoch: the clock of the impression-to-click
 // loop's records (tests inject a fake).
@@ -127,6 +140,17 @@ class ServedModel {
   void RecordFeedback(const FeedbackApplied& applied, uint64_t impressions);
 
   FeedbackCounters feedback_counters() const;
+  // Counts impressions refused before they reached the buffer (a request
+  // larger than the whole budget).
+  void RecordRefusedImpressions(uint64_t impressions);
+
+  // --- Calibration (config.calibration.enabled; otherwise the identity) ---
+  // Sets out[i] to the calibrated probability of p[i], with one read of
+  // the fit for all of them. The fit is refitted from the progressive
+  // predictions since the process started (it is not in snapshots).
+  void Calibrate(absl::Span<const double> p, absl::Span<double> out) const;
+  bool calibrated() const { return model_->config().calibration.enabled; }
+  CalibrationSummary calibration() const;
 
   // Writes a snapshot (FailedPrecondition for a memory-only model), updates
   // snapshot_stats() and tells the observer.
@@ -205,6 +229,12 @@ class ServedModel {
   mutable Mutex metrics_mu_;
   StreamingMetrics metrics_ ABSL_GUARDED_BY(metrics_mu_);
   WindowedMetrics recent_ ABSL_GUARDED_BY(metrics_mu_);
+  // Set once at construction when config.calibration.enabled; fed by
+  // RecordProgressive, each example scored as served before it is added.
+  std::optional<OnlineCalibrator> calibrator_ ABSL_GUARDED_BY(metrics_mu_);
+  double raw_sum_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double calibrated_sum_ ABSL_GUARDED_BY(metrics_mu_) = 0;
+  double label_sum_ ABSL_GUARDED_BY(metrics_mu_) = 0;
   mutable Mutex stats_mu_;  // held only to copy stats_
   ModelStats stats_ ABSL_GUARDED_BY(stats_mu_);
   mutable Mutex snapshot_stats_mu_;
