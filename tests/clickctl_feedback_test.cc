@@ -227,7 +227,7 @@ TEST_F(ClickctlFeedbackTest, BadFlagsAreRefusedNamingTheFlag) {
       {"feedback --model=m --impression_id=5 --label=1 --candidates='ad|x'",
        "--candidates does not apply to clickctl feedback"},
       {"replay --format=libsvm --time_scale=10 f",
-       "--time_scale does not apply to clickctl replay --server"},
+       "--time_scale does not apply to clickctl replay --server without --delayed_clicks"},
       {"replay --format=libsvm --delayed_clicks --time_scale=0 f", "--time_scale is 0"},
       {"replay --format=libsvm --delayed_clicks --max_pending_clicks=0 f",
        "--max_pending_clicks is 0"},

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <queue>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>

@@ -159,24 +159,39 @@ void PrintResult(const v1::ModelInfo& before, const std::optional<v1::ModelInfo>
   std::printf("%s\n", w.Finish().c_str());
 }
 
+// The mode a refused flag needs, if one would make every flag apply: "
+// without --delayed_clicks", or " without --create_model (...)"; else "".
+std::string MissingModeHint(const std::set<std::string>& used, bool delayed, bool create) {
+  const auto applies_with = [&](const std::set<std::string>& more) {
+    std::set<std::string> all = used;
+    all.insert(more.begin(), more.end());
+    return CheckFlagsApply(kCommand, all).ok();
+  };
+  if (!delayed && applies_with(DelayedClickFlagNames())) return " without --delayed_clicks";
+  if (!create && applies_with(FlagsDefinedIn("model_flags.cc"))) {
+    return " without --create_model (the served model keeps its own config)";
+  }
+  return "";
+}
+
 // Checks the flags; returns the config to create, if --create_model.
 absl::StatusOr<std::optional<v1::ModelConfig>> CheckReplayFlags() {
   std::set<std::string> used = NetworkFlagNames();
   used.insert(
       {"format", "skip_bad_lines", "batch_size", "create_model", "skip_examples", "max_examples"});
   const bool create = absl::GetFlag(FLAGS_create_model);
-  if (absl::GetFlag(FLAGS_delayed_clicks)) {
-    const std::set<std::string> delayed = DelayedClickFlagNames();
-    used.insert(delayed.begin(), delayed.end());
+  const bool delayed = absl::GetFlag(FLAGS_delayed_clicks);
+  if (delayed) {
+    const std::set<std::string> flags = DelayedClickFlagNames();
+    used.insert(flags.begin(), flags.end());
   }
-  const std::set<std::string> model_flags = FlagsDefinedIn("model_flags.cc");
-  if (create) used.insert(model_flags.begin(), model_flags.end());
+  if (create) {
+    const std::set<std::string> flags = FlagsDefinedIn("model_flags.cc");
+    used.insert(flags.begin(), flags.end());
+  }
   if (absl::Status s = CheckFlagsApply(kCommand, used); !s.ok()) {
-    std::set<std::string> with_model_flags = used;
-    with_model_flags.insert(model_flags.begin(), model_flags.end());
-    if (create || !CheckFlagsApply(kCommand, with_model_flags).ok()) return s;
-    return absl::InvalidArgumentError(absl::StrCat(
-        s.message(), " without --create_model (the served model keeps its own config)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(), MissingModeHint(used, delayed, create)));
   }
   if (absl::GetFlag(FLAGS_batch_size) < 1) {
     return absl::InvalidArgumentError(
