@@ -157,8 +157,9 @@ std::vector<FlagGroup> CommandFlagGroups(const std::string& command) {
     return {{"update", {"context", "example", "label", "importance", "request_json", "request_id"}},
             NetworkFlags()};
   }
-  if (command == "feedback")
+  if (command == "feedback") {
     return {{"feedback", clickd::FeedbackCommandFlagNames()}, NetworkFlags()};
+  }
   if (command == "models") {
     return {{"models create", {"config_json"}}, NetworkFlags(), ModelFlags()};
   }
