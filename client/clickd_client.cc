@@ -275,16 +275,16 @@ absl::StatusOr<Response> ClickdClient::Unary(const CallOptions& call, Rpc&& rpc)
   return response;
 }
 
-absl::StatusOr<v1::PredictResponse> ClickdClient::Predict(const v1::PredictRequest& request,
-                                                          const CallOptions& call) const {
+template <typename Response, typename Rpc>
+absl::StatusOr<Response> ClickdClient::Retried(const CallOptions& call, Rpc&& rpc) const {
   const RetryPolicy& retry = options_.predict_retry;
   const absl::Time deadline = absl::Now() + Timeout(call);
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
     context.set_wait_for_ready(call.wait_for_ready);
-    v1::PredictResponse response;
-    const grpc::Status status = stub_->Predict(&context, request, &response);
+    Response response;
+    const grpc::Status status = rpc(&context, &response);
     if (status.ok()) return response;
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= retry.max_attempts) {
       return FromGrpcStatus(status);
@@ -293,6 +293,22 @@ absl::StatusOr<v1::PredictResponse> ClickdClient::Predict(const v1::PredictReque
     if (absl::Now() + backoff >= deadline) return FromGrpcStatus(status);
     options_.sleep(backoff);
   }
+}
+
+absl::StatusOr<v1::PredictResponse> ClickdClient::Predict(const v1::PredictRequest& request,
+                                                          const CallOptions& call) const {
+  auto rpc = [&](grpc::ClientContext* c, v1::PredictResponse* r) {
+    return stub_->Predict(c, request, r);
+  };
+  if (request.log_impressions()) return Unary<v1::PredictResponse>(call, rpc);
+  return Retried<v1::PredictResponse>(call, rpc);
+}
+
+absl::StatusOr<v1::FeedbackResponse> ClickdClient::Feedback(const v1::FeedbackRequest& request,
+                                                            const CallOptions& call) const {
+  return Retried<v1::FeedbackResponse>(call, [&](grpc::ClientContext* c, v1::FeedbackResponse* r) {
+    return stub_->Feedback(c, request, r);
+  });
 }
 
 void ClickdClient::PredictAsync(v1::PredictRequest request, PredictCallback done,

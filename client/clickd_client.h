@@ -1,9 +1,10 @@
 // ClickdClient: the C++ client library of the clickd.v1.Clickd service, a
 // thin layer over the generated gRPC stub that returns absl::Status /
-// absl::StatusOr, puts a deadline on every call, and retries Predict (and
-// only Predict: it is idempotent, an Update is not) on UNAVAILABLE with
-// jittered exponential backoff inside the call's deadline. docs/client.md
-// shows how to use it.
+// absl::StatusOr, puts a deadline on every call, and retries the idempotent
+// calls on UNAVAILABLE with jittered exponential backoff inside the call's
+// deadline: Predict without log_impressions, and Feedback (the server joins
+// one label per impression). An Update is never retried, nor a Predict that
+// logs impressions. docs/client.md shows how to use it.
 //
 // Thread safety: a ClickdClient is safe for concurrent use by any number of
 // threads; its options are fixed at creation. An UpdateStreamWriter is
@@ -40,7 +41,7 @@ namespace clickd {
 // codes are the same numbers in both.
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
-// How Predict retries UNAVAILABLE. Attempt k (k = 1, 2, ...) that fails is
+// How Predict and Feedback retry UNAVAILABLE. Attempt k (k = 1, 2, ...) that fails is
 // followed by a sleep of min(initial_backoff * multiplier^(k-1), max_backoff)
 // times a uniform factor in [1 - jitter, 1 + jitter], unless that sleep
 // would reach the call's deadline, in which case the last UNAVAILABLE is
@@ -198,9 +199,20 @@ class ClickdClient {
 
   ~ClickdClient();
 
-  // Scores candidates; retried on UNAVAILABLE per the retry policy.
+  // Scores candidates; retried on UNAVAILABLE per the retry policy, unless
+  // request.log_impressions: an attempt whose reply was lost may have logged
+  // its impressions, and their ids would be lost with it, so they could
+  // never be labelled (under wait_negative each would be learned as a
+  // negative at its TTL). One attempt then, as an Update.
   absl::StatusOr<v1::PredictResponse> Predict(const v1::PredictRequest& request,
                                               const CallOptions& call = {}) const;
+
+  // Labels impressions that Predict logged; retried on UNAVAILABLE per the
+  // retry policy. A retry cannot teach a label twice: the server joins one
+  // label per impression, so an item that a lost attempt joined comes back
+  // FEEDBACK_ALREADY_LABELLED.
+  absl::StatusOr<v1::FeedbackResponse> Feedback(const v1::FeedbackRequest& request,
+                                                const CallOptions& call = {}) const;
 
   // Predict on the gRPC callback API, one attempt (no retry: at high rates
   // the caller decides what a failure costs). Returns at once; `done` runs
@@ -243,6 +255,10 @@ class ClickdClient {
   // Runs one unary call with a fresh context; `rpc` calls the stub.
   template <typename Response, typename Rpc>
   absl::StatusOr<Response> Unary(const CallOptions& call, Rpc&& rpc) const;
+  // Runs a unary call, retried on UNAVAILABLE per options_.predict_retry
+  // within one deadline for all attempts and backoffs.
+  template <typename Response, typename Rpc>
+  absl::StatusOr<Response> Retried(const CallOptions& call, Rpc&& rpc) const;
 
   // Counts PredictAsync calls whose callback has not returned yet.
   void AsyncStarted() const;

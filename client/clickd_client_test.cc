@@ -35,8 +35,9 @@ class FakeClickd final : public v1::Clickd::Service {
  public:
   std::atomic<int> predict_failures{0};  // how many Predicts fail before success
   std::atomic<int> update_failures{0};
+  std::atomic<int> feedback_failures{0};
   grpc::StatusCode failure_code = grpc::StatusCode::UNAVAILABLE;
-  std::atomic<int> predicts{0}, updates{0};
+  std::atomic<int> predicts{0}, updates{0}, feedbacks{0};
   std::atomic<int64_t> get_model_deadline_ms{0};  // from epoch, as seen by the server
 
   grpc::Status Predict(grpc::ServerContext*, const v1::PredictRequest* request,
@@ -56,6 +57,16 @@ class FakeClickd final : public v1::Clickd::Service {
     ++updates;
     if (update_failures.fetch_sub(1) > 0) return grpc::Status(failure_code, "fake failure");
     response->set_applied(request->examples_size());
+    return grpc::Status::OK;
+  }
+
+  // Joins every item.
+  grpc::Status Feedback(grpc::ServerContext*, const v1::FeedbackRequest* request,
+                        v1::FeedbackResponse* response) override {
+    ++feedbacks;
+    if (feedback_failures.fetch_sub(1) > 0) return grpc::Status(failure_code, "fake failure");
+    for (int i = 0; i < request->items_size(); ++i) response->add_statuses(v1::FEEDBACK_JOINED);
+    response->set_joined(request->items_size());
     return grpc::Status::OK;
   }
 
@@ -224,6 +235,34 @@ TEST_F(FakeServerTest, UpdateIsNeverRetried) {
   auto ok = client->Update(request);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->applied(), 1u);
+}
+
+TEST_F(FakeServerTest, PredictThatLogsImpressionsIsNeverRetried) {
+  fake_.predict_failures = 1;
+  auto client = Client();
+  v1::PredictRequest request = TwoCandidates();
+  request.set_log_impressions(true);
+  EXPECT_EQ(client->Predict(request).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fake_.predicts, 1);
+  EXPECT_TRUE(Sleeps().empty());
+  ASSERT_TRUE(client->Predict(request).ok());
+}
+
+TEST_F(FakeServerTest, FeedbackRetriesUnavailableOnly) {
+  fake_.feedback_failures = 2;
+  auto client = Client();
+  v1::FeedbackRequest request;
+  request.set_model("default");
+  request.add_items()->set_impression_id(7);
+  auto response = client->Feedback(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->joined(), 1u);
+  EXPECT_EQ(fake_.feedbacks, 3);
+  EXPECT_EQ(Sleeps().size(), 2u);
+  fake_.feedback_failures = 1;
+  fake_.failure_code = grpc::StatusCode::INVALID_ARGUMENT;
+  EXPECT_EQ(client->Feedback(request).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fake_.feedbacks, 4);
 }
 
 TEST_F(FakeServerTest, EveryCallHasADeadlineAndCallsCanOverrideIt) {

@@ -2,7 +2,7 @@
 //
 //   clickctl replay --offline --format=libsvm|vw|criteo [model flags] FILE
 //   clickctl replay --server=HOST:PORT --model=NAME [--create_model] FILE
-//   clickctl predict | update | models create|list|get|delete|snapshot [--server=...]
+//   clickctl predict | update | feedback | models create|list|get|delete|snapshot [--server=...]
 //   clickctl loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]
 //
 // `clickctl --help` lists every flag with its default, `clickctl COMMAND --help`
@@ -24,7 +24,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "client/clickctl/feedback_command.h"
 #include "client/clickctl/loadgen.h"
+#include "client/clickctl/model_flags.h"
 #include "client/clickctl/network_commands.h"
 #include "client/clickctl/network_flags.h"
 #include "client/clickctl/replay_command.h"
@@ -64,6 +66,8 @@ int RunReplay(bool offline, bool server, const std::vector<std::string>& args) {
   std::set<std::string> used = clickd::FlagsDefinedIn("replay_command.cc");
   const std::set<std::string> model_flags = clickd::FlagsDefinedIn("model_flags.cc");
   used.insert(model_flags.begin(), model_flags.end());
+  // Offline there is no Predict to log impressions nor Feedback to label them.
+  for (const std::string& name : clickd::FeedbackFlagNames()) used.erase(name);
   if (absl::Status s = clickd::CheckFlagsApply("replay --offline", used); !s.ok()) {
     return clickd::UsageError("replay", s);
   }
@@ -85,10 +89,15 @@ constexpr Command kCommands[] = {
      "replay --offline --format=libsvm|vw|criteo [--optimizer=...] [--json] FILE\n"
      "      train on FILE in this process with progressive validation\n"
      "  replay --server=HOST:PORT [--model=NAME] [--create_model [model flags]] FILE\n"
-     "      stream FILE to a served model; report the stream's progressive metrics"},
+     "      stream FILE to a served model; report the stream's progressive metrics\n"
+     "  replay --server=HOST:PORT --delayed_clicks [--click_delay_mean_seconds=S\n"
+     "      --time_scale=X --max_pending_clicks=N] FILE: through Predict and delayed Feedback"},
     {"predict",
      "predict [--context='ns|f1,f2:0.5 ...'] --candidates='ns|f;ns|g' | --request_json=J"},
     {"update", "update --example='ns|f ...' --label=1 [--context=...] | --request_json=J"},
+    {"feedback",
+     "feedback --impression_id=ID --label=1|0 [--importance=W] [--event_time_unix_micros=T]\n"
+     "      | --input=FILE|- [--batch_size=N]: label impressions predict --log_impressions logged"},
     {"models", "models create [model flags | --config_json=J] | list | get | delete | snapshot"},
     {"loadgen",
      "loadgen --method=predict|update|update_stream|health [--concurrency=N | --qps=Q]\n"
@@ -132,7 +141,7 @@ FlagGroup ModelFlags() {
 }
 
 FlagGroup NetworkFlags() {
-  return {"network flags (predict, update, models, replay --server, loadgen)",
+  return {"network flags (predict, update, feedback, models, replay --server, loadgen)",
           clickd::NetworkFlagNames()};
 }
 
@@ -141,11 +150,15 @@ FlagGroup NetworkFlags() {
 // network_commands.cc, server_replay.cc, loadgen.cc and RunReplay above).
 std::vector<FlagGroup> CommandFlagGroups(const std::string& command) {
   if (command == "predict") {
-    return {{"predict", {"context", "candidates", "request_json", "request_id"}}, NetworkFlags()};
+    return {{"predict", {"context", "candidates", "request_json", "request_id", "log_impressions"}},
+            NetworkFlags()};
   }
   if (command == "update") {
     return {{"update", {"context", "example", "label", "importance", "request_json", "request_id"}},
             NetworkFlags()};
+  }
+  if (command == "feedback") {
+    return {{"feedback", clickd::FeedbackCommandFlagNames()}, NetworkFlags()};
   }
   if (command == "models") {
     return {{"models create", {"config_json"}}, NetworkFlags(), ModelFlags()};
@@ -154,6 +167,7 @@ std::vector<FlagGroup> CommandFlagGroups(const std::string& command) {
     return {{"replay --offline and --server", {"format", "skip_bad_lines", "max_examples", "json"}},
             {"replay --offline", clickd::FlagsDefinedIn("replay_command.cc")},
             {"replay --server", clickd::FlagsDefinedIn("server_replay.cc")},
+            {"replay --server --delayed_clicks", clickd::FlagsDefinedIn("delayed_click_replay.cc")},
             NetworkFlags(),
             ModelFlags()};
   }
@@ -231,6 +245,7 @@ int main(int argc, char** argv) {
   if (command == "replay") return RunReplay(offline, server, args);
   if (command == "predict") return clickd::RunPredictCommand(args);
   if (command == "update") return clickd::RunUpdateCommand(args);
+  if (command == "feedback") return clickd::RunFeedbackCommand(args);
   if (command == "models") return clickd::RunModelsCommand(args);
   if (command == "loadgen") return clickd::RunLoadgenCommand(args);
   std::cerr << "clickctl: unknown command \"" << command << "\"\n"

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 ABSL_FLAG(std::string, optimizer, "ftrl",
           "ftrl | adagrad | adagrad_da | pc_ogd | global_ogd | sgd | pa | cw | metagrad_diag "
@@ -52,6 +53,15 @@ ABSL_FLAG(int, shards, 16, "store shards");
 ABSL_FLAG(double, admission_probability, 1.0,
           "admit a feature the model does not hold yet at a sighting with this probability, "
           "in (0, 1]; 1: every feature at once (docs/admission.md)");
+ABSL_FLAG(int64_t, feedback_ttl_seconds, 0,
+          "the impression-to-click loop: how long an impression Predict logs waits for its "
+          "label, 1..2592000 seconds (0: no loop; Predict cannot log impressions)");
+ABSL_FLAG(std::optional<uint64_t>, feedback_max_buffer_bytes, std::nullopt,
+          "the loop's join buffer budget, 1024..2^36 bytes (default 64 MiB); needs "
+          "--feedback_ttl_seconds");
+ABSL_FLAG(std::string, feedback_policy, "",
+          "what the loop learns: wait_negative (default) | wait_drop | fake_negative | "
+          "fake_negative_weighted; needs --feedback_ttl_seconds");
 
 namespace clickd {
 namespace {
@@ -99,7 +109,14 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.shards = absl::GetFlag(FLAGS_shards);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
   v.variants = absl::GetFlag(FLAGS_variants);
+  v.feedback_ttl_seconds = absl::GetFlag(FLAGS_feedback_ttl_seconds);
+  v.feedback_max_buffer_bytes = absl::GetFlag(FLAGS_feedback_max_buffer_bytes);
+  v.feedback_policy = absl::GetFlag(FLAGS_feedback_policy);
   return v;
+}
+
+std::set<std::string> FeedbackFlagNames() {
+  return {"feedback_ttl_seconds", "feedback_max_buffer_bytes", "feedback_policy"};
 }
 
 absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const std::string& text) {
@@ -161,6 +178,47 @@ absl::Status SetVariantKey(absl::string_view key, absl::string_view value, Model
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "key \"", key, "\" is unknown; expected optimizer or a hyperparameter flag's name"));
+}
+
+// Checks the feedback flags here rather than leaving it to
+// ValidateFeedbackConfig, whose errors name the config's fields
+// (feedback.ttl_seconds), not the flags a user typed.
+absl::StatusOr<FeedbackConfig> BuildFeedbackConfig(const ModelFlagValues& v, LossType loss) {
+  FeedbackConfig f;
+  if (v.feedback_ttl_seconds < 0 || v.feedback_ttl_seconds > kMaxFeedbackTtlSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat("--feedback_ttl_seconds is ",
+                                                   v.feedback_ttl_seconds, "; must be in 0..",
+                                                   kMaxFeedbackTtlSeconds, " (0: no loop)"));
+  }
+  f.ttl_seconds = v.feedback_ttl_seconds;
+  const bool loop = f.enabled();
+  if (v.feedback_max_buffer_bytes.has_value()) {
+    if (!loop) {
+      return absl::InvalidArgumentError(
+          "--feedback_max_buffer_bytes needs --feedback_ttl_seconds > 0");
+    }
+    f.max_buffer_bytes = *v.feedback_max_buffer_bytes;
+    if (f.max_buffer_bytes < 1024 || f.max_buffer_bytes > kMaxFeedbackBufferBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("--feedback_max_buffer_bytes is ",
+                                                     f.max_buffer_bytes, "; must be in 1024..",
+                                                     kMaxFeedbackBufferBytes));
+    }
+  }
+  if (!v.feedback_policy.empty()) {
+    if (!loop)
+      return absl::InvalidArgumentError("--feedback_policy needs --feedback_ttl_seconds > 0");
+    if (absl::Status s = ParseFeedbackPolicy(v.feedback_policy, &f.policy); !s.ok()) {
+      // "feedback.policy \"x\" is unknown; one of ...", renamed for the flag.
+      return absl::InvalidArgumentError(
+          absl::StrCat("--feedback_policy ", absl::StripPrefix(s.message(), "feedback.policy ")));
+    }
+  }
+  if (loop && loss != LossType::kLogistic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--feedback_ttl_seconds needs --loss=logistic (labels 0/1: a click or not), not ",
+        std::string(LossTypeName(loss))));
+  }
+  return f;
 }
 
 }  // namespace
@@ -271,6 +329,9 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   auto variants = ParseVariants(v.variants, v.loss);
   if (!variants.ok()) return variants.status();
   config.variants = *std::move(variants);
+  auto feedback = BuildFeedbackConfig(v, config.loss);
+  if (!feedback.ok()) return feedback.status();
+  config.feedback = *feedback;
   if (absl::Status valid = ValidateModelConfig(config); !valid.ok()) return valid;
   return config;
 }

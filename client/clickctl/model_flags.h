@@ -7,7 +7,9 @@
 #ifndef CLICKD_CLIENT_CLICKCTL_MODEL_FLAGS_H_
 #define CLICKD_CLIENT_CLICKCTL_MODEL_FLAGS_H_
 
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,7 +41,16 @@ struct ModelFlagValues {
   // "name:key=value,key=value;name2:..." (docs/variants.md): keys are
   // `optimizer` and the hyperparameter flags' names (alpha, eta, ...).
   std::string variants;
+  // The impression-to-click loop (ModelConfig.feedback): off while
+  // feedback_ttl_seconds is 0; the other two need it.
+  int64_t feedback_ttl_seconds = 0;
+  std::optional<uint64_t> feedback_max_buffer_bytes;
+  std::string feedback_policy;  // empty: the server's default, wait_negative
 };
+
+// The names of the feedback flags: `replay --offline` has no loop to give
+// them to, so it refuses them.
+std::set<std::string> FeedbackFlagNames();
 
 // Reads the values of the model flags defined in model_flags.cc.
 ModelFlagValues ModelFlagValuesFromFlags();

@@ -185,5 +185,53 @@ TEST(ModelFlags, BadValuesNameTheField) {
   EXPECT_FALSE(BuildModelConfig(v).ok());
 }
 
+TEST(ModelFlags, FeedbackLoop) {
+  ModelFlagValues v;
+  EXPECT_FALSE(BuildModelConfig(v)->feedback.enabled());
+  v.feedback_ttl_seconds = 3600;
+  v.feedback_max_buffer_bytes = 1 << 20;
+  v.feedback_policy = "fake_negative_weighted";
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->feedback.ttl_seconds, 3600);
+  EXPECT_EQ(config->feedback.max_buffer_bytes, 1u << 20);
+  EXPECT_EQ(config->feedback.policy, FeedbackConfig::Policy::kFakeNegativeWeighted);
+  v.feedback_max_buffer_bytes.reset();
+  v.feedback_policy.clear();
+  config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->feedback.max_buffer_bytes, FeedbackConfig{}.max_buffer_bytes);
+  EXPECT_EQ(config->feedback.policy, FeedbackConfig::Policy::kWaitNegative);
+}
+
+TEST(ModelFlags, BadFeedbackValuesNameTheFlag) {
+  const auto message = [](const ModelFlagValues& v) {
+    return std::string(BuildModelConfig(v).status().message());
+  };
+  ModelFlagValues v;
+  v.feedback_ttl_seconds = -1;
+  EXPECT_EQ(message(v).rfind("--feedback_ttl_seconds is -1; must be in 0..2592000", 0), 0u)
+      << message(v);
+  v.feedback_ttl_seconds = 2592001;
+  EXPECT_EQ(message(v).rfind("--feedback_ttl_seconds is 2592001", 0), 0u) << message(v);
+  v.feedback_ttl_seconds = 60;
+  v.feedback_max_buffer_bytes = 1023;
+  EXPECT_EQ(message(v).rfind("--feedback_max_buffer_bytes is 1023; must be in 1024..", 0), 0u)
+      << message(v);
+  v.feedback_max_buffer_bytes.reset();
+  v.feedback_policy = "wait_forever";
+  EXPECT_EQ(message(v).rfind("--feedback_policy \"wait_forever\" is unknown; one of", 0), 0u)
+      << message(v);
+  v.feedback_policy = "wait_drop";
+  v.loss = "squared";
+  EXPECT_EQ(message(v).rfind("--feedback_ttl_seconds needs --loss=logistic", 0), 0u) << message(v);
+  v = ModelFlagValues{};
+  v.feedback_policy = "wait_drop";
+  EXPECT_EQ(message(v), "--feedback_policy needs --feedback_ttl_seconds > 0");
+  v = ModelFlagValues{};
+  v.feedback_max_buffer_bytes = 4096;
+  EXPECT_EQ(message(v), "--feedback_max_buffer_bytes needs --feedback_ttl_seconds > 0");
+}
+
 }  // namespace
 }  // namespace clickd

@@ -19,12 +19,16 @@ ABSL_FLAG(std::string, context, "",
 ABSL_FLAG(std::string, candidates, "",
           "predict: candidates separated by ';', e.g. 'ad|#7,brand=x; ad|#8'");
 ABSL_FLAG(std::string, example, "", "update: the example learned (with --context: a candidate)");
-ABSL_FLAG(std::optional<double>, label, std::nullopt, "update: the example's label");
+ABSL_FLAG(std::optional<double>, label, std::nullopt,
+          "update: the example's label; feedback: the impression's (1: a click, 0: not)");
 ABSL_FLAG(std::optional<double>, importance, std::nullopt,
-          "update: the example's importance weight (default 1)");
+          "update: the example's importance weight, feedback: the label's (default 1)");
 ABSL_FLAG(std::string, request_json, "",
           "predict, update: the whole request in protobuf JSON, inline ({...}) or a file");
-ABSL_FLAG(std::string, request_id, "", "predict, update: the request id (echoed back)");
+ABSL_FLAG(std::string, request_id, "", "predict, update, feedback: the request id (echoed back)");
+ABSL_FLAG(bool, log_impressions, false,
+          "predict: log each candidate as an impression of the model's impression-to-click "
+          "loop and print its impression_id (a decimal string), for `clickctl feedback`");
 ABSL_FLAG(std::string, config_json, "",
           "models create: the ModelConfig in protobuf JSON, inline ({...}) or a file");
 
@@ -76,6 +80,7 @@ absl::StatusOr<v1::PredictRequest> PredictRequestFromFlags() {
   if (const std::string id = absl::GetFlag(FLAGS_request_id); !id.empty()) {
     request.set_request_id(id);
   }
+  if (absl::GetFlag(FLAGS_log_impressions)) request.set_log_impressions(true);
   return request;
 }
 
@@ -129,10 +134,11 @@ void PrintPrediction(const v1::PredictRequest& request, const v1::PredictRespons
   if (JsonFlag()) {
     std::vector<std::string> predictions;
     for (const v1::Prediction& p : response.predictions()) {
-      predictions.push_back(JsonWriter()
-                                .FloatValued("prediction", p.prediction())
-                                .FloatValued("margin", p.margin())
-                                .Finish());
+      JsonWriter w;
+      w.FloatValued("prediction", p.prediction()).FloatValued("margin", p.margin());
+      // A string: a uint64 above 2^53 does not survive a JSON reader's double.
+      if (request.log_impressions()) w.String("impression_id", absl::StrCat(p.impression_id()));
+      predictions.push_back(w.Finish());
     }
     std::printf("%s\n", JsonWriter()
                             .String("model", request.model())
@@ -143,12 +149,13 @@ void PrintPrediction(const v1::PredictRequest& request, const v1::PredictRespons
                             .c_str());
     return;
   }
-  std::printf("model %s, version %llu\n%-9s %12s %12s\n", request.model().c_str(),
+  std::printf("model %s, version %llu\n%-9s %12s %12s%s\n", request.model().c_str(),
               static_cast<unsigned long long>(response.model_version()), "candidate", "prediction",
-              "margin");
+              "margin", request.log_impressions() ? "  impression_id" : "");
   for (int i = 0; i < response.predictions_size(); ++i) {
-    std::printf("%-9d %12.6g %12.6g\n", i, response.predictions(i).prediction(),
-                response.predictions(i).margin());
+    const v1::Prediction& p = response.predictions(i);
+    const std::string id = request.log_impressions() ? absl::StrCat("  ", p.impression_id()) : "";
+    std::printf("%-9d %12.6g %12.6g%s\n", i, p.prediction(), p.margin(), id.c_str());
   }
 }
 
@@ -275,7 +282,8 @@ int RunPredictCommand(const std::vector<std::string>& args) {
                                    "unexpected argument \"", args[0], "\"; quote feature lists")));
   }
   const std::set<std::string> used =
-      With(NetworkFlagNames(), {"context", "candidates", "request_json", "request_id"});
+      With(NetworkFlagNames(),
+           {"context", "candidates", "request_json", "request_id", "log_impressions"});
   if (absl::Status s = CheckFlagsApply(command, used); !s.ok()) return UsageError(command, s);
   auto request = PredictRequestFromFlags();
   if (!request.ok()) return UsageError(command, request.status());

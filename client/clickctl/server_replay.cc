@@ -9,6 +9,7 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "client/clickctl/delayed_click_replay.h"
 #include "client/clickctl/json_writer.h"
 #include "client/clickctl/model_flags.h"
 #include "client/clickctl/network_flags.h"
@@ -18,12 +19,15 @@
 #include "core/optim/loss.h"
 #include "wire/model_config_proto.h"
 
-ABSL_FLAG(int, batch_size, 100, "replay --server: examples per UpdateStreamAcked message");
+ABSL_FLAG(int, batch_size, 100,
+          "replay --server: examples per UpdateStreamAcked message (--delayed_clicks: most "
+          "items per Feedback request); feedback --input: most items per Feedback request");
 ABSL_FLAG(bool, create_model, false,
           "replay --server: create --model from the model flags before replaying");
 ABSL_DECLARE_FLAG(std::string, format);     // replay_command.cc
 ABSL_DECLARE_FLAG(bool, skip_bad_lines);    // replay_command.cc
 ABSL_DECLARE_FLAG(uint64_t, max_examples);  // replay_command.cc
+ABSL_DECLARE_FLAG(bool, delayed_clicks);    // delayed_click_replay.cc
 ABSL_FLAG(uint64_t, skip_examples, 0,
           "replay --server: do not send the first N usable examples (to resume after a crash "
           "from the model's version)");
@@ -46,12 +50,6 @@ struct StreamOutcome {
   uint64_t skipped_lines = 0;
   std::vector<std::string> skipped_errors;
   double seconds = 0;
-};
-
-// Which usable examples of the file to stream.
-struct ExampleRange {
-  uint64_t skip = 0;   // the first `skip` are not sent
-  uint64_t limit = 0;  // then at most `limit` (0: all the rest)
 };
 
 // Streams the usable examples of `reader` in `range` to `model` over
@@ -86,38 +84,23 @@ StreamOutcome StreamFile(const ClickdClient& client, ExampleReader& reader, cons
     batch.clear_examples();
     return true;
   };
+  UsableExamples examples(reader, path, loss, range, skip_bad_lines);
   LabeledExample example;
-  uint64_t usable = 0;
   // Bounded by the file's length; a stalled server by the stream's deadline.
-  for (bool ok = true; ok && (range.limit == 0 || usable < range.skip + range.limit);) {
-    absl::StatusOr<bool> more = reader.Next(&example);
+  for (bool ok = true; ok;) {
+    absl::StatusOr<bool> more = examples.Next(&example);
     if (!more.ok()) {
       out.read_error = more.status();
       break;
     }
     if (!*more) break;
-    if (absl::Status s = CheckLabel(loss, example.label, "label"); !s.ok()) {
-      std::string message = absl::StrCat(path, ":", reader.line_number(), ": ", s.message());
-      if (!skip_bad_lines) {
-        out.read_error = absl::InvalidArgumentError(message);
-        break;
-      }
-      if (out.skipped_errors.size() < ExampleReader::kMaxKeptErrors) {
-        out.skipped_errors.push_back(std::move(message));
-      }
-      ++out.skipped_lines;
-      continue;
-    }
-    if (usable++ < range.skip) continue;
     ToProto(example, batch.add_examples());
     if (static_cast<size_t>(batch.examples_size()) >= batch_size) ok = send();
   }
   if (out.stream_error.ok() && send()) out.stream_error = stream->Finish();
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.skipped_lines += reader.skipped_lines();
-  for (const std::string& e : reader.skipped_errors()) {
-    if (out.skipped_errors.size() < ExampleReader::kMaxKeptErrors) out.skipped_errors.push_back(e);
-  }
+  out.skipped_lines = examples.skipped_lines();
+  out.skipped_errors = examples.skipped_errors();
   return out;
 }
 
@@ -176,20 +159,39 @@ void PrintResult(const v1::ModelInfo& before, const std::optional<v1::ModelInfo>
   std::printf("%s\n", w.Finish().c_str());
 }
 
+// The mode a refused flag needs, if one would make every flag apply: "
+// without --delayed_clicks", or " without --create_model (...)"; else "".
+std::string MissingModeHint(const std::set<std::string>& used, bool delayed, bool create) {
+  const auto applies_with = [&](const std::set<std::string>& more) {
+    std::set<std::string> all = used;
+    all.insert(more.begin(), more.end());
+    return CheckFlagsApply(kCommand, all).ok();
+  };
+  if (!delayed && applies_with(DelayedClickFlagNames())) return " without --delayed_clicks";
+  if (!create && applies_with(FlagsDefinedIn("model_flags.cc"))) {
+    return " without --create_model (the served model keeps its own config)";
+  }
+  return "";
+}
+
 // Checks the flags; returns the config to create, if --create_model.
 absl::StatusOr<std::optional<v1::ModelConfig>> CheckReplayFlags() {
   std::set<std::string> used = NetworkFlagNames();
   used.insert(
       {"format", "skip_bad_lines", "batch_size", "create_model", "skip_examples", "max_examples"});
   const bool create = absl::GetFlag(FLAGS_create_model);
-  const std::set<std::string> model_flags = FlagsDefinedIn("model_flags.cc");
-  if (create) used.insert(model_flags.begin(), model_flags.end());
+  const bool delayed = absl::GetFlag(FLAGS_delayed_clicks);
+  if (delayed) {
+    const std::set<std::string> flags = DelayedClickFlagNames();
+    used.insert(flags.begin(), flags.end());
+  }
+  if (create) {
+    const std::set<std::string> flags = FlagsDefinedIn("model_flags.cc");
+    used.insert(flags.begin(), flags.end());
+  }
   if (absl::Status s = CheckFlagsApply(kCommand, used); !s.ok()) {
-    std::set<std::string> with_model_flags = used;
-    with_model_flags.insert(model_flags.begin(), model_flags.end());
-    if (create || !CheckFlagsApply(kCommand, with_model_flags).ok()) return s;
-    return absl::InvalidArgumentError(absl::StrCat(
-        s.message(), " without --create_model (the served model keeps its own config)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(), MissingModeHint(used, delayed, create)));
   }
   if (absl::GetFlag(FLAGS_batch_size) < 1) {
     return absl::InvalidArgumentError(
@@ -203,6 +205,32 @@ absl::StatusOr<std::optional<v1::ModelConfig>> CheckReplayFlags() {
 }
 
 }  // namespace
+
+absl::StatusOr<bool> UsableExamples::Next(LabeledExample* example) {
+  while (range_.limit == 0 || usable_ < range_.skip + range_.limit) {
+    absl::StatusOr<bool> more = reader_.Next(example);
+    if (!more.ok() || !*more) return more;
+    if (absl::Status s = CheckLabel(loss_, example->label, "label"); !s.ok()) {
+      std::string message = absl::StrCat(path_, ":", reader_.line_number(), ": ", s.message());
+      if (!skip_bad_lines_) return absl::InvalidArgumentError(message);
+      if (skipped_errors_.size() < ExampleReader::kMaxKeptErrors) {
+        skipped_errors_.push_back(std::move(message));
+      }
+      ++skipped_lines_;
+      continue;
+    }
+    if (usable_++ >= range_.skip) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> UsableExamples::skipped_errors() const {
+  std::vector<std::string> errors = skipped_errors_;
+  for (const std::string& e : reader_.skipped_errors()) {
+    if (errors.size() < ExampleReader::kMaxKeptErrors) errors.push_back(e);
+  }
+  return errors;
+}
 
 void ToProto(const LabeledExample& example, v1::LabeledExample* out) {
   out->set_label(example.label);
@@ -232,6 +260,8 @@ int RunServerReplayCommand(const std::vector<std::string>& args) {
   if (!create.ok()) return UsageError(kCommand, create.status());
   auto format = ParseInputFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return UsageError(kCommand, format.status());
+  auto delayed = DelayedClickOptionsFromFlags();
+  if (!delayed.ok()) return UsageError(kCommand, delayed.status());
   auto call_deadline = DeadlineFromFlags(kCallDeadline);
   auto stream_deadline = DeadlineFromFlags(kStreamDeadline);
   if (!call_deadline.ok()) return UsageError(kCommand, call_deadline.status());
@@ -249,6 +279,10 @@ int RunServerReplayCommand(const std::vector<std::string>& args) {
   auto loss = ParseLossType(info->config().loss());
   if (!loss.ok()) return ReportError(kCommand, loss.status());
 
+  if (absl::GetFlag(FLAGS_delayed_clicks)) {
+    delayed->deadline = *stream_deadline;
+    return RunDelayedClickReplay(**client, **reader, args[0], *info, *delayed);
+  }
   const ExampleRange range{absl::GetFlag(FLAGS_skip_examples), absl::GetFlag(FLAGS_max_examples)};
   const StreamOutcome out = StreamFile(**client, **reader, args[0], ModelFlag(), *loss,
                                        static_cast<size_t>(absl::GetFlag(FLAGS_batch_size)), range,
