@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -181,6 +182,56 @@ grpc::Status DeleteModel(v1::Clickd::Stub& stub, const std::string& name) {
   return stub.DeleteModel(&context, request, &response);
 }
 
+// A model with the impression-to-click loop: impressions wait an hour for
+// their label in a join buffer of `max_buffer_bytes`.
+grpc::Status CreateLoopModel(v1::Clickd::Stub& stub, const std::string& name,
+                             uint64_t max_buffer_bytes) {
+  v1::CreateModelRequest request;
+  request.mutable_config()->set_name(name);
+  request.mutable_config()->mutable_feedback()->set_ttl_seconds(3600);
+  request.mutable_config()->mutable_feedback()->set_max_buffer_bytes(max_buffer_bytes);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::CreateModelResponse response;
+  return stub.CreateModel(&context, request, &response);
+}
+
+// A Predict of two candidates that logs them as impressions.
+grpc::Status PredictLogged(v1::Clickd::Stub& stub, const std::string& model,
+                           v1::PredictResponse* response) {
+  v1::PredictRequest request;
+  request.set_model(model);
+  request.set_log_impressions(true);
+  *request.mutable_context() = ExampleOf("user", {"country=FR"});
+  for (int i = 0; i < 2; ++i) *request.add_candidates() = ExampleOf("ad", {absl::StrCat("a", i)});
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return stub.Predict(&context, request, response);
+}
+
+// Feedback of clicks: (impression id, event time in microseconds, 0: now).
+grpc::Status Feedback(v1::Clickd::Stub& stub, const std::string& model,
+                      const std::vector<std::pair<uint64_t, int64_t>>& clicks,
+                      v1::FeedbackResponse* response) {
+  v1::FeedbackRequest request;
+  request.set_model(model);
+  for (const auto& [id, event_time_us] : clicks) {
+    v1::FeedbackItem* item = request.add_items();
+    item->set_impression_id(id);
+    item->set_label(1);
+    item->set_event_time_unix_micros(event_time_us);
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return stub.Feedback(&context, request, response);
+}
+
+int64_t UnixMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // ---------------------------------------------------------------------------
 
 TEST(Metrics, CountsEveryCallAndPassesPromtool) {
@@ -273,6 +324,98 @@ TEST(Metrics, CountsEveryCallAndPassesPromtool) {
   EXPECT_EQ(Sample(after, Requests("DeleteModel", "OK")), 1);
   EXPECT_EQ(Promtool(after).first, 0);
 
+  EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
+}
+
+// The impression-to-click loop's series: a model created with feedback
+// logs the impressions of its Predicts, joins a click 2 minutes after its
+// impression, sees a duplicate and an id it never issued, and refuses
+// impressions once its join buffer is full; the model without a loop has
+// none of these series.
+TEST(Metrics, ImpressionToClickLoop) {
+  MetricsServer server = StartWithMetrics();
+  ASSERT_NE(server.process, nullptr);
+  int logged_predicts = 0;
+  {
+    auto stub = server.process->NewStub();
+    ASSERT_TRUE(CreateLoopModel(*stub, "loop", 4096).ok());
+    const int64_t before = UnixMicros();
+    v1::PredictResponse first;
+    ASSERT_TRUE(PredictLogged(*stub, "loop", &first).ok());
+    ++logged_predicts;
+    ASSERT_EQ(first.predictions_size(), 2);
+    const uint64_t id = first.predictions(0).impression_id();
+    v1::FeedbackResponse feedback;
+    ASSERT_TRUE(
+        Feedback(*stub, "loop", {{id, before + 120'000'000}, {id, 0}, {id + 1000, 0}}, &feedback)
+            .ok());
+    ASSERT_EQ(feedback.statuses_size(), 3);
+    EXPECT_EQ(feedback.statuses(0), v1::FEEDBACK_JOINED);
+    EXPECT_EQ(feedback.statuses(1), v1::FEEDBACK_ALREADY_LABELLED);
+    EXPECT_EQ(feedback.statuses(2), v1::FEEDBACK_UNKNOWN);
+    // Fill the buffer: every Predict logs 2 impressions until one is refused.
+    grpc::Status status;
+    for (int i = 0; i < 200 && status.ok(); ++i) {
+      v1::PredictResponse response;
+      status = PredictLogged(*stub, "loop", &response);
+      if (status.ok()) ++logged_predicts;
+    }
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  }
+  ASSERT_GT(logged_predicts, 1);
+  const std::string body = Scrape(server.metrics_port);
+  const std::string loop = "model=\"loop\"";
+  const auto outcome = [&](const std::string& o) {
+    return Sample(
+        body, absl::StrCat("clickd_model_feedback_items_total{", loop, ",outcome=\"", o, "\"}"));
+  };
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_model_impressions_logged_total{", loop, "}")),
+            2 * logged_predicts);
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_model_impressions_refused_total{", loop, "}")), 2);
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_model_impressions_expired_total{", loop, "}")), 0);
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_model_feedback_steps_total{", loop, "}")), 1);
+  EXPECT_EQ(outcome("joined"), 1);
+  EXPECT_EQ(outcome("already_labelled"), 1);
+  EXPECT_EQ(outcome("unknown"), 1);
+  EXPECT_EQ(outcome("late"), 0);
+  EXPECT_EQ(outcome("other_model"), 0);
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_model_join_buffer_impressions{", loop,
+                                      ",state=\"pending\"}")),
+            2 * logged_predicts - 1);
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_model_join_buffer_impressions{", loop,
+                                      ",state=\"labelled\"}")),
+            1);
+  EXPECT_EQ(Sample(body, absl::StrCat("clickd_model_join_buffer_max_bytes{", loop, "}")), 4096);
+  const std::optional<double> bytes =
+      Sample(body, absl::StrCat("clickd_model_join_buffer_bytes{", loop, "}"));
+  ASSERT_TRUE(bytes);
+  EXPECT_LE(*bytes, 4096);
+  // Nearly full: the refused Predict's two impressions did not fit, and
+  // each takes at most bytes / pending (the labelled one keeps less).
+  const double pending = 2 * logged_predicts - 1;
+  EXPECT_GT(*bytes + 2 * *bytes / pending, 4096);
+  // One label delay of 2 minutes (less the time the Predict took).
+  const std::string delay = "clickd_model_label_delay_seconds";
+  EXPECT_EQ(Sample(body, absl::StrCat(delay, "_bucket{", loop, ",le=\"60\"}")), 0);
+  EXPECT_EQ(Sample(body, absl::StrCat(delay, "_bucket{", loop, ",le=\"300\"}")), 1);
+  EXPECT_EQ(Sample(body, absl::StrCat(delay, "_bucket{", loop, ",le=\"+Inf\"}")), 1);
+  EXPECT_EQ(Sample(body, absl::StrCat(delay, "_count{", loop, "}")), 1);
+  const std::optional<double> sum = Sample(body, absl::StrCat(delay, "_sum{", loop, "}"));
+  ASSERT_TRUE(sum);
+  EXPECT_GT(*sum, 100);
+  EXPECT_LE(*sum, 120);
+  // The model without a loop has none of these series.
+  EXPECT_EQ(body.find("model=\"default\",le="), std::string::npos);
+  for (const char* name :
+       {"clickd_model_join_buffer_bytes", "clickd_model_impressions_logged_total",
+        "clickd_model_feedback_steps_total"}) {
+    EXPECT_EQ(Sample(body, absl::StrCat(name, "{model=\"default\"}")), std::nullopt) << name;
+  }
+  EXPECT_EQ(Sample(body, "clickd_model_feedback_items_total{model=\"default\",outcome=\"joined\"}"),
+            std::nullopt);
+  const auto [code, output] = Promtool(body);
+  EXPECT_EQ(code, 0) << output;
+  EXPECT_EQ(output, "") << "promtool check metrics complains";
   EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
 }
 

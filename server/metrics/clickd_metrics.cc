@@ -1,7 +1,9 @@
 #include "server/metrics/clickd_metrics.h"
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -93,6 +95,123 @@ SampleCallback PerVariantLoss(const ModelRegistry* models) {
   };
 }
 
+// The series one model with an impression-to-click loop adds to a family
+// (without the model label).
+using LoopSeries = std::function<std::vector<Sample>(const ServedModel&)>;
+
+// A family with series only for the models with a loop: series(model),
+// each labelled with the model's name.
+SampleCallback PerLoop(const ModelRegistry* models, LoopSeries series) {
+  return [models, series = std::move(series)] {
+    std::vector<Sample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      if (served->feedback() == nullptr) continue;
+      for (Sample& sample : series(*served)) {
+        sample.labels["model"] = served->name();
+        samples.push_back(std::move(sample));
+      }
+    }
+    return samples;
+  };
+}
+
+// A loop family with one series per model: value(model).
+SampleCallback PerLoopValue(const ModelRegistry* models,
+                            std::function<uint64_t(const ServedModel&)> value) {
+  return PerLoop(models, [value = std::move(value)](const ServedModel& m) {
+    return std::vector<Sample>{{{}, static_cast<double>(value(m))}};
+  });
+}
+
+JoinBufferStats BufferStats(const ServedModel& m) { return m.feedback()->buffer().Stats(); }
+
+// clickd_model_feedback_items_total: feedback items by outcome.
+std::vector<Sample> FeedbackOutcomes(const ServedModel& m) {
+  const FeedbackCounters c = m.feedback_counters();
+  std::vector<Sample> samples;
+  for (const auto& [outcome, count] :
+       {std::pair{"joined", c.joined}, std::pair{"unknown", c.unknown}, std::pair{"late", c.late},
+        std::pair{"already_labelled", c.already_labelled},
+        std::pair{"other_model", c.other_model}}) {
+    samples.push_back({{{"outcome", outcome}}, static_cast<double>(count)});
+  }
+  return samples;
+}
+
+// clickd_model_label_delay_seconds: the label delays of joined feedback.
+HistogramCallback LabelDelays(const ModelRegistry* models) {
+  return [models] {
+    std::vector<HistogramSample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      if (served->feedback() == nullptr) continue;
+      FeedbackCounters c = served->feedback_counters();
+      samples.push_back(
+          {{{"model", served->name()}}, std::move(c.delay_counts), c.delay_sum_seconds});
+    }
+    return samples;
+  };
+}
+
+// The impression-to-click loop's families (docs/metrics.md#impression-to-click-loop).
+void RegisterFeedbackMetrics(Registry* registry, const ModelRegistry* models) {
+  registry->BuildCallback(
+      "clickd_model_join_buffer_impressions",
+      "A model with the impression-to-click loop: impressions in its join buffer, waiting "
+      "for a label (state pending) or labelled and kept, without features, until their TTL "
+      "(state labelled).",
+      MetricType::kGauge, PerLoop(models, [](const ServedModel& m) {
+        const JoinBufferStats stats = BufferStats(m);
+        return std::vector<Sample>{{{{"state", "pending"}}, static_cast<double>(stats.pending)},
+                                   {{{"state", "labelled"}}, static_cast<double>(stats.labelled)}};
+      }));
+  registry->BuildCallback(
+      "clickd_model_join_buffer_bytes",
+      "Memory the join buffer's impressions take, in bytes, as counted against its budget.",
+      MetricType::kGauge,
+      PerLoopValue(models, [](const ServedModel& m) { return BufferStats(m).bytes; }));
+  registry->BuildCallback(
+      "clickd_model_join_buffer_max_bytes",
+      "The join buffer's budget (feedback.max_buffer_bytes), in bytes: Predict with "
+      "log_impressions is refused when the impressions would not fit.",
+      MetricType::kGauge,
+      PerLoopValue(models, [](const ServedModel& m) { return BufferStats(m).max_bytes; }));
+  registry->BuildCallback(
+      "clickd_model_impressions_logged_total",
+      "Impressions Predict logged into the join buffer, since the process started.",
+      MetricType::kCounter,
+      PerLoopValue(models, [](const ServedModel& m) { return m.feedback_counters().impressions; }));
+  registry->BuildCallback(
+      "clickd_model_impressions_refused_total",
+      "Impressions Predict refused to log because the join buffer was full, since the process "
+      "started.",
+      MetricType::kCounter, PerLoopValue(models, [](const ServedModel& m) {
+        return m.feedback_counters().refused_full;
+      }));
+  registry->BuildCallback(
+      "clickd_model_impressions_expired_total",
+      "Impressions that reached their TTL without a label, since the process started.",
+      MetricType::kCounter,
+      PerLoopValue(models, [](const ServedModel& m) { return m.feedback_counters().expired; }));
+  registry->BuildCallback(
+      "clickd_model_feedback_items_total",
+      "Feedback items by outcome, since the process started: joined (learned), unknown (an id "
+      "the model never issued), late (the impression's TTL had passed), already_labelled (a "
+      "duplicate), other_model (an id of another model).",
+      MetricType::kCounter, PerLoop(models, FeedbackOutcomes));
+  registry->BuildCallback(
+      "clickd_model_feedback_steps_total",
+      "Learning steps the impression-to-click loop took, by the model's feedback policy, "
+      "since the process started.",
+      MetricType::kCounter,
+      PerLoopValue(models, [](const ServedModel& m) { return m.feedback_counters().steps; }));
+  registry->BuildCallbackHistogram(
+      "clickd_model_label_delay_seconds",
+      "Label delay of each joined feedback item: its event time minus its impression's time, "
+      "in seconds (negative delays count as 0), since the process started.",
+      std::vector<double>(std::begin(kFeedbackDelayBuckets), std::end(kFeedbackDelayBuckets)),
+      LabelDelays(models));
+}
+
 }  // namespace
 
 void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
@@ -175,6 +294,7 @@ void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
                           MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
                             return static_cast<double>(m.model().Updates());
                           }));
+  RegisterFeedbackMetrics(registry, models);
 }
 
 void RegisterProcessMetrics(Registry* registry, double start_time_seconds) {

@@ -18,8 +18,13 @@ inline constexpr char kWindowRecent[] = "10m";
 
 // Registers clickd_predictions_total, clickd_update_examples_total,
 // clickd_model_{logloss,auc,auc_error_bound,calibration,
-// progressive_examples}{model,window} and clickd_model_{coordinates,bytes,
-// updates}{model}. `models` must outlive every Collect of `registry`.
+// progressive_examples}{model,window}, clickd_model_{coordinates,bytes,
+// updates}{model}, the variants' clickd_model_variant_* and, with series
+// only for models with an impression-to-click loop,
+// clickd_model_join_buffer_*, clickd_model_impressions_*_total,
+// clickd_model_feedback_*_total and the histogram
+// clickd_model_label_delay_seconds. `models` must outlive every Collect of
+// `registry`.
 void RegisterModelMetrics(Registry* registry, const ModelRegistry* models);
 
 // Registers clickd_build_info{version,compiler} = 1 and

@@ -1,10 +1,14 @@
 #include "server/metrics/clickd_metrics.h"
 
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/feedback/feedback_loop.h"
+#include "core/feedback/join_buffer.h"
 #include "gtest/gtest.h"
 #include "server/metrics/http_exporter.h"
 
@@ -92,6 +96,146 @@ TEST(ModelMetrics, NonLogisticModelsHaveNoLoglossOrCalibration) {
   EXPECT_TRUE(values["clickd_model_logloss"].empty());
   EXPECT_TRUE(values["clickd_model_calibration"].empty());
   EXPECT_EQ(values["clickd_model_auc"][(Labels{{"model", "sq"}, {"window", "since_start"}})], 1);
+}
+
+// The impression-to-click loop's families, and the series each has.
+constexpr const char* kLoopFamilies[] = {
+    "clickd_model_join_buffer_impressions",   "clickd_model_join_buffer_bytes",
+    "clickd_model_join_buffer_max_bytes",     "clickd_model_impressions_logged_total",
+    "clickd_model_impressions_refused_total", "clickd_model_impressions_expired_total",
+    "clickd_model_feedback_items_total",      "clickd_model_feedback_steps_total"};
+
+const MetricFamily* Find(const std::vector<MetricFamily>& families, const std::string& name) {
+  for (const MetricFamily& f : families) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+// `n` impressions of one feature each.
+struct Impressions {
+  explicit Impressions(size_t n) : features(n, {{42, 1.0f}}) {
+    for (const auto& f : features) views.push_back({f, {}, 0.5f});
+  }
+  std::vector<std::vector<HashedFeature>> features;
+  std::vector<ImpressionExample> views;
+};
+
+TEST(FeedbackMetrics, ModelsWithALoopExportTheLoopAndOthersNothing) {
+  ModelRegistry models;
+  Registry registry;
+  RegisterModelMetrics(&registry, &models);
+  ModelConfig with_loop = Named("loop");
+  with_loop.feedback.ttl_seconds = 3600;
+  with_loop.feedback.max_buffer_bytes = 1024;
+  auto loop = models.Create(with_loop);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  ASSERT_TRUE(models.Create(Named("plain")).ok());
+  auto values = Values(registry);
+  const Labels L = {{"model", "loop"}};
+  for (const char* name : kLoopFamilies) {
+    ASSERT_TRUE(values.count(name)) << name;
+  }
+  EXPECT_EQ(values["clickd_model_impressions_logged_total"][L], 0);
+  EXPECT_EQ(values["clickd_model_join_buffer_max_bytes"][L], 1024);
+
+  // Three impressions; one joined (100 s after it was logged), then the
+  // same id again, an id never issued and one of another model.
+  const Impressions three(3);
+  const int64_t before = WallNowMicros();
+  auto first = (*loop)->LogImpressions(three.views);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const FeedbackItem items[] = {{*first, 1.0f, 1.0f, before + 100'000'000},
+                                {*first, 1.0f, 1.0f, 0},
+                                {*first + 1000, 1.0f, 1.0f, 0},
+                                {uint64_t{FeedbackLoop::ModelTag("plain")} << 48, 1.0f, 1.0f, 0}};
+  auto outcomes = (*loop)->ApplyFeedback(items);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  ASSERT_EQ(*outcomes,
+            (std::vector<JoinOutcome>{JoinOutcome::kJoined, JoinOutcome::kAlreadyLabelled,
+                                      JoinOutcome::kUnknown, JoinOutcome::kOtherModel}));
+  // More than the budget holds: refused, all of them.
+  const Impressions many(1024 / JoinBuffer::ImpressionBytes(1, 0) + 1);
+  EXPECT_EQ((*loop)->LogImpressions(many.views).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // A record applied elsewhere (as a replica adds it): two late labels,
+  // four expiries, four steps and delays on bucket bounds and beyond.
+  FeedbackApplied replicated;
+  replicated.outcomes = {JoinOutcome::kExpired, JoinOutcome::kExpired};
+  replicated.expired = 4;
+  replicated.steps = 4;
+  replicated.delays_seconds = {0.5, 1, 7200, 1e6};
+  (*loop)->RecordFeedback(replicated, 0);
+
+  values = Values(registry);
+  EXPECT_EQ(values["clickd_model_impressions_logged_total"][L], 3);
+  EXPECT_EQ(values["clickd_model_impressions_refused_total"][L], many.views.size());
+  EXPECT_EQ(values["clickd_model_impressions_expired_total"][L], 4);
+  EXPECT_EQ(values["clickd_model_feedback_steps_total"][L], 1 + 4);  // wait_negative: the join
+  const std::map<std::string, double> outcome_counts = {
+      {"joined", 1}, {"unknown", 1}, {"late", 2}, {"already_labelled", 1}, {"other_model", 1}};
+  EXPECT_EQ(values["clickd_model_feedback_items_total"].size(), outcome_counts.size());
+  for (const auto& [outcome, count] : outcome_counts) {
+    EXPECT_EQ(values["clickd_model_feedback_items_total"]
+                    [(Labels{{"model", "loop"}, {"outcome", outcome}})],
+              count)
+        << outcome;
+  }
+  EXPECT_EQ(values["clickd_model_join_buffer_impressions"]
+                  [(Labels{{"model", "loop"}, {"state", "pending"}})],
+            2);
+  EXPECT_EQ(values["clickd_model_join_buffer_impressions"]
+                  [(Labels{{"model", "loop"}, {"state", "labelled"}})],
+            1);
+  // A labelled impression keeps its entry without its features.
+  EXPECT_EQ(values["clickd_model_join_buffer_bytes"][L],
+            2 * JoinBuffer::ImpressionBytes(1, 0) + JoinBuffer::ImpressionBytes(0, 0));
+  EXPECT_EQ(values["clickd_model_join_buffer_max_bytes"][L], 1024);
+  // Only the model with a loop has series.
+  for (const char* name : kLoopFamilies) {
+    for (const auto& [labels, value] : values[name]) EXPECT_EQ(labels.at("model"), "loop") << name;
+  }
+
+  // The label delay histogram: 100 s (give or take the call), then the
+  // replicated 0.5, 1 (on a bound: le is inclusive), 7200 and 1e6 (+Inf).
+  const std::vector<MetricFamily> families = registry.Collect();
+  const MetricFamily* delays = Find(families, "clickd_model_label_delay_seconds");
+  ASSERT_NE(delays, nullptr);
+  EXPECT_EQ(delays->type, prometheus::MetricType::Histogram);
+  ASSERT_EQ(delays->metric.size(), 1u);
+  EXPECT_EQ(LabelsOf(delays->metric[0]), L);
+  const ClientMetric::Histogram& h = delays->metric[0].histogram;
+  const std::vector<uint64_t> cumulative = {2, 2, 2, 3, 3, 3, 4, 4, 4, 4, 5};
+  ASSERT_EQ(h.bucket.size(), std::size(kFeedbackDelayBuckets) + 1);
+  for (size_t i = 0; i < h.bucket.size(); ++i) {
+    if (i < std::size(kFeedbackDelayBuckets)) {
+      EXPECT_EQ(h.bucket[i].upper_bound, kFeedbackDelayBuckets[i]);
+    } else {
+      EXPECT_TRUE(std::isinf(h.bucket[i].upper_bound));
+    }
+    EXPECT_EQ(h.bucket[i].cumulative_count, cumulative[i]) << "le " << h.bucket[i].upper_bound;
+  }
+  EXPECT_EQ(h.sample_count, 5u);
+  const double replicated_sum = 0.5 + 1 + 7200 + 1e6;
+  EXPECT_GT(h.sample_sum, replicated_sum + 60);
+  EXPECT_LE(h.sample_sum, replicated_sum + 100);
+  const std::string text = SerializeText(families);
+  for (const char* line :
+       {"clickd_model_label_delay_seconds_bucket{model=\"loop\",le=\"1\"} 2\n",
+        "clickd_model_label_delay_seconds_bucket{model=\"loop\",le=\"300\"} 3\n",
+        "clickd_model_label_delay_seconds_bucket{model=\"loop\",le=\"604800\"} 4\n",
+        "clickd_model_label_delay_seconds_bucket{model=\"loop\",le=\"+Inf\"} 5\n",
+        "clickd_model_label_delay_seconds_count{model=\"loop\"} 5\n",
+        "# TYPE clickd_model_label_delay_seconds histogram\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  }
+  EXPECT_EQ(text.find("model=\"plain\",le="), std::string::npos);
+
+  // Deleting the model takes its series with it.
+  ASSERT_TRUE(models.Delete("loop").ok());
+  values = Values(registry);
+  for (const char* name : kLoopFamilies) EXPECT_TRUE(values[name].empty()) << name;
+  EXPECT_TRUE(Find(registry.Collect(), "clickd_model_label_delay_seconds")->metric.empty());
 }
 
 TEST(ProcessMetrics, BuildInfoAndStartTime) {

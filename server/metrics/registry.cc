@@ -3,8 +3,11 @@
 #include <prometheus/check_names.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <limits>
 #include <utility>
 
 namespace clickd::metrics {
@@ -16,6 +19,17 @@ namespace {
 [[noreturn]] void FailOnMisuse(const std::string& what) {
   std::fprintf(stderr, "clickd metrics misuse: %s\n", what.c_str());
   std::abort();
+}
+
+bool ValidLabels(const Labels& labels) {
+  return std::all_of(labels.begin(), labels.end(),
+                     [](const auto& l) { return prometheus::CheckLabelName(l.first); });
+}
+
+ClientMetric Labelled(const Labels& labels) {
+  ClientMetric m;
+  for (const auto& [label, value] : labels) m.label.push_back({label, value});
+  return m;
 }
 
 }  // namespace
@@ -53,11 +67,75 @@ Family<Histogram>& Registry::BuildHistogram(const std::string& name, const std::
 
 void Registry::BuildCallback(const std::string& name, const std::string& help, MetricType type,
                              SampleCallback callback) {
+  AddCallbackFamily({name,
+                     help,
+                     type == MetricType::kCounter ? prometheus::MetricType::Counter
+                                                  : prometheus::MetricType::Gauge,
+                     std::move(callback),
+                     nullptr,
+                     {}});
+}
+
+void Registry::BuildCallbackHistogram(const std::string& name, const std::string& help,
+                                      std::vector<double> upper_bounds,
+                                      HistogramCallback callback) {
+  const bool ascending = std::adjacent_find(upper_bounds.begin(), upper_bounds.end(),
+                                            std::greater_equal<double>()) == upper_bounds.end();
+  const bool finite = std::all_of(upper_bounds.begin(), upper_bounds.end(),
+                                  [](double b) { return std::isfinite(b); });
+  if (!ascending || !finite) {
+    FailOnMisuse("histogram \"" + name + "\" needs finite ascending bucket bounds");
+  }
+  AddCallbackFamily({name, help, prometheus::MetricType::Histogram, nullptr, std::move(callback),
+                     std::move(upper_bounds)});
+}
+
+void Registry::AddCallbackFamily(CallbackFamily family) {
   MutexLock lock(&mu_);
-  CheckName(name, Kind::kCallback, help);
-  names_.emplace(name, Built{Kind::kCallback, help});
-  callbacks_.push_back(std::make_shared<const CallbackFamily>(
-      CallbackFamily{name, help, type, std::move(callback)}));
+  CheckName(family.name, Kind::kCallback, family.help);
+  names_.emplace(family.name, Built{Kind::kCallback, family.help});
+  callbacks_.push_back(std::make_shared<const CallbackFamily>(std::move(family)));
+}
+
+std::vector<ClientMetric> Registry::CollectSamples(const CallbackFamily& family) {
+  std::vector<Sample> samples = family.callback();
+  std::sort(samples.begin(), samples.end(),
+            [](const Sample& a, const Sample& b) { return a.labels < b.labels; });
+  std::vector<ClientMetric> out;
+  for (const Sample& sample : samples) {
+    if (!ValidLabels(sample.labels)) continue;
+    ClientMetric m = Labelled(sample.labels);
+    if (family.type == prometheus::MetricType::Counter) {
+      m.counter.value = sample.value;
+    } else {
+      m.gauge.value = sample.value;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<ClientMetric> Registry::CollectHistograms(const CallbackFamily& family) {
+  std::vector<HistogramSample> samples = family.histogram_callback();
+  std::sort(samples.begin(), samples.end(),
+            [](const HistogramSample& a, const HistogramSample& b) { return a.labels < b.labels; });
+  const size_t buckets = family.upper_bounds.size() + 1;
+  std::vector<ClientMetric> out;
+  for (const HistogramSample& sample : samples) {
+    if (!ValidLabels(sample.labels) || sample.bucket_counts.size() != buckets) continue;
+    ClientMetric m = Labelled(sample.labels);
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < buckets; ++i) {
+      cumulative += sample.bucket_counts[i];
+      const double bound = i < family.upper_bounds.size() ? family.upper_bounds[i]
+                                                          : std::numeric_limits<double>::infinity();
+      m.histogram.bucket.push_back({cumulative, bound});
+    }
+    m.histogram.sample_count = cumulative;
+    m.histogram.sample_sum = sample.sum;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 std::vector<MetricFamily> Registry::Collect() const {
@@ -71,25 +149,10 @@ std::vector<MetricFamily> Registry::Collect() const {
     MetricFamily family;
     family.name = callback->name;
     family.help = callback->help;
-    family.type = callback->type == MetricType::kCounter ? prometheus::MetricType::Counter
-                                                         : prometheus::MetricType::Gauge;
-    std::vector<Sample> samples = callback->callback();
-    std::sort(samples.begin(), samples.end(),
-              [](const Sample& a, const Sample& b) { return a.labels < b.labels; });
-    for (Sample& sample : samples) {
-      const bool valid = std::all_of(sample.labels.begin(), sample.labels.end(), [](const auto& l) {
-        return prometheus::CheckLabelName(l.first);
-      });
-      if (!valid) continue;
-      ClientMetric m;
-      for (auto& [label, value] : sample.labels) m.label.push_back({label, value});
-      if (callback->type == MetricType::kCounter) {
-        m.counter.value = sample.value;
-      } else {
-        m.gauge.value = sample.value;
-      }
-      family.metric.push_back(std::move(m));
-    }
+    family.type = callback->type;
+    family.metric = callback->type == prometheus::MetricType::Histogram
+                        ? CollectHistograms(*callback)
+                        : CollectSamples(*callback);
     out.push_back(std::move(family));
   }
   return out;

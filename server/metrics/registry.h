@@ -2,8 +2,8 @@
 // histograms are prometheus-cpp's (prometheus::Registry, Family, Counter,
 // Gauge, Histogram); what is clickd's own is the callback family, whose
 // series a function computes at scrape time from state kept elsewhere (a
-// model's size, say), so that series appear and disappear with what they
-// describe. main() builds one Registry, the code that counts builds
+// model's size, or a histogram's bucket counts, say), so that series appear
+// and disappear with what they describe. main() builds one Registry, the code that counts builds
 // families in it, and the HTTP exporter collects it at every scrape.
 //
 //   Family<Counter>& requests = registry.BuildCounter("x_requests_total", "Requests.");
@@ -27,6 +27,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -60,6 +61,16 @@ struct Sample {
 };
 using SampleCallback = std::function<std::vector<Sample>()>;
 
+// One histogram series computed by a callback: how many observations fell
+// in each bucket (per bucket, not cumulative: one count per upper bound of
+// its family, then one for +Inf) and their sum.
+struct HistogramSample {
+  Labels labels;
+  std::vector<uint64_t> bucket_counts;
+  double sum = 0;
+};
+using HistogramCallback = std::function<std::vector<HistogramSample>()>;
+
 class Registry final : public Collectable {
  public:
   Registry() = default;
@@ -81,17 +92,36 @@ class Registry final : public Collectable {
   void BuildCallback(const std::string& name, const std::string& help, MetricType type,
                      SampleCallback callback);
 
+  // Adds a histogram family whose series `callback` returns at every scrape,
+  // exported as prometheus-cpp exports its own histograms: cumulative
+  // buckets `le` = each of `upper_bounds` (finite, ascending) then +Inf,
+  // `_count` the +Inf bucket, `_sum`. The callback's rules are
+  // BuildCallback's; a series with an invalid label name, or without
+  // upper_bounds.size() + 1 counts, is left out.
+  void BuildCallbackHistogram(const std::string& name, const std::string& help,
+                              std::vector<double> upper_bounds, HistogramCallback callback);
+
   // The library's families in the order built, then the callback families
   // in the order built; each callback family's series ordered by labels.
   std::vector<MetricFamily> Collect() const override;
 
  private:
+  // Either a counter or gauge family (callback) or a histogram family
+  // (histogram_callback, upper_bounds).
   struct CallbackFamily {
     std::string name;
     std::string help;
-    MetricType type;
+    prometheus::MetricType type;
     SampleCallback callback;
+    HistogramCallback histogram_callback;
+    std::vector<double> upper_bounds;
   };
+
+  // The series of one callback family, ordered by labels.
+  static std::vector<ClientMetric> CollectSamples(const CallbackFamily& family);
+  static std::vector<ClientMetric> CollectHistograms(const CallbackFamily& family);
+  // Adds `family` under a name checked here (aborts on misuse).
+  void AddCallbackFamily(CallbackFamily family);
 
   // Kinds of the library's families, to refuse a second family of one name
   // before the library would throw.

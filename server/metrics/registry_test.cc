@@ -1,12 +1,15 @@
 #include "server/metrics/registry.h"
 
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/metrics/http_exporter.h"
 
 namespace clickd::metrics {
 namespace {
@@ -76,6 +79,47 @@ TEST(Registry, CallbackCounters) {
   EXPECT_EQ(f.metric[0].counter.value, 7);
 }
 
+TEST(Registry, CallbackHistogramsExportCumulativeBuckets) {
+  Registry registry;
+  std::vector<HistogramSample> current;
+  registry.BuildCallbackHistogram("delay_seconds", "help", {1, 10}, [&] { return current; });
+  MetricFamily f = registry.Collect()[0];
+  EXPECT_EQ(f.type, prometheus::MetricType::Histogram);
+  EXPECT_TRUE(f.metric.empty());
+  current = {{{{"model", "b"}}, {1, 0, 2}, 30.5},
+             {{{"model", "a"}}, {0, 3, 1}, 100},
+             {{{"model", "c"}}, {1, 2}, 1},  // a count short: left out
+             {{{"bad-label", "x"}}, {1, 1, 1}, 1}};
+  f = registry.Collect()[0];
+  ASSERT_EQ(f.metric.size(), 2u);
+  const ClientMetric& a = f.metric[0];
+  EXPECT_EQ(LabelsOf(a), (Labels{{"model", "a"}}));
+  ASSERT_EQ(a.histogram.bucket.size(), 3u);
+  EXPECT_EQ(a.histogram.bucket[0].upper_bound, 1);
+  EXPECT_EQ(a.histogram.bucket[0].cumulative_count, 0u);
+  EXPECT_EQ(a.histogram.bucket[1].upper_bound, 10);
+  EXPECT_EQ(a.histogram.bucket[1].cumulative_count, 3u);
+  EXPECT_TRUE(std::isinf(a.histogram.bucket[2].upper_bound));
+  EXPECT_EQ(a.histogram.bucket[2].cumulative_count, 4u);
+  EXPECT_EQ(a.histogram.sample_count, 4u);
+  EXPECT_EQ(a.histogram.sample_sum, 100);
+  // As Prometheus reads it: cumulative, +Inf once and equal to _count.
+  const std::string text = SerializeText({f});
+  for (const char* line :
+       {"delay_seconds_bucket{model=\"b\",le=\"1\"} 1\n",
+        "delay_seconds_bucket{model=\"b\",le=\"10\"} 1\n",
+        "delay_seconds_bucket{model=\"b\",le=\"+Inf\"} 3\n", "delay_seconds_count{model=\"b\"} 3\n",
+        "delay_seconds_sum{model=\"b\"} 30.5\n", "# TYPE delay_seconds histogram\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+  }
+  size_t inf_buckets = 0;
+  for (size_t at = text.find("le=\"+Inf\""); at != std::string::npos;
+       at = text.find("le=\"+Inf\"", at + 1)) {
+    ++inf_buckets;
+  }
+  EXPECT_EQ(inf_buckets, 2u) << "one +Inf bucket per series:\n" << text;
+}
+
 TEST(Registry, CollectWhileBuilding) {
   Registry registry;
   std::atomic<bool> done{false};
@@ -103,6 +147,15 @@ TEST(RegistryDeathTest, NamingMistakesAreBugs) {
   EXPECT_DEATH(registry.BuildCallback("x_total", "help", MetricType::kGauge,
                                       [] { return std::vector<Sample>{}; }),
                "already registered");
+  const auto none = [] { return std::vector<HistogramSample>{}; };
+  EXPECT_DEATH(registry.BuildCallbackHistogram("x_total", "help", {1}, none), "already registered");
+  EXPECT_DEATH(registry.BuildCallbackHistogram("h_seconds", "help", {10, 1}, none),
+               "finite ascending bucket bounds");
+  EXPECT_DEATH(registry.BuildCallbackHistogram("h_seconds", "help", {1, 1}, none),
+               "finite ascending bucket bounds");
+  EXPECT_DEATH(registry.BuildCallbackHistogram("h_seconds", "help",
+                                               {1, std::numeric_limits<double>::infinity()}, none),
+               "finite ascending bucket bounds");
 }
 
 }  // namespace

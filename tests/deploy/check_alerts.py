@@ -55,6 +55,10 @@ MUTATIONS = [
     ("ClickdNatsUnreachable", "== 0", "== 1"),
     ("ClickdNatsUnreachable", "for: 2m", "for: 30s"),
     ("ClickdReplicationPublishFailures", "> 0", "> 0.2"),
+    ("ClickdJoinBufferFull", "> 0.9", "> 0.95"),
+    ("ClickdJoinBufferFull", "> 0.9", ">= 0.9"),
+    ("ClickdJoinBufferFull", "[5m]) > 0", "[5m]) > 1"),
+    ("ClickdJoinBufferFull", "for: 5m", "for: 10m"),
 ]
 
 PROMETHEUSRULE_HEADER = """\

@@ -4,7 +4,8 @@
   check_live.py CLICKD CLICKCTL
 
 Starts the built clickd (gRPC and /metrics on free loopback ports, a data
-directory with snapshots every second, so that the durability series exist), a real
+directory with snapshots every second, so that the durability series exist,
+and a model with the impression-to-click loop beside the default one), a real
 Prometheus (the Debian package) scraping it every second with
 deploy/prometheus/rules/clickd_alerts.yml loaded, and sends a few Updates and
 Predicts (one of them to a missing model) with clickctl. Then fails unless:
@@ -151,10 +152,16 @@ def main():
         print("check_live: clickd runs with " +
               (" ".join(replication_args) if replication_args else "the file log (no replication)"))
         out = open(os.path.join(work, "clickd.out"), "w+")
+        # Beside the default model, one with the impression-to-click loop,
+        # so that its series (promql_names.FEEDBACK) exist.
+        models = os.path.join(work, "models.json")
+        with open(models, "w") as f:
+            json.dump({"models": [{"name": "loop", "feedback": {"ttl_seconds": 3600}}]}, f)
         procs.append(subprocess.Popen(
             [clickd, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1",
              f"--metrics_port={metrics_port}", f"--data_dir={work}/clickd-data",
-             "--snapshot_interval=1s"] + replication_args, stdout=out, stderr=subprocess.STDOUT))
+             "--snapshot_interval=1s", f"--config={models}"] + replication_args,
+            stdout=out, stderr=subprocess.STDOUT))
 
         def grpc_port():
             out.seek(0)

@@ -14,6 +14,11 @@ COUNTERS = {
     "clickd_snapshot_failures_total",
     "clickd_replication_publish_failures_total",
     "clickd_replication_rejected_records_total",
+    "clickd_model_impressions_logged_total",
+    "clickd_model_impressions_refused_total",
+    "clickd_model_impressions_expired_total",
+    "clickd_model_feedback_items_total",
+    "clickd_model_feedback_steps_total",
 }
 GAUGES = {
     "clickd_model_logloss",
@@ -45,12 +50,16 @@ GAUGES = {
     "clickd_model_variant_champion",
     "clickd_model_variant_examples",
     "clickd_model_variant_coordinates",
+    "clickd_model_join_buffer_impressions",
+    "clickd_model_join_buffer_bytes",
+    "clickd_model_join_buffer_max_bytes",
 }
 HISTOGRAMS = {
     "clickd_request_duration_seconds",
     "clickd_update_log_sync_duration_seconds",
     "clickd_snapshot_duration_seconds",
     "clickd_replication_publish_seconds",
+    "clickd_model_label_delay_seconds",
 }
 # The metrics clickd exports only with --replication=jetstream
 # (docs/replication.md); a server without it has none of these series.
