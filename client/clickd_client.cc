@@ -276,21 +276,26 @@ absl::StatusOr<Response> ClickdClient::Unary(const CallOptions& call, Rpc&& rpc)
 }
 
 template <typename Response, typename Rpc>
-absl::StatusOr<Response> ClickdClient::Retried(const CallOptions& call, Rpc&& rpc) const {
+absl::StatusOr<Response> ClickdClient::Retried(const CallOptions& call, Rpc&& rpc,
+                                               bool keyed) const {
   const RetryPolicy& retry = options_.predict_retry;
-  const absl::Time deadline = absl::Now() + Timeout(call);
+  // A keyed call may retry after its deadline passed (the server may have
+  // learned it, and the key makes that safe): each attempt gets a deadline
+  // of its own. Otherwise one deadline covers every attempt.
+  absl::Time deadline = absl::Now() + Timeout(call);
   for (int attempt = 1;; ++attempt) {
+    if (keyed && attempt > 1) deadline = absl::Now() + Timeout(call);
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
     context.set_wait_for_ready(call.wait_for_ready);
     Response response;
     const grpc::Status status = rpc(&context, &response);
     if (status.ok()) return response;
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= retry.max_attempts) {
-      return FromGrpcStatus(status);
-    }
+    const bool retriable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           (keyed && status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+    if (!retriable || attempt >= retry.max_attempts) return FromGrpcStatus(status);
     const absl::Duration backoff = Backoff(retry, attempt);
-    if (absl::Now() + backoff >= deadline) return FromGrpcStatus(status);
+    if (!keyed && absl::Now() + backoff >= deadline) return FromGrpcStatus(status);
     options_.sleep(backoff);
   }
 }
@@ -306,9 +311,12 @@ absl::StatusOr<v1::PredictResponse> ClickdClient::Predict(const v1::PredictReque
 
 absl::StatusOr<v1::FeedbackResponse> ClickdClient::Feedback(const v1::FeedbackRequest& request,
                                                             const CallOptions& call) const {
-  return Retried<v1::FeedbackResponse>(call, [&](grpc::ClientContext* c, v1::FeedbackResponse* r) {
-    return stub_->Feedback(c, request, r);
-  });
+  return Retried<v1::FeedbackResponse>(
+      call,
+      [&](grpc::ClientContext* c, v1::FeedbackResponse* r) {
+        return stub_->Feedback(c, request, r);
+      },
+      /*keyed=*/!request.idempotency_key().empty());
 }
 
 void ClickdClient::PredictAsync(v1::PredictRequest request, PredictCallback done,
@@ -346,9 +354,12 @@ void ClickdClient::AsyncDone() const {
 
 absl::StatusOr<v1::UpdateResponse> ClickdClient::Update(const v1::UpdateRequest& request,
                                                         const CallOptions& call) const {
-  return Unary<v1::UpdateResponse>(call, [&](grpc::ClientContext* c, v1::UpdateResponse* r) {
+  auto rpc = [&](grpc::ClientContext* c, v1::UpdateResponse* r) {
     return stub_->Update(c, request, r);
-  });
+  };
+  // Only a keyed Update is safe to send twice (docs/api.md#idempotency).
+  if (request.idempotency_key().empty()) return Unary<v1::UpdateResponse>(call, rpc);
+  return Retried<v1::UpdateResponse>(call, rpc, /*keyed=*/true);
 }
 
 std::unique_ptr<UpdateStreamWriter> ClickdClient::OpenUpdateStream(const CallOptions& call) const {

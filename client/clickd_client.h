@@ -3,8 +3,10 @@
 // absl::StatusOr, puts a deadline on every call, and retries the idempotent
 // calls on UNAVAILABLE with jittered exponential backoff inside the call's
 // deadline: Predict without log_impressions, and Feedback (the server joins
-// one label per impression). An Update is never retried, nor a Predict that
-// logs impressions. docs/client.md shows how to use it.
+// one label per impression). An Update is retried only with an
+// idempotency_key (then on DEADLINE_EXCEEDED too: the server does not learn
+// a key twice); a Predict that logs impressions never is. docs/client.md
+// shows how to use it.
 //
 // Thread safety: a ClickdClient is safe for concurrent use by any number of
 // threads; its options are fixed at creation. An UpdateStreamWriter is
@@ -221,8 +223,10 @@ class ClickdClient {
   void PredictAsync(v1::PredictRequest request, PredictCallback done,
                     const CallOptions& call = {}) const;
 
-  // Learns examples. Never retried: an Update whose reply was lost may have
-  // been applied, and applying it twice would teach the model twice.
+  // Learns examples. Without an idempotency_key never retried: an Update
+  // whose reply was lost may have been applied, and applying it twice would
+  // teach the model twice. With one, retried on UNAVAILABLE and
+  // DEADLINE_EXCEEDED: a retry of a learned key is answered duplicate.
   absl::StatusOr<v1::UpdateResponse> Update(const v1::UpdateRequest& request,
                                             const CallOptions& call = {}) const;
 
@@ -256,9 +260,11 @@ class ClickdClient {
   template <typename Response, typename Rpc>
   absl::StatusOr<Response> Unary(const CallOptions& call, Rpc&& rpc) const;
   // Runs a unary call, retried on UNAVAILABLE per options_.predict_retry
-  // within one deadline for all attempts and backoffs.
+  // within one deadline for all attempts and backoffs. A `keyed` call (an
+  // Update or Feedback with an idempotency key) is retried on
+  // DEADLINE_EXCEEDED too, each attempt with a deadline of its own.
   template <typename Response, typename Rpc>
-  absl::StatusOr<Response> Retried(const CallOptions& call, Rpc&& rpc) const;
+  absl::StatusOr<Response> Retried(const CallOptions& call, Rpc&& rpc, bool keyed = false) const;
 
   // Counts PredictAsync calls whose callback has not returned yet.
   void AsyncStarted() const;

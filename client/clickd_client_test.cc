@@ -237,6 +237,29 @@ TEST_F(FakeServerTest, UpdateIsNeverRetried) {
   EXPECT_EQ(ok->applied(), 1u);
 }
 
+// With an idempotency key a retry cannot teach the model twice (the server
+// answers duplicate): UNAVAILABLE and DEADLINE_EXCEEDED are retried.
+TEST_F(FakeServerTest, UpdateWithAKeyRetriesUnavailableAndDeadline) {
+  auto client = Client();
+  v1::UpdateRequest request;
+  request.set_model("default");
+  request.set_idempotency_key("batch-1");
+  request.add_examples();
+  fake_.update_failures = 2;
+  auto ok = client->Update(request);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(fake_.updates, 3);
+  EXPECT_EQ(Sleeps().size(), 2u);
+  fake_.failure_code = grpc::StatusCode::DEADLINE_EXCEEDED;
+  fake_.update_failures = 1;
+  ASSERT_TRUE(client->Update(request).ok());
+  EXPECT_EQ(fake_.updates, 5);
+  fake_.failure_code = grpc::StatusCode::INVALID_ARGUMENT;
+  fake_.update_failures = 1;
+  EXPECT_EQ(client->Update(request).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fake_.updates, 6);
+}
+
 TEST_F(FakeServerTest, PredictThatLogsImpressionsIsNeverRetried) {
   fake_.predict_failures = 1;
   auto client = Client();

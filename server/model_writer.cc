@@ -5,12 +5,13 @@
 namespace clickd {
 
 absl::StatusOr<ModelWriter::Learned> LocalModelWriter::Learn(
-    ServedModel& served, absl::Span<const TrainingExample> batch, std::string_view) {
-  // The embedded log has no deduplication window: an idempotency key is
-  // accepted and has no effect (docs/api.md#idempotency).
-  auto scored = served.Learn(batch);
-  if (!scored.ok()) return scored.status();
-  return Learned{*std::move(scored), served.model().Updates()};
+    ServedModel& served, absl::Span<const TrainingExample> batch,
+    std::string_view idempotency_key) {
+  // A key learned within the model's window is not learned again
+  // (core/persist/idempotency_window.h, docs/api.md#idempotency).
+  auto learned = served.Learn(batch, idempotency_key);
+  if (!learned.ok()) return learned.status();
+  return Learned{std::move(learned->scored), served.model().Updates(), learned->duplicate};
 }
 
 absl::Status LocalModelWriter::AwaitVersion(const ServedModel& served, uint64_t min_version) {
@@ -27,7 +28,7 @@ absl::StatusOr<ModelWriter::Learned> ReplicatedModelWriter::Learn(
     std::string_view idempotency_key) {
   auto learned = replica_->Learn(served.name(), batch, idempotency_key);
   if (!learned.ok()) return learned.status();
-  return Learned{std::move(learned->scored), learned->sequence};
+  return Learned{std::move(learned->scored), learned->sequence, learned->deduplicated};
 }
 
 absl::StatusOr<SnapshotReport> ReplicatedModelWriter::SnapshotAll() {

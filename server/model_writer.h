@@ -35,6 +35,7 @@ class ModelWriter {
   struct Learned {
     std::vector<ScoredExample> scored;  // empty for a deduplicated retry
     uint64_t version = 0;               // the model_version the update produced
+    bool duplicate = false;             // the key was learned before: nothing was
   };
   // Learns a validated batch. `idempotency_key` may be empty.
   virtual absl::StatusOr<Learned> Learn(ServedModel& served,

@@ -57,6 +57,11 @@ ABSL_FLAG(int, update_log_sync_interval_ms, 100, "sync period for --update_log_s
 ABSL_FLAG(bool, recover_damaged_log, false,
           "start despite a damaged update log: keep each model's records before the damage, "
           "move the damaged segments aside and report what was dropped (docs/durability.md)");
+ABSL_FLAG(int64_t, idempotency_window_seconds, 600,
+          "how long a model remembers an Update's or Feedback's idempotency_key, from the time it "
+          "was first learned (without --replication; docs/api.md#idempotency)");
+ABSL_FLAG(uint64_t, idempotency_max_keys, 100000,
+          "idempotency keys a model remembers at most; beyond it the oldest is forgotten");
 ABSL_FLAG(absl::Duration, snapshot_interval, absl::Minutes(5),
           "how often models that learned since their last snapshot are snapshotted (0: only on "
           "demand and at shutdown)");
@@ -131,6 +136,17 @@ absl::StatusOr<DurabilityOptions> DurabilityFromFlags() {
         absl::StrCat("--keep_snapshots=", keep, " must be in [1, 1000]"));
   }
   options.journal.keep_snapshots = keep;
+  const int64_t window = absl::GetFlag(FLAGS_idempotency_window_seconds);
+  if (window < 1 || window > 7 * 24 * 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--idempotency_window_seconds=", window, " must be in [1, 604800]"));
+  }
+  const uint64_t max_keys = absl::GetFlag(FLAGS_idempotency_max_keys);
+  if (max_keys < 1 || max_keys > 10'000'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--idempotency_max_keys=", max_keys, " must be in [1, 10000000]"));
+  }
+  options.journal.idempotency = {.window_us = window * 1'000'000, .max_keys = max_keys};
   if (absl::GetFlag(FLAGS_snapshot_interval) < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--snapshot_interval must not be negative");
   }

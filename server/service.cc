@@ -46,8 +46,9 @@ void FillUpdateResponse(const v1::UpdateRequest& request, size_t applied,
                         const ModelWriter::Learned& learned, v1::UpdateResponse* response,
                         std::vector<ScoredExample>* scored) {
   response->set_request_id(request.request_id());
-  response->set_applied(applied);
+  response->set_applied(learned.duplicate ? 0 : applied);
   response->set_model_version(learned.version);
+  response->set_duplicate(learned.duplicate);
   if (request.return_margins()) {
     for (const ScoredExample& s : learned.scored) response->add_margins(s.margin);
   }
@@ -240,12 +241,16 @@ absl::Status ClickdService::ApplyFeedback(const v1::FeedbackRequest& request,
         absl::StrCat("model ", Quote(request.model()),
                      " has no impression-to-click loop (create it with feedback.ttl_seconds > 0)"));
   }
+  if (absl::Status s = CheckIdempotencyKey(request.idempotency_key(), limits_); !s.ok()) return s;
   absl::StatusOr<std::vector<FeedbackItem>> items =
       ValidateFeedbackRequest(request, limits_, WallNowMicros());
   if (!items.ok()) return items.status();
-  absl::StatusOr<std::vector<JoinOutcome>> outcomes = (*served)->ApplyFeedback(*items);
+  bool duplicate = false;
+  absl::StatusOr<std::vector<JoinOutcome>> outcomes =
+      (*served)->ApplyFeedback(*items, request.idempotency_key(), &duplicate);
   if (!outcomes.ok()) return outcomes.status();
   response->set_request_id(request.request_id());
+  response->set_duplicate(duplicate);
   uint64_t joined = 0;
   for (JoinOutcome outcome : *outcomes) {
     response->add_statuses(ToFeedbackStatus(outcome));

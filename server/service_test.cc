@@ -262,11 +262,15 @@ TEST(ClickdService, IdempotencyKeyOverTheLimitIsRefusedAndLearnsNothing) {
   EXPECT_NE(refused.message().find("idempotency_key has byte 13 at offset 1"), std::string::npos)
       << refused;
   EXPECT_EQ((*served)->model().Updates(), 0u);
-  // At the limit it is accepted (and, without replication, has no effect).
+  // At the limit it is accepted, and a retry with it is a duplicate.
   request.set_idempotency_key(std::string(128, 'k'));
   EXPECT_TRUE(service.ApplyUpdate(**served, request, &response, &scored).ok());
+  EXPECT_FALSE(response.duplicate());
+  EXPECT_EQ(response.applied(), 2u);
   EXPECT_TRUE(service.ApplyUpdate(**served, request, &response, &scored).ok());
-  EXPECT_EQ((*served)->model().Updates(), 4u);
+  EXPECT_TRUE(response.duplicate());
+  EXPECT_EQ(response.applied(), 0u);
+  EXPECT_EQ((*served)->model().Updates(), 2u);
 }
 
 // `e` with its Feature messages in another wire form: packed names and ids

@@ -7,7 +7,6 @@
 #include "wire/example_proto.h"
 
 namespace clickd {
-namespace {
 
 // Checks the key: it becomes a NATS message id, a header value, so a CR or
 // LF would forge headers; only printable ASCII is accepted.
@@ -27,6 +26,8 @@ absl::Status CheckIdempotencyKey(const std::string& key, const Limits& limits) {
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // Step 1: counts the examples (plain ones and impressions' candidates) and
 // checks the count, the idempotency key and the cost against the limits,

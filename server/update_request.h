@@ -45,6 +45,10 @@ struct ValidatedUpdate {
   std::vector<Example> contexts;  // one per impression
 };
 
+// Checks an idempotency key (Update's, Feedback's): at most
+// Limits::max_idempotency_key_bytes of printable ASCII; empty is none.
+absl::Status CheckIdempotencyKey(const std::string& key, const Limits& limits);
+
 // Validates `request` for learning on `model` (see above).
 absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
                                                       const v1::UpdateRequest& request,

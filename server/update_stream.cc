@@ -222,6 +222,7 @@ class AckedUpdateStreamReactor final
     ack_.set_applied(response.applied());
     ack_.set_acknowledged(updater_.applied());
     ack_.set_model_version(response.model_version());
+    ack_.set_duplicate(response.duplicate());
     ack_.mutable_margins()->Swap(response.mutable_margins());
     if (absl::Status s = SerializeResponse(ack_, &ack_bytes_); !s.ok()) {
       FinishAndRecord(s);

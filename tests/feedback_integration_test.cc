@@ -326,3 +326,71 @@ TEST(Feedback, UncertaintyExplanationsAndCalibration) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+// A keyed Update and Feedback acknowledged before a SIGKILL are duplicates
+// when retried after the restart (the keys are in the update log), and
+// again after a snapshot (the keys are in it).
+TEST(Idempotency, RetriesAfterACrashAreDuplicates) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/idempotency_test_", getpid());
+  std::filesystem::remove_all(dir);
+  v1::UpdateRequest update;
+  update.set_model("loop");
+  update.set_idempotency_key("impression-77");
+  auto* impression = update.add_impressions();
+  FillContext(impression->mutable_context());
+  auto* candidate = impression->add_candidates();
+  FillAd(4, candidate->mutable_example());
+  candidate->set_label(1);
+  std::string digest;
+  uint64_t id = 0;
+  {
+    auto server = Start(dir);
+    ASSERT_NE(server, nullptr);
+    Clients c = Connect(*server);
+    ASSERT_TRUE(c.client->CreateModel(LoopConfig("loop", 3600)).ok());
+    auto first = c.client->Update(update);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_FALSE(first->duplicate());
+    EXPECT_EQ(first->applied(), 1u);
+    auto predicted = c.client->Predict(Impressions("loop", 1));
+    ASSERT_TRUE(predicted.ok()) << predicted.status();
+    id = predicted->predictions(0).impression_id();
+    v1::FeedbackRequest click = Labels("loop", {{id, 1.0f, 1.0f}});
+    click.set_idempotency_key("click-1");
+    auto joined = SendFeedback(*c.stub, click);
+    ASSERT_TRUE(joined.ok()) << joined.status();
+    EXPECT_FALSE(joined->duplicate());
+    // A bad key is refused naming the field.
+    click.set_idempotency_key("bad key");
+    EXPECT_TRUE(absl::StrContains(SendFeedback(*c.stub, click).status().message(),
+                                  "idempotency_key has byte 32"));
+    digest = *c.client->StateDigest("loop");
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  for (bool snapshot : {false, true}) {
+    auto server = Start(dir);
+    ASSERT_NE(server, nullptr);
+    Clients c = Connect(*server);
+    auto again = c.client->Update(update);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(again->duplicate());
+    EXPECT_EQ(again->applied(), 0u);
+    v1::FeedbackRequest click = Labels("loop", {{id, 1.0f, 1.0f}});
+    click.set_idempotency_key("click-1");
+    auto repeated = SendFeedback(*c.stub, click);
+    ASSERT_TRUE(repeated.ok()) << repeated.status();
+    EXPECT_TRUE(repeated->duplicate());
+    EXPECT_EQ(repeated->statuses_size(), 0);
+    EXPECT_EQ(*c.client->StateDigest("loop"), digest);
+    if (!snapshot) ASSERT_TRUE(c.client->SnapshotModel("loop").ok());
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+}
+
+}  // namespace
+}  // namespace clickd

@@ -13,6 +13,8 @@ using coding::Decoder;
 // Above any batch's group count (batch_codec.cc allows at most 2^24).
 constexpr uint32_t kImpressionsTag = 0xC11C1001u;
 constexpr uint32_t kFeedbackTag = 0xC11C1002u;
+constexpr uint32_t kKeyedTag = 0xC11C1003u;
+constexpr uint32_t kMaxKeyBytes = 1024;
 
 absl::Status Damaged(std::string_view what, std::string_view detail) {
   return absl::DataLossError(absl::StrCat("update log record does not parse as ",
@@ -34,9 +36,39 @@ PayloadKind ClassifyPayload(std::string_view bytes) {
       return PayloadKind::kImpressions;
     case kFeedbackTag:
       return PayloadKind::kFeedback;
+    case kKeyedTag:
+      return PayloadKind::kKeyed;
     default:
       return PayloadKind::kBatch;
   }
+}
+
+// keyed := tag u32, time_us i64, key (length u32, bytes), the inner record
+void EncodeKeyed(int64_t time_us, std::string_view key, std::string_view inner, std::string* out) {
+  coding::PutFixed32(out, kKeyedTag);
+  coding::PutFixed64(out, static_cast<uint64_t>(time_us));
+  coding::PutString(out, key);
+  out->append(inner.data(), inner.size());
+}
+
+absl::StatusOr<KeyedRecord> DecodeKeyed(std::string_view bytes) {
+  constexpr std::string_view kWhat = "keyed record";
+  Decoder in(bytes);
+  uint32_t tag = 0;
+  uint64_t time = 0;
+  KeyedRecord record;
+  if (!in.GetFixed32(&tag) || tag != kKeyedTag || !in.GetFixed64(&time) ||
+      !in.GetString(&record.key)) {
+    return Damaged(kWhat, "header");
+  }
+  if (record.key.empty() || record.key.size() > kMaxKeyBytes) return Damaged(kWhat, "key length");
+  record.time_us = static_cast<int64_t>(time);
+  record.inner = in.remaining();
+  const PayloadKind inner = ClassifyPayload(record.inner);
+  if (inner == PayloadKind::kKeyed || inner == PayloadKind::kImpressions) {
+    return Damaged(kWhat, "a record no writer keys");
+  }
+  return record;
 }
 
 // impressions := tag u32, time_us i64, first_id u64, count u32,

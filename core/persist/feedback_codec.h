@@ -28,7 +28,7 @@
 
 namespace clickd {
 
-enum class PayloadKind { kBatch, kImpressions, kFeedback };
+enum class PayloadKind { kBatch, kImpressions, kFeedback, kKeyed };
 
 // kBatch for anything without one of the tags (DecodeBatch then judges it).
 PayloadKind ClassifyPayload(std::string_view bytes);
@@ -49,6 +49,17 @@ struct FeedbackRecord {
   int64_t time_us = 0;
   std::vector<FeedbackItem> items;
 };
+
+// A record learned under an idempotency key (core/persist/idempotency_window.h):
+// the key, the time it was written at, and the record itself (a batch or a
+// feedback record, never another keyed one).
+struct KeyedRecord {
+  int64_t time_us = 0;
+  std::string key;
+  std::string_view inner;  // points into the decoded bytes
+};
+void EncodeKeyed(int64_t time_us, std::string_view key, std::string_view inner, std::string* out);
+absl::StatusOr<KeyedRecord> DecodeKeyed(std::string_view bytes);
 
 void EncodeImpressions(const ImpressionsRecord& record, std::string* out);
 // The same bytes from views (what a Predict holds), without copying them

@@ -16,7 +16,13 @@ std::vector<ImpressionExample> ImpressionViews(const ImpressionsRecord& record) 
 }
 
 absl::StatusOr<AppliedRecord> ApplyLoggedRecord(std::string_view record, Model& model,
-                                                FeedbackLoop* loop) {
+                                                FeedbackLoop* loop, IdempotencyWindow* window) {
+  if (ClassifyPayload(record) == PayloadKind::kKeyed) {
+    auto keyed = DecodeKeyed(record);
+    if (!keyed.ok()) return keyed.status();
+    if (window != nullptr) window->Insert(keyed->key, keyed->time_us);
+    return ApplyLoggedRecord(keyed->inner, model, loop, nullptr);
+  }
   AppliedRecord applied;
   applied.kind = ClassifyPayload(record);
   if (applied.kind == PayloadKind::kBatch) {

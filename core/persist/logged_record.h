@@ -13,6 +13,7 @@
 #include "core/feedback/feedback_loop.h"
 #include "core/model/model.h"
 #include "core/persist/feedback_codec.h"
+#include "core/persist/idempotency_window.h"
 
 namespace clickd {
 
@@ -23,9 +24,12 @@ struct AppliedRecord {
 };
 
 // DataLoss for a record that does not decode, or a loop record for a model
-// without a loop (`loop` null) or that does not fit its loop's state.
+// without a loop (`loop` null) or that does not fit its loop's state. A
+// keyed record's key goes into `window` (may be null: a replica, whose
+// stream deduplicates) at its time, then its record is applied.
 absl::StatusOr<AppliedRecord> ApplyLoggedRecord(std::string_view record, Model& model,
-                                                FeedbackLoop* loop);
+                                                FeedbackLoop* loop,
+                                                IdempotencyWindow* window = nullptr);
 
 // The ImpressionExample views of a decoded record's impressions.
 std::vector<ImpressionExample> ImpressionViews(const ImpressionsRecord& record);

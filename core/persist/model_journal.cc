@@ -160,7 +160,9 @@ namespace {
 // into *model, noting it (or nothing) in *report, and each newer snapshot
 // that was rejected, with its reason.
 absl::Status LoadNewestSnapshot(Env* env, const std::string& dir, Model* model,
-                                std::unique_ptr<FeedbackLoop>* loop, RecoveryReport* report) {
+                                std::unique_ptr<FeedbackLoop>* loop,
+                                std::unique_ptr<IdempotencyWindow>* window,
+                                const IdempotencyOptions& window_options, RecoveryReport* report) {
   auto snapshots = ListSnapshots(env, dir);
   if (!snapshots.ok()) return snapshots.status();
   for (uint64_t sequence : *snapshots) {
@@ -181,8 +183,15 @@ absl::Status LoadNewestSnapshot(Env* env, const std::string& dir, Model* model,
       restored = std::make_unique<FeedbackLoop>(contents->config);
       status = restored->RestoreState(contents->feedback);
     }
+    std::unique_ptr<IdempotencyWindow> keys;
+    if (status.ok() && !contents->idempotency.empty()) {
+      auto decoded = IdempotencyWindow::Decode(window_options, contents->idempotency);
+      status = decoded.status();
+      if (decoded.ok()) keys = *std::move(decoded);
+    }
     if (status.ok()) status = model->ImportState(contents->state);
     if (status.ok() && restored != nullptr) *loop = std::move(restored);
+    if (status.ok() && keys != nullptr) *window = std::move(keys);
     if (status.ok()) {
       report->snapshot_sequence = sequence;
       report->snapshot_unix_seconds = env->FileModifiedSeconds(path).value_or(0);
@@ -207,14 +216,14 @@ void ReportLogRecovery(const UpdateLogRecovery& recovery, RecoveryReport* report
 // Replays the records of `log` after the snapshot into *model, counting
 // them in *report, and checks that the log reaches the snapshot.
 absl::Status ReplayLog(const std::string& dir, UpdateLog& log, Model* model, FeedbackLoop* loop,
-                       RecoveryReport* report) {
-  absl::Status replay = log.ReadAfter(report->snapshot_sequence,
-                                      [&](uint64_t, std::string_view record) -> absl::Status {
-                                        auto applied = ApplyLoggedRecord(record, *model, loop);
-                                        if (!applied.ok()) return applied.status();
-                                        ++report->replayed_records;
-                                        return absl::OkStatus();
-                                      });
+                       IdempotencyWindow* window, RecoveryReport* report) {
+  absl::Status replay = log.ReadAfter(
+      report->snapshot_sequence, [&](uint64_t, std::string_view record) -> absl::Status {
+        auto applied = ApplyLoggedRecord(record, *model, loop, window);
+        if (!applied.ok()) return applied.status();
+        ++report->replayed_records;
+        return absl::OkStatus();
+      });
   if (!replay.ok()) return replay;
   if (log.last_sequence() < report->snapshot_sequence) {
     return absl::DataLossError(absl::StrCat(dir, ": the log ends at ", log.last_sequence(),
@@ -237,7 +246,9 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   if (!model.ok()) return model.status();
   out.model = *std::move(model);
   if (config->feedback.enabled()) out.feedback = std::make_unique<FeedbackLoop>(*config);
-  if (absl::Status s = LoadNewestSnapshot(env, dir, out.model.get(), &out.feedback, &out.report);
+  out.idempotency = std::make_unique<IdempotencyWindow>(options.idempotency);
+  if (absl::Status s = LoadNewestSnapshot(env, dir, out.model.get(), &out.feedback,
+                                          &out.idempotency, options.idempotency, &out.report);
       !s.ok()) {
     return s;
   }
@@ -254,7 +265,8 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ReplayLog(dir, **log, out.model.get(), out.feedback.get(), &out.report);
+  if (absl::Status s = ReplayLog(dir, **log, out.model.get(), out.feedback.get(),
+                                 out.idempotency.get(), &out.report);
       !s.ok()) {
     return s;
   }
@@ -313,7 +325,8 @@ absl::Status ModelJournal::Commit(absl::FunctionRef<absl::StatusOr<std::string>(
 }
 
 absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model,
-                                                      const FeedbackLoop* feedback) {
+                                                      const FeedbackLoop* feedback,
+                                                      const IdempotencyWindow* idempotency) {
   MutexLock one_at_a_time(&snapshot_mu_);
   const auto start = std::chrono::steady_clock::now();
   SnapshotContents contents;
@@ -327,6 +340,9 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model,
     // The join buffer is copied whole under the lock: it is bounded by its
     // budget (docs/feedback.md says what that costs).
     if (feedback != nullptr) contents.feedback = feedback->EncodeState();
+    if (idempotency != nullptr && idempotency->size() > 0) {
+      contents.idempotency = idempotency->Encode();
+    }
   }
   SnapshotReport report;
   report.pause_seconds = SecondsSince(start);

@@ -35,6 +35,7 @@
 #include "core/model/model.h"
 #include "core/model/serving.h"
 #include "core/persist/env.h"
+#include "core/persist/idempotency_window.h"
 #include "core/persist/update_log.h"
 
 namespace clickd {
@@ -50,6 +51,8 @@ struct JournalOptions {
   // update log keeps the records before the damage, the damaged segments are
   // moved aside, and Open continues instead of failing with DataLoss.
   bool salvage_damaged_log = false;
+  // The window of a model's idempotency keys (core/persist/idempotency_window.h).
+  IdempotencyOptions idempotency;
 };
 
 // What a restart found, for the log line and the metrics.
@@ -98,6 +101,7 @@ class ModelJournal {
   struct Opened {
     std::unique_ptr<Model> model;
     std::unique_ptr<FeedbackLoop> feedback;  // null unless config.feedback is enabled()
+    std::unique_ptr<IdempotencyWindow> idempotency;
     std::unique_ptr<ModelJournal> journal;
     RecoveryReport report;
   };
@@ -115,11 +119,13 @@ class ModelJournal {
   absl::Status Commit(absl::FunctionRef<absl::StatusOr<std::string>()> prepare,
                       absl::FunctionRef<void()> apply);
 
-  // Writes a snapshot of `model` (and its loop, or null), then drops log records and snapshots it
+  // Writes a snapshot of `model` (and its loop and its idempotency window,
+  // each may be null), then drops log records and snapshots it
   // makes unnecessary. Learning pauses only while the copy begins
   // (microseconds plus the dense block's state; docs/durability.md).
   absl::StatusOr<SnapshotReport> Snapshot(const Model& model,
-                                          const FeedbackLoop* feedback = nullptr);
+                                          const FeedbackLoop* feedback = nullptr,
+                                          const IdempotencyWindow* idempotency = nullptr);
 
   // Refuses every later Learn and Snapshot (FailedPrecondition) once a
   // snapshot in flight has finished, and waits for the learners still

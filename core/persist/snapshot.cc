@@ -104,8 +104,31 @@ absl::Status EmitVariants(const Model::State& state, Emit& emit) {
 // an impression-to-click loop is written as version 2, byte for byte what
 // builds before version 3 wrote and read.
 uint32_t FormatVersionFor(const SnapshotContents& c) {
-  if (c.config.feedback.enabled()) return 4;
+  if (c.config.feedback.enabled() || !c.idempotency.empty()) return 4;
   return c.state.variants.empty() ? 2 : 3;
+}
+
+// Version 4's optional sections, in file order after the dense block.
+enum Section : uint32_t {
+  kVariantsSection = 1,
+  kFeedbackSection = 2,
+  kIdempotencySection = 4,
+};
+
+uint32_t SectionsOf(const SnapshotContents& c) {
+  return (c.state.variants.empty() ? 0 : kVariantsSection) |
+         (c.config.feedback.enabled() ? kFeedbackSection : 0) |
+         (c.idempotency.empty() ? 0 : kIdempotencySection);
+}
+
+// One checked piece: length u64, then the bytes.
+template <typename Emit>
+absl::Status EmitBytes(std::string_view bytes, Emit& emit) {
+  std::string section, piece;
+  coding::PutFixed64(&section, bytes.size());
+  section.append(bytes.data(), bytes.size());
+  AppendChecked(&piece, section);
+  return emit(piece);
 }
 
 // Calls emit() with each piece of the file in order: header, blocks, footer.
@@ -127,17 +150,25 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
   piece.clear();
   AppendChecked(&piece, dense);
   if (absl::Status s = emit(piece); !s.ok()) return s;
+  const uint32_t version = FormatVersionFor(c);
+  const uint32_t sections = SectionsOf(c);
+  if (version >= 4) {
+    std::string bits;
+    coding::PutFixed32(&bits, sections);
+    piece.clear();
+    AppendChecked(&piece, bits);
+    if (absl::Status s = emit(piece); !s.ok()) return s;
+  }
   if (variants) {
     if (absl::Status s = EmitVariants(c.state, emit); !s.ok()) return s;
   }
-  // Version 4: the impression join buffer (core/feedback/join_buffer.h).
-  if (c.config.feedback.enabled()) {
-    std::string feedback;
-    coding::PutFixed64(&feedback, c.feedback.size());
-    feedback += c.feedback;
-    piece.clear();
-    AppendChecked(&piece, feedback);
-    if (absl::Status s = emit(piece); !s.ok()) return s;
+  // Version 4: the impression join buffer (core/feedback/join_buffer.h) and
+  // the idempotency keys (core/persist/idempotency_window.h).
+  if (sections & kFeedbackSection) {
+    if (absl::Status s = EmitBytes(c.feedback, emit); !s.ok()) return s;
+  }
+  if (sections & kIdempotencySection) {
+    if (absl::Status s = EmitBytes(c.idempotency, emit); !s.ok()) return s;
   }
   piece.assign(kFooterMagic);
   std::string totals;
@@ -292,18 +323,32 @@ absl::Status ReadVariants(Decoder* in, size_t file_size, Model::State* state) {
   return absl::OkStatus();
 }
 
-// Reads the impression join buffer's bytes (format version 4, for a model
-// whose config has the impression-to-click loop).
-absl::Status ReadFeedback(Decoder* in, std::string* feedback) {
+// Reads one of version 4's byte sections (see EmitBytes).
+absl::Status ReadBytes(Decoder* in, std::string_view what, std::string* bytes) {
   uint64_t length = 0;
   Decoder peek(in->remaining());
   std::string_view piece;
   if (!peek.GetFixed64(&length) || length > in->remaining().size() ||
       !GetChecked(in, 8 + length, &piece)) {
-    return Corrupt("join buffer checksum mismatch or truncated");
+    return Corrupt(absl::StrCat(std::string(what), " checksum mismatch or truncated"));
   }
-  feedback->assign(piece.substr(8));
+  bytes->assign(piece.substr(8));
   return absl::OkStatus();
+}
+
+// Reads version 4's section bits and checks them against the config: the
+// join buffer is there exactly when the config has the loop.
+absl::StatusOr<uint32_t> ReadSections(Decoder* in, const ModelConfig& config) {
+  std::string_view piece;
+  uint32_t sections = 0;
+  if (!GetChecked(in, 4, &piece) || !Decoder(piece).GetFixed32(&sections)) {
+    return Corrupt("section bits checksum mismatch or truncated");
+  }
+  if (sections > 7 || ((sections & kFeedbackSection) != 0) != config.feedback.enabled() ||
+      ((sections & kVariantsSection) != 0) != !config.variants.empty()) {
+    return Corrupt("section bits do not match the model's config");
+  }
+  return sections;
 }
 
 // Reads the footer, checks it repeats the header's count, and that nothing
@@ -333,13 +378,22 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   if (*version >= 2) {
     if (absl::Status s = ReadDenseState(&in, &out.state); !s.ok()) return s;
   }
-  // Version 3 always has variants; from version 4 on, the config says which
-  // sections follow.
-  if (*version == 3 || (*version >= 4 && !out.config.variants.empty())) {
+  // Version 3 always has variants; version 4 says which sections follow.
+  uint32_t sections = *version == 3 ? kVariantsSection : 0;
+  if (*version >= 4) {
+    absl::StatusOr<uint32_t> bits = ReadSections(&in, out.config);
+    if (!bits.ok()) return bits.status();
+    sections = *bits;
+  }
+  if (sections & kVariantsSection) {
     if (absl::Status s = ReadVariants(&in, bytes.size(), &out.state); !s.ok()) return s;
   }
-  if (*version >= 4 && out.config.feedback.enabled()) {
-    if (absl::Status s = ReadFeedback(&in, &out.feedback); !s.ok()) return s;
+  if (sections & kFeedbackSection) {
+    if (absl::Status s = ReadBytes(&in, "join buffer", &out.feedback); !s.ok()) return s;
+  }
+  if (sections & kIdempotencySection) {
+    if (absl::Status s = ReadBytes(&in, "idempotency keys", &out.idempotency); !s.ok()) return s;
+    if (out.idempotency.empty()) return Corrupt("empty idempotency keys section");
   }
   if (absl::Status s = ReadFooter(&in, *count); !s.ok()) return s;
   return out;

@@ -25,7 +25,7 @@ namespace clickd {
 
 // The newest format this build reads and writes; a model is written in the
 // oldest version that holds it: 2, 3 with variants, 4 with an
-// impression-to-click loop.
+// impression-to-click loop or idempotency keys.
 inline constexpr uint32_t kSnapshotFormatVersion = 4;
 
 struct SnapshotContents {
@@ -36,6 +36,9 @@ struct SnapshotContents {
   // The impression join buffer (FeedbackLoop::EncodeState) of a model whose
   // config.feedback is enabled(); empty otherwise.
   std::string feedback;
+  // The idempotency keys within their window (IdempotencyWindow::Encode),
+  // or empty when none is held.
+  std::string idempotency;
 };
 
 absl::Status WriteSnapshot(Env* env, const std::string& path, const SnapshotContents& contents);

@@ -56,7 +56,7 @@ absl::StatusOr<std::vector<RecoveredModel>> ModelRegistry::Recover() {
     recovered.push_back({name, opened->report});
     auto served = std::make_shared<ServedModel>(
         std::move(opened->model), std::move(opened->journal), opened->report, options_.on_snapshot,
-        SteadyNow, std::move(opened->feedback));
+        SteadyNow, std::move(opened->feedback), WallNowMicros, std::move(opened->idempotency));
     if (absl::Status s = Insert(std::move(served)); !s.ok()) return s;
   }
   return recovered;
@@ -83,13 +83,15 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Create(const ModelCo
       return absl::UnavailableError(absl::StrCat("cannot create model \"", config.name,
                                                  "\" on disk: ", journal.status().message()));
     }
-    served = std::make_shared<ServedModel>(*std::move(model), *std::move(journal), RecoveryReport{},
-                                           options_.on_snapshot);
+    served = std::make_shared<ServedModel>(
+        *std::move(model), *std::move(journal), RecoveryReport{}, options_.on_snapshot, SteadyNow,
+        nullptr, WallNowMicros, std::make_unique<IdempotencyWindow>(options_.journal.idempotency));
   } else {
     // Memory-only models report snapshots too: a replica snapshots them
     // (ServedModel::RecordSnapshot).
-    served = std::make_shared<ServedModel>(*std::move(model), nullptr, RecoveryReport{},
-                                           options_.on_snapshot);
+    served = std::make_shared<ServedModel>(
+        *std::move(model), nullptr, RecoveryReport{}, options_.on_snapshot, SteadyNow, nullptr,
+        WallNowMicros, std::make_unique<IdempotencyWindow>(options_.journal.idempotency));
   }
   if (absl::Status s = Insert(served); !s.ok()) return s;
   return served;

@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "core/base/quote.h"
 #include "core/optim/loss.h"
+#include "core/persist/batch_codec.h"
 #include "core/persist/feedback_codec.h"
 
 namespace clickd {
@@ -26,7 +27,7 @@ std::unique_ptr<FeedbackLoop> LoopFor(const ModelConfig& config,
 ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
                          RecoveryReport recovery, SnapshotObserver on_snapshot,
                          MonotonicClock clock, std::unique_ptr<FeedbackLoop> feedback,
-                         WallClockMicros wall_clock)
+                         WallClockMicros wall_clock, std::unique_ptr<IdempotencyWindow> idempotency)
     : model_(std::move(model)),
       journal_(std::move(journal)),
       recovery_(std::move(recovery)),
@@ -34,6 +35,9 @@ ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJour
       clock_(std::move(clock)),
       wall_clock_(std::move(wall_clock)),
       feedback_(LoopFor(model_->config(), std::move(feedback))),
+      idempotency_(idempotency != nullptr
+                       ? std::move(idempotency)
+                       : std::make_unique<IdempotencyWindow>(IdempotencyOptions{})),
       metrics_(model_->config().loss),
       recent_(model_->config().loss) {
   feedback_counters_.delay_counts.assign(std::size(kFeedbackDelayBuckets) + 1, 0);
@@ -75,7 +79,8 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
     return absl::FailedPreconditionError(absl::StrCat(
         "model \"", name(), "\" lives in memory only: start clickd with --data_dir to snapshot"));
   }
-  absl::StatusOr<SnapshotReport> report = journal_->Snapshot(*model_, feedback_.get());
+  absl::StatusOr<SnapshotReport> report =
+      journal_->Snapshot(*model_, feedback_.get(), idempotency_.get());
   RecordSnapshot(report);
   return report;
 }
@@ -195,30 +200,98 @@ absl::StatusOr<uint64_t> ServedModel::LogImpressions(
 
 absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
     absl::Span<const FeedbackItem> items) {
+  bool duplicate = false;
+  return ApplyFeedback(items, "", &duplicate);
+}
+
+namespace {
+
+// What `prepare` returns for a key seen within the window: not an error to
+// the caller, who answers "duplicate".
+absl::Status Duplicate() { return absl::AlreadyExistsError("idempotency key seen"); }
+
+}  // namespace
+
+absl::Status ServedModel::CommitKeyed(std::string_view key, int64_t now,
+                                      absl::FunctionRef<std::string()> encode,
+                                      absl::FunctionRef<void()> apply, bool* duplicate) {
+  *duplicate = false;
+  auto prepare = [&]() -> absl::StatusOr<std::string> {
+    if (!key.empty() && idempotency_->Contains(key, now)) {
+      *duplicate = true;
+      return Duplicate();
+    }
+    if (journal_ == nullptr) return std::string();
+    if (key.empty()) return encode();
+    std::string keyed;
+    EncodeKeyed(now, key, encode(), &keyed);
+    return keyed;
+  };
+  auto keyed_apply = [&] {
+    if (!key.empty()) idempotency_->Insert(key, now);
+    apply();
+  };
+  absl::Status committed;
+  if (journal_ != nullptr) {
+    committed = journal_->Commit(prepare, keyed_apply);
+  } else {
+    MutexLock lock(&keyed_mu_);
+    absl::StatusOr<std::string> prepared = prepare();
+    committed = prepared.status();
+    if (committed.ok()) keyed_apply();
+  }
+  return *duplicate ? absl::OkStatus() : committed;
+}
+
+absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
+    absl::Span<const FeedbackItem> items, std::string_view idempotency_key, bool* duplicate) {
   if (feedback_ == nullptr) return NoLoop(name());
   const int64_t now = wall_clock_();
   FeedbackApplied applied;
-  auto prepare = [&]() -> absl::StatusOr<std::string> {
+  auto encode = [&] {
+    FeedbackRecord logged;
+    logged.time_us = now;
+    logged.items.assign(items.begin(), items.end());
     std::string record;
-    if (journal_ != nullptr) {
-      FeedbackRecord logged;
-      logged.time_us = now;
-      logged.items.assign(items.begin(), items.end());
-      EncodeFeedback(logged, &record);
-    }
+    EncodeFeedback(logged, &record);
     return record;
   };
   auto apply = [&] { applied = feedback_->ApplyFeedback(*model_, now, items); };
   {
     MutexLock lock(&feedback_mu_);
-    if (journal_ != nullptr) {
-      if (absl::Status s = journal_->Commit(prepare, apply); !s.ok()) return s;
-    } else {
-      apply();
+    if (absl::Status s = CommitKeyed(idempotency_key, now, encode, apply, duplicate); !s.ok()) {
+      return s;
     }
   }
+  if (*duplicate) return std::vector<JoinOutcome>();
   RecordFeedback(applied, 0);
   return applied.outcomes;
+}
+
+absl::StatusOr<ServedModel::KeyedLearn> ServedModel::Learn(absl::Span<const TrainingExample> batch,
+                                                           std::string_view idempotency_key) {
+  KeyedLearn out;
+  if (idempotency_key.empty()) {
+    auto scored = Learn(batch);
+    if (!scored.ok()) return scored.status();
+    out.scored = *std::move(scored);
+    return out;
+  }
+  const int64_t now = wall_clock_();
+  auto encode = [&] {
+    std::string record;
+    EncodeBatch(batch, &record);
+    return record;
+  };
+  auto apply = [&] { out.scored = LearnBatch(*model_, batch); };
+  if (absl::Status s = CommitKeyed(idempotency_key, now, encode, apply, &out.duplicate); !s.ok()) {
+    return s;
+  }
+  if (!out.duplicate) {
+    RecordProgressive(out.scored);
+    RefreshStats();
+  }
+  return out;
 }
 
 absl::Status ServedModel::ExpireImpressions() {

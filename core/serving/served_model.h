@@ -16,9 +16,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
@@ -28,6 +30,7 @@
 #include "core/feedback/feedback_loop.h"
 #include "core/model/model.h"
 #include "core/model/serving.h"
+#include "core/persist/idempotency_window.h"
 #include "core/persist/model_journal.h"
 
 namespace clickd {
@@ -102,10 +105,13 @@ class ServedModel {
   // was restored (empty for a new model); `on_snapshot` may be null.
   // `feedback`: the restored loop of a model whose config has one (a new
   // model gets an empty one when null).
+  // `idempotency`: the restored window of idempotency keys (a new model
+  // gets an empty one with default options when null).
   ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
               RecoveryReport recovery, SnapshotObserver on_snapshot = nullptr,
               MonotonicClock clock = SteadyNow, std::unique_ptr<FeedbackLoop> feedback = nullptr,
-              WallClockMicros wall_clock = WallNowMicros);
+              WallClockMicros wall_clock = WallNowMicros,
+              std::unique_ptr<IdempotencyWindow> idempotency = nullptr);
 
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
@@ -151,6 +157,22 @@ class ServedModel {
   void Calibrate(absl::Span<const double> p, absl::Span<double> out) const;
   bool calibrated() const { return model_->config().calibration.enabled; }
   CalibrationSummary calibration() const;
+
+  // --- Safe retries (docs/api.md#idempotency) ---
+  // As Learn, under an idempotency key (empty: plain Learn). A key learned
+  // within the window is not learned again: `duplicate`, nothing scored.
+  struct KeyedLearn {
+    std::vector<ScoredExample> scored;
+    bool duplicate = false;
+  };
+  absl::StatusOr<KeyedLearn> Learn(absl::Span<const TrainingExample> batch,
+                                   std::string_view idempotency_key);
+  // As ApplyFeedback, under an idempotency key; a duplicate returns no
+  // outcomes and sets *duplicate.
+  absl::StatusOr<std::vector<JoinOutcome>> ApplyFeedback(absl::Span<const FeedbackItem> items,
+                                                         std::string_view idempotency_key,
+                                                         bool* duplicate);
+  const IdempotencyWindow& idempotency() const { return *idempotency_; }
 
   // Writes a snapshot (FailedPrecondition for a memory-only model), updates
   // snapshot_stats() and tells the observer.
@@ -208,6 +230,14 @@ class ServedModel {
   uint64_t update_examples() const { return update_examples_.load(std::memory_order_relaxed); }
 
  private:
+  // Logs (when durable) and applies a record under `key` (may be empty):
+  // under the journal's lock, or keyed_mu_, a key seen within the window
+  // sets *duplicate and nothing is logged or applied; otherwise the key is
+  // remembered with the record. `encode` gives the unkeyed record's bytes.
+  absl::Status CommitKeyed(std::string_view key, int64_t now,
+                           absl::FunctionRef<std::string()> encode, absl::FunctionRef<void()> apply,
+                           bool* duplicate);
+
   // Publishes model_->Stats() unless a later learner has already published
   // newer figures (learners may finish out of order).
   void RefreshStats();
@@ -219,6 +249,10 @@ class ServedModel {
   const MonotonicClock clock_;
   const WallClockMicros wall_clock_;
   const std::unique_ptr<FeedbackLoop> feedback_;
+  const std::unique_ptr<IdempotencyWindow> idempotency_;
+  // Serializes a keyed request's check, insert and learning in a
+  // memory-only model (a durable one's are under its journal's lock).
+  Mutex keyed_mu_;
   // Serializes the loop's records of a memory-only model (a durable one's
   // are serialized by its journal), so that ids are given in apply order.
   Mutex feedback_mu_;

@@ -45,9 +45,11 @@ struct WallClock {
 
 std::unique_ptr<ServedModel> Served(std::unique_ptr<Model> model,
                                     std::unique_ptr<ModelJournal> journal,
-                                    std::unique_ptr<FeedbackLoop> loop, WallClock* clock) {
+                                    std::unique_ptr<FeedbackLoop> loop, WallClock* clock,
+                                    std::unique_ptr<IdempotencyWindow> window = nullptr) {
   return std::make_unique<ServedModel>(std::move(model), std::move(journal), RecoveryReport{},
-                                       nullptr, SteadyNow, std::move(loop), clock->AsClock());
+                                       nullptr, SteadyNow, std::move(loop), clock->AsClock(),
+                                       std::move(window));
 }
 
 // Scores `ads` candidates under one context and logs them.
@@ -163,6 +165,70 @@ TEST(ServedModelFeedbackMemory, WithoutALoopTheCallsAreRefused) {
   const FeedbackItem item[] = {{1, 1.0f, 1.0f, 0}};
   EXPECT_EQ(served->ApplyFeedback(item).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(served->ExpireImpressions().ok());
+}
+
+}  // namespace
+}  // namespace clickd
+
+namespace clickd {
+namespace {
+
+// An Update and a Feedback under idempotency keys: a retry within the
+// window is a duplicate, before and after a restart (by log replay, and
+// from a snapshot, which holds the keys).
+TEST(ServedModelIdempotency, RetriesAreDuplicatesAcrossRestarts) {
+  const ModelConfig config = Config(FeedbackConfig::Policy::kWaitNegative);
+  for (bool snapshot : {false, true}) {
+    SCOPED_TRACE(snapshot ? "snapshot" : "log");
+    const std::string dir = NewDir();
+    WallClock clock;
+    auto served = Served(*CreateModel(config), *ModelJournal::Create(dir, config, JournalOptions{}),
+                         nullptr, &clock);
+    Example example;
+    example.namespaces.push_back({"ad", {Feature::WithId(3)}});
+    const TrainingExample batch[] = {{nullptr, &example, 1.0f, 1.0f}};
+    auto first = served->Learn(batch, "update-1");
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_FALSE(first->duplicate);
+    EXPECT_EQ(first->scored.size(), 1u);
+    auto again = served->Learn(batch, "update-1");
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(again->duplicate);
+    EXPECT_TRUE(again->scored.empty());
+    EXPECT_EQ(served->model().Updates(), 1u);
+
+    auto id = PredictAndLog(*served, 0, 1);
+    ASSERT_TRUE(id.ok());
+    const FeedbackItem click[] = {{*id, 1.0f, 1.0f, 0}};
+    bool duplicate = true;
+    ASSERT_TRUE(served->ApplyFeedback(click, "fb-1", &duplicate).ok());
+    EXPECT_FALSE(duplicate);
+    auto outcomes = served->ApplyFeedback(click, "fb-1", &duplicate);
+    ASSERT_TRUE(outcomes.ok());
+    EXPECT_TRUE(duplicate);
+    EXPECT_TRUE(outcomes->empty());
+    if (snapshot) ASSERT_TRUE(served->Snapshot().ok());
+    const std::string state = served->model().SerializeState();
+    served.reset();
+
+    auto opened = ModelJournal::Open(dir, JournalOptions{});
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    EXPECT_EQ(opened->idempotency->size(), 2u);
+    auto restored = Served(std::move(opened->model), std::move(opened->journal),
+                           std::move(opened->feedback), &clock, std::move(opened->idempotency));
+    EXPECT_EQ(restored->model().SerializeState(), state);
+    auto retried = restored->Learn(batch, "update-1");
+    ASSERT_TRUE(retried.ok());
+    EXPECT_TRUE(retried->duplicate);
+    ASSERT_TRUE(restored->ApplyFeedback(click, "fb-1", &duplicate).ok());
+    EXPECT_TRUE(duplicate);
+    // Past the window (10 minutes by default), the key is new again.
+    clock.now += 601 * kSecond;
+    auto later = restored->Learn(batch, "update-1");
+    ASSERT_TRUE(later.ok());
+    EXPECT_FALSE(later->duplicate);
+    EXPECT_EQ(restored->model().Updates(), 3u);  // two learned, then this
+  }
 }
 
 }  // namespace

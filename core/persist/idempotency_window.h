@@ -1,0 +1,74 @@
+// IdempotencyWindow: the idempotency keys a model has learned under within
+// a window of time, so that a retried Update or Feedback (the same key) is
+// not learned twice (docs/api.md#idempotency).
+//
+// A keyed record in the update log carries its key and the time it was
+// written (the writer's clock), and a replay inserts the key again at that
+// time; the window's keys are in snapshots too. So a key acknowledged
+// before a crash is still known after the restart, and a restart, like a
+// replica, rebuilds the same window from the same records.
+//
+// Memory is bounded: a key is forgotten once it is older than the window,
+// or, when max_keys are held, the oldest goes first (a retry arriving after
+// that many newer keys would be learned again: docs/api.md says so).
+//
+// Thread safety: safe for concurrent use (one mutex). The caller serializes
+// the check-then-insert of one request with its learning (the journal's
+// learn lock).
+#ifndef CLICKD_CORE_PERSIST_IDEMPOTENCY_WINDOW_H_
+#define CLICKD_CORE_PERSIST_IDEMPOTENCY_WINDOW_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "core/base/mutex.h"
+
+namespace clickd {
+
+struct IdempotencyOptions {
+  int64_t window_us = 600LL * 1'000'000;  // 10 minutes
+  size_t max_keys = 100'000;
+};
+
+class IdempotencyWindow {
+ public:
+  explicit IdempotencyWindow(const IdempotencyOptions& options) : options_(options) {}
+  IdempotencyWindow(const IdempotencyWindow&) = delete;
+  IdempotencyWindow& operator=(const IdempotencyWindow&) = delete;
+
+  // Whether `key` was inserted within the window before `now_us`.
+  bool Contains(std::string_view key, int64_t now_us) const;
+
+  // Remembers `key` as seen at `now_us` (times that go backwards count as
+  // the latest seen), forgetting keys past the window and, beyond
+  // max_keys, the oldest.
+  void Insert(std::string_view key, int64_t now_us);
+
+  size_t size() const;
+
+  // Every key with its time, for a snapshot; Decode checks every length and
+  // the CRC and returns DataLoss naming what is wrong.
+  std::string Encode() const;
+  static absl::StatusOr<std::unique_ptr<IdempotencyWindow>> Decode(
+      const IdempotencyOptions& options, std::string_view bytes);
+
+ private:
+  void ForgetOld(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const IdempotencyOptions options_;
+  mutable Mutex mu_;
+  int64_t now_us_ ABSL_GUARDED_BY(mu_) = 0;
+  // Oldest first; `keys_` holds the same keys with their times, for lookup.
+  std::deque<std::pair<int64_t, std::string>> order_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int64_t> keys_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_PERSIST_IDEMPOTENCY_WINDOW_H_
