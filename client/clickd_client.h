@@ -43,7 +43,10 @@ namespace clickd {
 // codes are the same numbers in both.
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
-// How Predict and Feedback retry UNAVAILABLE. Attempt k (k = 1, 2, ...) that fails is
+// How Predict and Feedback retry UNAVAILABLE (and a keyed Update or Feedback
+// DEADLINE_EXCEEDED too, each attempt then with a deadline of its own, so
+// such a call may take up to max_attempts timeouts plus the backoffs).
+// Attempt k (k = 1, 2, ...) that fails is
 // followed by a sleep of min(initial_backoff * multiplier^(k-1), max_backoff)
 // times a uniform factor in [1 - jitter, 1 + jitter], unless that sleep
 // would reach the call's deadline, in which case the last UNAVAILABLE is

@@ -14,6 +14,7 @@
 #include "core/model/variant_model.h"
 #include "server/call_util.h"
 #include "server/feedback_request.h"
+#include "server/feedback_stream.h"
 #include "server/get_model_digest.h"
 #include "server/predict_extras.h"
 #include "server/request_cost.h"
@@ -327,6 +328,11 @@ grpc::ServerUnaryReactor* ClickdService::Feedback(grpc::CallbackServerContext* c
       [this](const v1::FeedbackRequest& req, v1::FeedbackResponse* resp) {
         return ApplyFeedback(req, resp);
       });
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ClickdService::FeedbackStream(
+    grpc::CallbackServerContext* context) {
+  return NewFeedbackStreamReactor(this, context);
 }
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* ClickdService::UpdateStream(

@@ -69,7 +69,8 @@ using RawClickdService = v1::Clickd::WithRawCallbackMethod_Predict<
                         v1::Clickd::WithRawCallbackMethod_DeleteModel<
                             v1::Clickd::WithRawCallbackMethod_SnapshotModel<
                                 v1::Clickd::WithRawCallbackMethod_Feedback<
-                                    v1::Clickd::Service>>>>>>>>>>;
+                                    v1::Clickd::WithRawCallbackMethod_FeedbackStream<
+                                        v1::Clickd::Service>>>>>>>>>>>;
 
 // The default of ClickdService::Unary: every call's work goes to the executor.
 struct RunOnExecutor {
@@ -105,6 +106,8 @@ class ClickdService final : public RawClickdService {
                                                Bytes* response) override;
   grpc::ServerUnaryReactor* Feedback(grpc::CallbackServerContext* context, const Bytes* request,
                                      Bytes* response) override;
+  grpc::ServerBidiReactor<Bytes, Bytes>* FeedbackStream(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerBidiReactor<Bytes, Bytes>* UpdateStreamAcked(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* SnapshotModel(grpc::CallbackServerContext* context,

@@ -143,8 +143,9 @@ absl::StatusOr<uint64_t> TagOf(std::string_view record) {
 
 // The methods of clickd.v1.Clickd, as the server gives them to RpcMetrics.
 std::vector<std::string> ClickdMethods() {
-  return {"Predict",  "Update",     "UpdateStream", "UpdateStreamAcked", "CreateModel",
-          "GetModel", "ListModels", "DeleteModel",  "SnapshotModel"};
+  return {"Predict",       "Update",   "UpdateStream",  "UpdateStreamAcked",
+          "CreateModel",   "GetModel", "ListModels",    "DeleteModel",
+          "SnapshotModel", "Feedback", "FeedbackStream"};
 }
 
 // clickd_requests_total{method,code}, or -1 if the series is absent.

@@ -394,3 +394,41 @@ TEST(Idempotency, RetriesAfterACrashAreDuplicates) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+// FeedbackStream: one answer per request, in order; a bad message ends the
+// stream naming its index, the messages before it applied.
+TEST(Feedback, StreamAnswersEachRequestInOrder) {
+  auto server = ServerProcess::Start(ServerOptions{});
+  ASSERT_TRUE(server.ok()) << server.status();
+  Clients c = Connect(**server);
+  ASSERT_TRUE(c.client->CreateModel(LoopConfig("loop", 3600)).ok());
+  auto predicted = c.client->Predict(Impressions("loop", 3));
+  ASSERT_TRUE(predicted.ok()) << predicted.status();
+  const uint64_t id = predicted->predictions(0).impression_id();
+
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = c.stub->FeedbackStream(&context);
+  v1::FeedbackResponse answer;
+  ASSERT_TRUE(stream->Write(Labels("loop", {{id, 1.0f, 1.0f}, {id + 1, 0.0f, 1.0f}})));
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(Statuses(answer),
+            (std::vector<v1::FeedbackStatus>{v1::FEEDBACK_JOINED, v1::FEEDBACK_JOINED}));
+  ASSERT_TRUE(stream->Write(Labels("loop", {{id, 1.0f, 1.0f}})));
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(Statuses(answer), std::vector<v1::FeedbackStatus>{v1::FEEDBACK_ALREADY_LABELLED});
+  ASSERT_TRUE(stream->Write(Labels("loop", {{id + 2, NAN, 1.0f}})));
+  EXPECT_FALSE(stream->Read(&answer));
+  stream->WritesDone();
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StartsWith(status.error_message(), "message 2: items[0].label is nan"))
+      << status.error_message();
+  EXPECT_EQ(c.client->GetModel("loop")->updates(), 2u);
+}
+
+}  // namespace
+}  // namespace clickd

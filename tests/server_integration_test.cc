@@ -391,7 +391,8 @@ TEST(ClickdReflection, ListsClickdAndServesItsDescriptor) {
     }
     EXPECT_EQ(absl::StrJoin(methods, " "),
               "Predict Update UpdateStream(stream) UpdateStreamAcked(stream)(acks) CreateModel "
-              "GetModel ListModels DeleteModel SnapshotModel");
+              "GetModel ListModels DeleteModel SnapshotModel Feedback "
+              "FeedbackStream(stream)(acks)");
   }
   EXPECT_TRUE(found);
 

@@ -91,7 +91,8 @@ class JoinBuffer {
   };
 
   // The bytes one impression is charged: its entry in the buffer plus its
-  // features (12 bytes each: key and value) and dense values (4 bytes each).
+  // features (sizeof(HashedFeature) each, 16 on x86-64: key, value and
+  // padding) and dense values (4 bytes each), what it holds in memory.
   // A labelled impression is charged its entry only.
   static uint64_t ImpressionBytes(size_t features, size_t dense);
 

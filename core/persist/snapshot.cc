@@ -100,9 +100,10 @@ absl::Status EmitVariants(const Model::State& state, Emit& emit) {
   return emit(piece);
 }
 
-// The oldest format that holds the contents: a model without variants or
-// an impression-to-click loop is written as version 2, byte for byte what
-// builds before version 3 wrote and read.
+// The oldest format that holds the contents: a model without variants,
+// an impression-to-click loop or idempotency keys is written as version 2
+// (the layout builds before version 3 wrote; the config inside is in the
+// current config encoding).
 uint32_t FormatVersionFor(const SnapshotContents& c) {
   if (c.config.feedback.enabled() || !c.idempotency.empty()) return 4;
   return c.state.variants.empty() ? 2 : 3;

@@ -331,6 +331,43 @@ TEST(Snapshot, EveryFlippedByteAndTruncationOfVariantsIsDetected) {
   }
 }
 
+// Format 4: a model with the impression-to-click loop and idempotency keys
+// (the sections' bytes are opaque here: their own decoders check them).
+TEST(Snapshot, EveryFlippedByteAndTruncationOfFormatFourIsDetected) {
+  ModelConfig config;
+  config.feedback.ttl_seconds = 60;
+  auto model = TrainedModel(config, 50);
+  SnapshotContents contents = ContentsOf(*model, 9);
+  contents.feedback = "join buffer bytes";
+  contents.idempotency = "idempotency bytes";
+  const std::string bytes = EncodeSnapshot(contents);
+  ASSERT_EQ(bytes[8], 4);
+  auto decoded = DecodeSnapshot(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->feedback, contents.feedback);
+  EXPECT_EQ(decoded->idempotency, contents.idempotency);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x20;
+    const auto s = DecodeSnapshot(damaged).status();
+    EXPECT_TRUE(s.code() == absl::StatusCode::kDataLoss ||
+                s.code() == absl::StatusCode::kFailedPrecondition)
+        << "flip at " << i << ": " << s;
+  }
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_EQ(DecodeSnapshot(bytes.substr(0, n)).status().code(), absl::StatusCode::kDataLoss)
+        << "truncated to " << n;
+  }
+  // Keys alone (a model without the loop) are format 4 too; no keys and no
+  // loop is format 2.
+  contents = ContentsOf(*TrainedModel(ModelConfig{}, 5), 3);
+  EXPECT_EQ(EncodeSnapshot(contents)[8], 2);
+  contents.idempotency = "keys";
+  const std::string keys_only = EncodeSnapshot(contents);
+  EXPECT_EQ(keys_only[8], 4);
+  EXPECT_EQ(DecodeSnapshot(keys_only)->idempotency, "keys");
+}
+
 TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {
   auto model = TrainedModel(ModelConfig{}, 10);
   std::string bytes = EncodeSnapshot(ContentsOf(*model, 1));

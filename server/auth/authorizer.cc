@@ -20,11 +20,12 @@ struct MethodRole {
   Role role;
 };
 constexpr MethodRole kMethodRoles[] = {
-    {"Predict", Role::kPredict},     {"GetModel", Role::kPredict},
-    {"ListModels", Role::kPredict},  {"Update", Role::kLearn},
-    {"UpdateStream", Role::kLearn},  {"UpdateStreamAcked", Role::kLearn},
-    {"CreateModel", Role::kAdmin},   {"DeleteModel", Role::kAdmin},
-    {"SnapshotModel", Role::kAdmin}, {"Feedback", Role::kLearn},
+    {"Predict", Role::kPredict},      {"GetModel", Role::kPredict},
+    {"ListModels", Role::kPredict},   {"Update", Role::kLearn},
+    {"UpdateStream", Role::kLearn},   {"UpdateStreamAcked", Role::kLearn},
+    {"CreateModel", Role::kAdmin},    {"DeleteModel", Role::kAdmin},
+    {"SnapshotModel", Role::kAdmin},  {"Feedback", Role::kLearn},
+    {"FeedbackStream", Role::kLearn},
 };
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {

@@ -10,9 +10,9 @@
 namespace clickd::auth {
 namespace {
 
-const std::vector<std::string> kMethods = {"Predict",     "GetModel",     "ListModels",
-                                           "Update",      "UpdateStream", "UpdateStreamAcked",
-                                           "CreateModel", "DeleteModel",  "SnapshotModel"};
+const std::vector<std::string> kMethods = {
+    "Predict",     "GetModel",    "ListModels",    "Update",   "UpdateStream",  "UpdateStreamAcked",
+    "CreateModel", "DeleteModel", "SnapshotModel", "Feedback", "FeedbackStream"};
 
 Identity WithRole(Role role) {
   Identity identity;
@@ -25,11 +25,12 @@ Identity WithRole(Role role) {
 // The roles table of docs/security.md, method by method.
 TEST(Authorize, FollowsTheRolesTable) {
   const std::vector<std::pair<std::string, Role>> table = {
-      {"Predict", Role::kPredict},    {"GetModel", Role::kPredict},
-      {"ListModels", Role::kPredict}, {"Update", Role::kLearn},
-      {"UpdateStream", Role::kLearn}, {"UpdateStreamAcked", Role::kLearn},
-      {"CreateModel", Role::kAdmin},  {"DeleteModel", Role::kAdmin},
-      {"SnapshotModel", Role::kAdmin}};
+      {"Predict", Role::kPredict},     {"GetModel", Role::kPredict},
+      {"ListModels", Role::kPredict},  {"Update", Role::kLearn},
+      {"UpdateStream", Role::kLearn},  {"UpdateStreamAcked", Role::kLearn},
+      {"CreateModel", Role::kAdmin},   {"DeleteModel", Role::kAdmin},
+      {"SnapshotModel", Role::kAdmin}, {"Feedback", Role::kLearn},
+      {"FeedbackStream", Role::kLearn}};
   for (const auto& [method, needed] : table) {
     for (Role role : {Role::kPredict, Role::kLearn, Role::kAdmin}) {
       const absl::Status s = Authorize(method, WithRole(role));
