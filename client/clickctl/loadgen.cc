@@ -40,6 +40,7 @@ ABSL_FLAG(std::string, wire, "features",
           "model's seed, read by GetModel)");
 ABSL_DECLARE_FLAG(std::string, candidates);  // network_commands.cc
 ABSL_DECLARE_FLAG(int, batch_size);          // server_replay.cc
+ABSL_DECLARE_FLAG(bool, log_impressions);    // network_commands.cc
 
 namespace clickd {
 namespace {
@@ -83,6 +84,7 @@ std::set<std::string> UsedFlags(const std::string& method) {
     used.insert("model");
     used.insert(method == "update_stream" ? "batch_size" : "candidates");
   }
+  if (method == "predict") used.insert("log_impressions");
   return used;
 }
 
@@ -128,6 +130,7 @@ absl::Status PlanShape(const std::string& method, Plan* plan) {
   shape.context_features = absl::GetFlag(FLAGS_context_features);
   shape.candidate_features = absl::GetFlag(FLAGS_candidate_features);
   shape.feature_ids = absl::GetFlag(FLAGS_feature_ids);
+  shape.log_impressions = absl::GetFlag(FLAGS_log_impressions);
   auto wire = ParseWireForm(absl::GetFlag(FLAGS_wire));
   if (!wire.ok()) return wire.status();
   shape.wire = *wire;
@@ -237,6 +240,7 @@ void PrintJson(const Plan& plan, const LoadResult& r) {
                  plan.shape.candidates)
         .Integer("candidate_features", plan.shape.candidate_features)
         .Bool("feature_ids", plan.shape.feature_ids)
+        .Bool("log_impressions", plan.shape.log_impressions)
         .String("wire", WireFormName(plan.shape.wire));
   }
   w.Number("duration_s", absl::ToDoubleSeconds(plan.load.duration))

@@ -123,6 +123,7 @@ v1::PredictRequest SyntheticRequests::Predict(const std::string& model, uint64_t
   Rng rng(StreamState(seed_, 2 * i));
   v1::PredictRequest request;
   request.set_model(model);
+  request.set_log_impressions(shape_.log_impressions);
   FillExample(rng, "user", 'u', shape_.context_features, request.mutable_context());
   request.mutable_candidates()->Reserve(shape_.candidates);
   for (int c = 0; c < shape_.candidates; ++c) {

@@ -45,6 +45,9 @@ struct RequestShape {
   bool feature_ids = false;
   WireForm wire = WireForm::kFeatures;
   uint64_t hashing_seed = 0;  // the model's, for WireForm::kKeys
+  // Predict: ask the server to log every candidate as an impression
+  // (docs/feedback.md), to measure what that costs.
+  bool log_impressions = false;
 };
 
 class SyntheticRequests {

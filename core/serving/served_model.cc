@@ -179,14 +179,15 @@ absl::StatusOr<uint64_t> ServedModel::LogImpressions(
   };
   auto apply = [&] { applied = feedback_->ApplyImpressions(*model_, now, first, impressions); };
   absl::Status committed;
-  {
+  if (journal_ != nullptr) {
+    // The journal's learn lock orders this record with every other; the
+    // durability wait runs outside it, shared by concurrent callers.
+    committed = journal_->Commit(prepare, apply);
+  } else {
     MutexLock lock(&feedback_mu_);
-    committed = journal_ != nullptr ? journal_->Commit(prepare, apply) : [&]() -> absl::Status {
-      absl::StatusOr<std::string> prepared = prepare();
-      if (!prepared.ok()) return prepared.status();
-      apply();
-      return absl::OkStatus();
-    }();
+    absl::StatusOr<std::string> prepared = prepare();
+    committed = prepared.status();
+    if (committed.ok()) apply();
   }
   if (!committed.ok()) {
     if (full) RecordRefusedImpressions(impressions.size());
@@ -257,12 +258,14 @@ absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
     return record;
   };
   auto apply = [&] { applied = feedback_->ApplyFeedback(*model_, now, items); };
-  {
+  absl::Status committed;
+  if (journal_ != nullptr) {
+    committed = CommitKeyed(idempotency_key, now, encode, apply, duplicate);
+  } else {
     MutexLock lock(&feedback_mu_);
-    if (absl::Status s = CommitKeyed(idempotency_key, now, encode, apply, duplicate); !s.ok()) {
-      return s;
-    }
+    committed = CommitKeyed(idempotency_key, now, encode, apply, duplicate);
   }
+  if (!committed.ok()) return committed;
   if (*duplicate) return std::vector<JoinOutcome>();
   RecordFeedback(applied, 0);
   return applied.outcomes;

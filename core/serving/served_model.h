@@ -254,7 +254,8 @@ class ServedModel {
   // memory-only model (a durable one's are under its journal's lock).
   Mutex keyed_mu_;
   // Serializes the loop's records of a memory-only model (a durable one's
-  // are serialized by its journal), so that ids are given in apply order.
+  // are serialized by its journal's learn lock, never held across the
+  // durability wait), so that ids are given in apply order.
   Mutex feedback_mu_;
   mutable Mutex feedback_counters_mu_;
   FeedbackCounters feedback_counters_ ABSL_GUARDED_BY(feedback_counters_mu_);

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# What logging impressions costs a Predict (docs/feedback.md#the-join-buffer,
+# results in docs/performance.md, "The impression-to-click loop"), ~2 min:
+#
+#   bash scripts/build.sh release && bash bench/feedback/log_impressions.sh
+#
+# Starts a release clickd with --data_dir (a fresh temporary directory,
+# --update_log_sync=every_request, the default) on a free port of
+# 127.0.0.1 and creates a model with the loop (TTL 1 h, a 4 GiB budget so
+# that no run fills it). Then, REPEATS times, in one repetition side by
+# side: Predict of 1 candidate x 40 features without and with
+# log_impressions, and 10 candidates x 40 with and without, closed loop at
+# 1 and 8 in flight. Prints calls/s and p50 of each and the ratio with/without;
+# the machine load is printed before each repetition. Stops clickd by PID.
+# Environment: BUILD_DIR (build/release), REPEATS (2), DURATION_S (3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD_DIR:-build/release}
+repeats=${REPEATS:-2}
+duration=${DURATION_S:-3}
+clickd=$build/server/clickd
+clickctl=$build/client/clickctl
+for binary in "$clickd" "$clickctl"; do
+  [[ -x $binary ]] || { echo "log_impressions.sh: $binary is missing" >&2; exit 1; }
+done
+out=bench/out/feedback
+mkdir -p "$out"
+data_dir=$(mktemp -d)
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+server=127.0.0.1:$port
+"$clickd" --address="$server" --data_dir="$data_dir" --snapshot_interval=0 --metrics_port=0 \
+  > "$out/clickd.log" 2>&1 &
+clickd_pid=$!
+cleanup() {
+  kill -TERM "$clickd_pid" 2>/dev/null || true
+  wait "$clickd_pid" 2>/dev/null || true
+  rm -rf "$data_dir"
+}
+trap cleanup EXIT
+for attempt in $(seq 50); do
+  "$clickctl" loadgen --server="$server" --method=health --max_requests=1 --deadline_ms=500 \
+    > /dev/null 2>&1 && break
+  sleep 0.2
+done
+"$clickctl" models create --server="$server" --model=loop --feedback_ttl_seconds=3600 \
+  --feedback_max_buffer_bytes=4294967296 > /dev/null
+
+echo "# Predict with and without log_impressions, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs"
+echo "# clickd --data_dir (update log synced per request), model with feedback TTL 3600 s"
+results=$out/results.jsonl
+: > "$results"
+for rep in $(seq "$repeats"); do
+  echo "repetition $rep, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for candidates in 1 10; do
+    for concurrency in 1 8; do
+      for log in false true; do
+        line=$("$clickctl" loadgen --server="$server" --json --method=predict --model=loop \
+          --candidates="$candidates" --candidate_features=40 --concurrency="$concurrency" \
+          --duration_s="$duration" --warmup_s=0.5 --log_impressions="$log")
+        echo "{\"rep\": $rep, \"candidates\": $candidates, \"concurrency\": $concurrency, \"log\": $log, \"run\": $line}" >> "$results"
+      done
+    done
+  done
+done
+/usr/bin/python3 - "$results" <<'PY'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def cps(r): return r["run"]["rate"]
+print("| candidates x 40 | in flight | calls/s without | calls/s with | with / without | p50 us without | p50 us with |")
+print("|---|---|---|---|---|---|---|")
+for c in (1, 10):
+    for k in (1, 8):
+        pick = lambda log: [r for r in rows if r["candidates"] == c and r["concurrency"] == k and r["log"] == log]
+        w, wo = pick(True), pick(False)
+        a = statistics.median(cps(r) for r in wo); b = statistics.median(cps(r) for r in w)
+        p_a = statistics.median(r["run"]["p50_us"] for r in wo)
+        p_b = statistics.median(r["run"]["p50_us"] for r in w)
+        assert all(r["run"]["errors"] == 0 for r in w + wo), "a run had errors"
+        print(f"| {c} | {k} | {a:.0f} | {b:.0f} | {b / a:.2f}x | {p_a:.0f} | {p_b:.0f} |")
+PY
