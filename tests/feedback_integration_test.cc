@@ -386,7 +386,9 @@ TEST(Idempotency, RetriesAfterACrashAreDuplicates) {
     EXPECT_TRUE(repeated->duplicate());
     EXPECT_EQ(repeated->statuses_size(), 0);
     EXPECT_EQ(*c.client->StateDigest("loop"), digest);
-    if (!snapshot) ASSERT_TRUE(c.client->SnapshotModel("loop").ok());
+    if (!snapshot) {
+      ASSERT_TRUE(c.client->SnapshotModel("loop").ok());
+    }
     server->Signal(SIGKILL);
     ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
   }

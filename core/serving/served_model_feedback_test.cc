@@ -84,8 +84,12 @@ void Drive(ServedModel& served, WallClock& clock, int rounds, bool snapshot_midw
       const FeedbackItem click[] = {{*first + round % 3, 1.0f, 1.0f, clock.now.load()}};
       ASSERT_TRUE(served.ApplyFeedback(click).ok());
     }
-    if (round % 5 == 4) ASSERT_TRUE(served.ExpireImpressions().ok());
-    if (snapshot_midway && round == rounds / 2) ASSERT_TRUE(served.Snapshot().ok());
+    if (round % 5 == 4) {
+      ASSERT_TRUE(served.ExpireImpressions().ok());
+    }
+    if (snapshot_midway && round == rounds / 2) {
+      ASSERT_TRUE(served.Snapshot().ok());
+    }
   }
 }
 
@@ -207,7 +211,9 @@ TEST(ServedModelIdempotency, RetriesAreDuplicatesAcrossRestarts) {
     ASSERT_TRUE(outcomes.ok());
     EXPECT_TRUE(duplicate);
     EXPECT_TRUE(outcomes->empty());
-    if (snapshot) ASSERT_TRUE(served->Snapshot().ok());
+    if (snapshot) {
+      ASSERT_TRUE(served->Snapshot().ok());
+    }
     const std::string state = served->model().SerializeState();
     served.reset();
 
