@@ -27,21 +27,24 @@ void CandidateFeatures(const HashedCandidates& hashed, size_t i, std::vector<Has
   MergeDuplicates(out);
 }
 
+// `shared_names`: the bias's and the context's, named once per request;
+// `names` gets candidate i's own.
 void Explain(const Model& scorer, const v1::PredictRequest& request, size_t i,
-             absl::Span<const HashedFeature> features, FeatureNames* names,
-             v1::Prediction* prediction) {
+             absl::Span<const HashedFeature> features, const FeatureNames& shared_names,
+             FeatureNames* names, v1::Prediction* prediction) {
   std::vector<double> weights(features.size());
   scorer.Weights(features, absl::MakeSpan(weights));
   auto top = TopContributions(features, weights, request.explain_top_k());
   if (!top.ok()) return;  // sizes match by construction
-  const FeatureHasher& hasher = scorer.hasher();
   names->clear();
-  AddBiasName(hasher, names);
-  AddFeatureNames(hasher, request.context(), names);
-  AddFeatureNames(hasher, request.candidates(static_cast<int>(i)), names);
+  AddFeatureNames(scorer.hasher(), request.candidates(static_cast<int>(i)), names);
   for (const Contribution& c : *top) {
     v1::Contribution* out = prediction->add_explanation();
-    if (auto it = names->find(c.key); it != names->end()) out->set_feature(it->second);
+    if (auto it = names->find(c.key); it != names->end()) {
+      out->set_feature(it->second);
+    } else if (auto shared = shared_names.find(c.key); shared != shared_names.end()) {
+      out->set_feature(shared->second);
+    }
     out->set_key(c.key);
     out->set_value(c.value);
     out->set_weight(c.weight);
@@ -57,13 +60,17 @@ void AddPredictExtras(const ServedModel& served, const Model& scorer,
   const size_t n = scores.size();
   if (request.uncertainty() || request.explain_top_k() > 0) {
     std::vector<HashedFeature> features;
-    FeatureNames names;
+    FeatureNames shared_names, names;
+    if (request.explain_top_k() > 0) {
+      AddBiasName(scorer.hasher(), &shared_names);
+      AddFeatureNames(scorer.hasher(), request.context(), &shared_names);
+    }
     for (size_t i = 0; i < n; ++i) {
       CandidateFeatures(hashed, i, &features);
       v1::Prediction* prediction = response->mutable_predictions(static_cast<int>(i));
       if (request.uncertainty()) prediction->set_uncertainty(scorer.Uncertainty(features));
       if (request.explain_top_k() > 0) {
-        Explain(scorer, request, i, features, &names, prediction);
+        Explain(scorer, request, i, features, shared_names, &names, prediction);
       }
     }
   }

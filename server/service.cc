@@ -179,11 +179,9 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   };
   if (absl::Status s = CheckPredictExtras(request, limits_); !s.ok()) return s;
   const Model& model = (*served)->model();
-  const FeedbackLoop* loop = (*served)->feedback();
-  if (request.log_impressions() && loop == nullptr) {
+  if (request.log_impressions() && (*served)->feedback() == nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("log_impressions: model ", Quote(request.model()),
-                     " has no impression-to-click loop (create it with feedback.ttl_seconds > 0)"));
+        absl::StrCat("log_impressions: ", NoFeedbackLoopError(request.model()).message()));
   }
   // A model with variants scores with its champion, or the variant named.
   absl::StatusOr<ScoringModel> scorer = ModelForVariant(model, request.variant());
@@ -237,11 +235,8 @@ absl::Status ClickdService::ApplyFeedback(const v1::FeedbackRequest& request,
                                           v1::FeedbackResponse* response) {
   auto served = Lookup(request.model(), "model");
   if (!served.ok()) return served.status();
-  if ((*served)->feedback() == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model ", Quote(request.model()),
-                     " has no impression-to-click loop (create it with feedback.ttl_seconds > 0)"));
-  }
+  // Before the items are checked: no item is right for such a model.
+  if ((*served)->feedback() == nullptr) return NoFeedbackLoopError(request.model());
   if (absl::Status s = CheckIdempotencyKey(request.idempotency_key(), limits_); !s.ok()) return s;
   absl::StatusOr<std::vector<FeedbackItem>> items =
       ValidateFeedbackRequest(request, limits_, WallNowMicros());

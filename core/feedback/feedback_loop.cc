@@ -45,19 +45,14 @@ JoinBuffer::Options FeedbackLoop::BufferOptions() const {
 
 absl::StatusOr<uint64_t> FeedbackLoop::ReserveIds(
     int64_t now_us, absl::Span<const ImpressionExample> impressions) const {
-  uint64_t needed = 0;
-  for (const ImpressionExample& impression : impressions) {
-    needed += JoinBuffer::ImpressionBytes(impression.features.size(), impression.dense.size());
-  }
-  const uint64_t in_use = buffer_->BytesAfterExpiry(now_us);
-  if (in_use + needed > config_.max_buffer_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the impression join buffer is full: ", impressions.size(),
-                     " impressions need ", needed, " bytes and ", in_use,
-                     " of the model's feedback.max_buffer_bytes (", config_.max_buffer_bytes,
-                     ") are in use until impressions are labelled or expire; nothing was logged"));
-  }
+  if (absl::Status s = buffer_->CheckAdd(now_us, impressions); !s.ok()) return s;
   return buffer_->Stats().next_id;
+}
+
+Eigen::VectorXd FeedbackLoop::DenseOf(const Impression& impression) {
+  Eigen::VectorXd dense(static_cast<Eigen::Index>(impression.dense.size()));
+  for (size_t i = 0; i < impression.dense.size(); ++i) dense[i] = impression.dense[i];
+  return dense;
 }
 
 void FeedbackLoop::Learn(Model& model, const Impression& impression, double label,
@@ -66,17 +61,14 @@ void FeedbackLoop::Learn(Model& model, const Impression& impression, double labe
     model.LearnWithDense(impression.features, nullptr, label, importance);
     return;
   }
-  Eigen::VectorXd dense(static_cast<Eigen::Index>(impression.dense.size()));
-  for (size_t i = 0; i < impression.dense.size(); ++i) dense[i] = impression.dense[i];
+  const Eigen::VectorXd dense = DenseOf(impression);
   model.LearnWithDense(impression.features, &dense, label, importance);
 }
 
 double FeedbackLoop::Probability(const Model& model, const Impression& impression) {
   double margin = model.Margin(impression.features);
   if (!impression.dense.empty() && model.dense_block() != nullptr) {
-    Eigen::VectorXd dense(static_cast<Eigen::Index>(impression.dense.size()));
-    for (size_t i = 0; i < impression.dense.size(); ++i) dense[i] = impression.dense[i];
-    margin += model.dense_block()->Margin(dense);
+    margin += model.dense_block()->Margin(DenseOf(impression));
   }
   return Sigmoid(margin);
 }

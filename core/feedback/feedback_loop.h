@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/eval/metrics.h"
@@ -76,10 +77,11 @@ class FeedbackLoop {
   const FeedbackConfig& config() const { return config_; }
   const JoinBuffer& buffer() const { return *buffer_; }
 
-  // The id the first of `impressions` would get at `now_us`, if they fit
-  // in the budget once what is due has expired; RESOURCE_EXHAUSTED naming
-  // the budget otherwise. Changes nothing: the caller logs the record, then
-  // applies it.
+  // The id the first of `impressions` would get at `now_us`, if the buffer
+  // can take them once what is due has expired (JoinBuffer::CheckAdd:
+  // RESOURCE_EXHAUSTED naming the budget, or ids run out, otherwise).
+  // Changes nothing: the caller logs the record, then applies it, which
+  // then cannot fail.
   absl::StatusOr<uint64_t> ReserveIds(int64_t now_us,
                                       absl::Span<const ImpressionExample> impressions) const;
 
@@ -102,6 +104,8 @@ class FeedbackLoop {
  private:
   JoinBuffer::Options BufferOptions() const;
   void Expire(Model& model, int64_t now_us, FeedbackApplied* applied);
+  // An impression's dense values as the model takes them.
+  static Eigen::VectorXd DenseOf(const Impression& impression);
   // One step on an impression's features and dense values.
   static void Learn(Model& model, const Impression& impression, double label, double importance);
   static double Probability(const Model& model, const Impression& impression);

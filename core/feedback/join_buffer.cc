@@ -54,31 +54,50 @@ int64_t JoinBuffer::Advance(int64_t now_us) {
   return now_us_;
 }
 
-absl::StatusOr<uint64_t> JoinBuffer::Add(int64_t now_us,
-                                         absl::Span<const ImpressionExample> examples) {
-  MutexLock lock(&mu_);
-  const int64_t now = Advance(now_us);
-  uint64_t needed = 0;
+absl::Status JoinBuffer::Refusal(uint64_t in_use, absl::Span<const ImpressionExample> examples,
+                                 uint64_t* needed) const {
+  *needed = 0;
   for (const ImpressionExample& example : examples) {
-    needed += ImpressionBytes(example.features.size(), example.dense.size());
-  }
-  // Finite margins only: a snapshot must read back what was added.
-  for (const ImpressionExample& example : examples) {
+    // Finite margins only: a snapshot must read back what was added.
     if (!std::isfinite(example.margin)) {
       return absl::InvalidArgumentError("an impression's margin is not finite");
     }
+    *needed += ImpressionBytes(example.features.size(), example.dense.size());
   }
-  if (bytes_ + needed > max_bytes_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("impression join buffer full: ", examples.size(), " impressions need ", needed,
-                     " bytes, ", bytes_, " of the model's feedback.max_buffer_bytes (", max_bytes_,
-                     ") are in use until impressions are labelled or expire"));
+  if (in_use + *needed > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the impression join buffer is full: ", examples.size(), " impressions need ", *needed,
+        " bytes and ", in_use, " of the model's feedback.max_buffer_bytes (", max_bytes_,
+        ") are in use until impressions are labelled or expire; nothing was logged"));
   }
   const uint64_t first = first_counter_ + entries_.size();
   if (first + examples.size() > kCounterLimit) {
     return absl::ResourceExhaustedError(
         absl::StrCat("impression ids exhausted: the model has issued ", first, " of 2^48"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status JoinBuffer::CheckAdd(int64_t now_us,
+                                  absl::Span<const ImpressionExample> examples) const {
+  ReaderMutexLock lock(&mu_);
+  const int64_t now = std::max(now_us_, now_us);
+  uint64_t in_use = bytes_;
+  for (const Entry& entry : entries_) {
+    if (entry.expires_at_us > now) break;
+    in_use -= EntryBytes(entry);
+  }
+  uint64_t needed = 0;
+  return Refusal(in_use, examples, &needed);
+}
+
+absl::StatusOr<uint64_t> JoinBuffer::Add(int64_t now_us,
+                                         absl::Span<const ImpressionExample> examples) {
+  MutexLock lock(&mu_);
+  const int64_t now = Advance(now_us);
+  uint64_t needed = 0;
+  if (absl::Status s = Refusal(bytes_, examples, &needed); !s.ok()) return s;
+  const uint64_t first = first_counter_ + entries_.size();
   for (const ImpressionExample& example : examples) {
     Entry& entry = entries_.emplace_back();
     entry.logged_at_us = now;
@@ -135,17 +154,6 @@ void JoinBuffer::Expire(int64_t now_us, absl::FunctionRef<void(const Impression&
     entries_.pop_front();
     ++first_counter_;
   }
-}
-
-uint64_t JoinBuffer::BytesAfterExpiry(int64_t now_us) const {
-  ReaderMutexLock lock(&mu_);
-  const int64_t now = std::max(now_us_, now_us);
-  uint64_t bytes = bytes_;
-  for (const Entry& entry : entries_) {
-    if (entry.expires_at_us > now) break;
-    bytes -= EntryBytes(entry);
-  }
-  return bytes;
 }
 
 std::optional<int64_t> JoinBuffer::NextExpiryUs() const {

@@ -115,9 +115,12 @@ class JoinBuffer {
   // it as a negative, or not).
   void Expire(int64_t now_us, absl::FunctionRef<void(const Impression&)> unlabelled);
 
-  // The bytes in use once every impression whose TTL has passed at `now_us`
-  // is forgotten: what Add(now_us, ...) checks its batch against.
-  uint64_t BytesAfterExpiry(int64_t now_us) const;
+  // What Add(now_us, examples) would refuse them for, were every impression
+  // whose TTL has passed at `now_us` expired first (as an impressions
+  // record's apply does): the budget, a non-finite margin, or ids running
+  // out. Changes nothing: a caller checks before it logs the record, so
+  // that a logged record always applies.
+  absl::Status CheckAdd(int64_t now_us, absl::Span<const ImpressionExample> examples) const;
 
   // When the oldest impression held expires (microseconds), or nullopt for
   // an empty buffer: the server's clock asks for expiry when it passes.
@@ -146,6 +149,10 @@ class JoinBuffer {
     std::vector<float> dense;
   };
   static uint64_t EntryBytes(const Entry& entry);
+  // Why `examples` cannot be added with `in_use` bytes held (OK if they
+  // can); *needed gets the bytes they take. The one check of Add and CheckAdd.
+  absl::Status Refusal(uint64_t in_use, absl::Span<const ImpressionExample> examples,
+                       uint64_t* needed) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   uint64_t IdOf(uint64_t counter) const;
   // The latest time seen, so that time never runs backwards.
   int64_t Advance(int64_t now_us) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

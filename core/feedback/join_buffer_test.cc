@@ -1,10 +1,12 @@
 #include "core/feedback/join_buffer.h"
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/base/crc32c.h"
 #include "core/feedback/delayed_feedback.h"
 #include "gtest/gtest.h"
 
@@ -196,6 +198,37 @@ TEST(DelayedFeedbackTest, FnwWeightsUndoTheFakeNegativeBias) {
   }
   EXPECT_EQ(FnwNegativeWeight(1.5), 0.0);
   EXPECT_EQ(FnwPositiveWeight(-1.0), 1.0);
+}
+
+}  // namespace
+}  // namespace clickd
+
+namespace clickd {
+namespace {
+
+// The 2^48 ids of a model run out: CheckAdd says so before a record is
+// logged, and Add refuses the same, so a logged record always applies.
+TEST(JoinBufferTest, IdsRunningOutAreRefusedByCheckAddAndAdd) {
+  // A buffer whose next counter is the last one: header fields patched, CRC
+  // resealed (the only way to get there without 2^48 impressions).
+  std::string bytes = JoinBuffer(TestOptions()).Encode();
+  bytes.resize(bytes.size() - 4);  // the CRC
+  const uint64_t last = (uint64_t{1} << 48) - 1;
+  for (int i = 0; i < 8; ++i) bytes[4 + 8 + i] = static_cast<char>(last >> (8 * i));
+  crc32c::Seal(&bytes);
+  auto buffer = JoinBuffer::Decode(TestOptions(), bytes);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  const auto f = Features(1, 2);
+  const ImpressionExample one[] = {{f, {}}};
+  const ImpressionExample two[] = {{f, {}}, {f, {}}};
+  EXPECT_TRUE((*buffer)->CheckAdd(0, one).ok());
+  const absl::Status refused = (*buffer)->CheckAdd(0, two);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(refused.message(), "ids exhausted")) << refused;
+  EXPECT_EQ((*buffer)->Add(0, two).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE((*buffer)->Add(0, one).ok());
+  const ImpressionExample nan[] = {{f, {}, NAN}};
+  EXPECT_EQ(JoinBuffer(TestOptions()).CheckAdd(0, nan).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -153,15 +153,15 @@ CalibrationSummary ServedModel::calibration() const {
 
 namespace clickd {
 
-static absl::Status NoLoop(const std::string& name) {
+absl::Status NoFeedbackLoopError(std::string_view model) {
   return absl::FailedPreconditionError(
-      absl::StrCat("model ", Quote(name),
+      absl::StrCat("model ", Quote(model),
                    " has no impression-to-click loop: create it with feedback.ttl_seconds > 0"));
 }
 
 absl::StatusOr<uint64_t> ServedModel::LogImpressions(
     absl::Span<const ImpressionExample> impressions) {
-  if (feedback_ == nullptr) return NoLoop(name());
+  if (feedback_ == nullptr) return NoFeedbackLoopError(name());
   const int64_t now = wall_clock_();
   uint64_t first = 0;
   bool full = false;  // the buffer refused them (not the log: a full disk)
@@ -246,7 +246,7 @@ absl::Status ServedModel::CommitKeyed(std::string_view key, int64_t now,
 
 absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
     absl::Span<const FeedbackItem> items, std::string_view idempotency_key, bool* duplicate) {
-  if (feedback_ == nullptr) return NoLoop(name());
+  if (feedback_ == nullptr) return NoFeedbackLoopError(name());
   const int64_t now = wall_clock_();
   FeedbackApplied applied;
   auto encode = [&] {

@@ -84,6 +84,11 @@ struct CalibrationSummary {
   double calibrated_ratio = 0;  // what Predict served after the correction
 };
 
+// FailedPrecondition for a call of the impression-to-click loop on `model`,
+// which has no loop: the one message of Predict's log_impressions, Feedback
+// and ServedModel.
+absl::Status NoFeedbackLoopError(std::string_view model);
+
 // Microseconds since the Unix epoch: the clock of the impression-to-click
 // loop's records (tests inject a fake).
 using WallClockMicros = std::function<int64_t()>;

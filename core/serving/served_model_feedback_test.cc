@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/feedback/impressions.h"
+#include "core/persist/fault_injection_env.h"
 #include "core/persist/model_journal.h"
 #include "core/persist/snapshot.h"
 #include "core/serving/served_model.h"
@@ -235,6 +236,52 @@ TEST(ServedModelIdempotency, RetriesAreDuplicatesAcrossRestarts) {
     EXPECT_FALSE(later->duplicate);
     EXPECT_EQ(restored->model().Updates(), 3u);  // two learned, then this
   }
+}
+
+}  // namespace
+}  // namespace clickd
+
+namespace clickd {
+namespace {
+
+// A full disk: the loop's records (and a keyed Update's) cannot be logged,
+// so they are refused and change nothing: no id spent, no key remembered,
+// no step taken; the restart after it rebuilds the state from before.
+TEST(ServedModelFeedbackFullDisk, RefusedRecordsChangeNothing) {
+  const std::string dir = NewDir();
+  const ModelConfig config = Config(FeedbackConfig::Policy::kFakeNegativeWeighted);
+  FaultInjectionEnv env(Env::Default());
+  JournalOptions options;
+  options.env = &env;
+  WallClock clock;
+  auto served =
+      Served(*CreateModel(config), *ModelJournal::Create(dir, config, options), nullptr, &clock);
+  auto first = PredictAndLog(*served, 0, 2);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string state = served->model().SerializeState();
+  const std::string loop = served->feedback()->EncodeState();
+
+  env.SetWriteBudget(0);  // the disk is full
+  EXPECT_FALSE(PredictAndLog(*served, 1, 2).ok());
+  const FeedbackItem click[] = {{*first, 1.0f, 1.0f, 0}};
+  bool duplicate = false;
+  EXPECT_FALSE(served->ApplyFeedback(click, "click-1", &duplicate).ok());
+  Example example;
+  example.namespaces.push_back({"ad", {Feature::WithId(3)}});
+  const TrainingExample batch[] = {{nullptr, &example, 1.0f, 1.0f}};
+  EXPECT_FALSE(served->Learn(batch, "update-1").ok());
+  EXPECT_EQ(served->model().SerializeState(), state);
+  EXPECT_EQ(served->feedback()->EncodeState(), loop);
+  EXPECT_EQ(served->idempotency().size(), 0u);
+  EXPECT_EQ(served->feedback_counters().refused_full, 0u);  // the disk, not the buffer
+
+  served.reset();
+  env.SetWriteBudget(-1);
+  auto opened = ModelJournal::Open(dir, JournalOptions{});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ(opened->model->SerializeState(), state);
+  EXPECT_EQ(opened->feedback->EncodeState(), loop);
+  EXPECT_EQ(opened->idempotency->size(), 0u);
 }
 
 }  // namespace
