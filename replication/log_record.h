@@ -10,7 +10,10 @@
 //
 //   kCreate: payload is the model's config (EncodeModelConfig).
 //   kDelete: no payload.
-//   kUpdate: payload is one batch (EncodeBatch); created_sequence is the
+//   kUpdate: payload is one batch (EncodeBatch) or one record of the
+//            impression-to-click loop (core/persist/feedback_codec.h:
+//            impressions whose ids are given when applied, feedback, or a
+//            tick of the loop's clock); created_sequence is the
 //            sequence of the CREATE record of the model the batch was
 //            accepted for, so that a batch accepted before a model was
 //            deleted and re-created under the same name is not learned by

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/quote.h"
 #include "core/persist/batch_codec.h"
+#include "core/persist/feedback_codec.h"
 #include "core/persist/snapshot.h"
 #include "replication/log_record.h"
 #include "replication/replica_snapshot.h"
@@ -38,7 +39,10 @@ struct Replica::Waiter {
   bool done = false;
   absl::Status status;
   uint64_t sequence = 0;
-  std::vector<ScoredExample> scored;
+  // The stream already held the message id: the record was applied (or
+  // will be) under the first copy's sequence, and nothing is known of it.
+  bool duplicate = false;
+  AppliedRecord applied;  // an UPDATE record's effects
   std::shared_ptr<ServedModel> created;
 };
 
@@ -153,7 +157,7 @@ void Replica::ApplyLoop() {
 void Replica::Apply(const LogMessage& message) {
   const uint64_t sequence = message.sequence();
   absl::Status status;
-  std::vector<ScoredExample> scored;
+  AppliedRecord applied;
   std::shared_ptr<ServedModel> created;
   std::string model;
   auto record = DecodeLogRecord(message.data());
@@ -203,16 +207,12 @@ void Replica::Apply(const LogMessage& message) {
               absl::StrCat("model ", Quote(model), " was deleted before the update was applied"));
           break;
         }
-        auto batch = DecodeBatch(record->payload);
-        if (!batch.ok()) {
-          status = batch.status();
-          break;
-        }
-        auto learned = served->Learn(batch->batch);
-        if (learned.ok()) {
-          scored = *std::move(learned);
+        // A batch, or a record of the impression-to-click loop.
+        auto done = served->ApplyReplicated(record->payload);
+        if (done.ok()) {
+          applied = *std::move(done);
         } else {
-          status = learned.status();
+          status = done.status();
         }
         break;
       }
@@ -231,7 +231,7 @@ void Replica::Apply(const LogMessage& message) {
     w.done = true;
     w.status = status;
     w.sequence = sequence;
-    w.scored = std::move(scored);
+    w.applied = std::move(applied);
     w.created = std::move(created);
     waiters_.erase(it);
   }
@@ -290,6 +290,7 @@ absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishAndWait(const s
     }
     auto dup = std::make_shared<Waiter>();
     dup->done = true;
+    dup->duplicate = true;
     dup->sequence = ack->sequence;
     return dup;
   }
@@ -310,9 +311,9 @@ absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishAndWait(const s
   return waiter;
 }
 
-absl::StatusOr<Replica::Learned> Replica::Learn(const std::string& model,
-                                                absl::Span<const TrainingExample> batch,
-                                                std::string_view idempotency_key) {
+absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishUpdate(
+    const std::string& model, absl::FunctionRef<void(std::string*)> encode_payload,
+    std::string msg_id) {
   uint64_t created_at = 0;
   {
     MutexLock lock(&mu_);
@@ -324,19 +325,84 @@ absl::StatusOr<Replica::Learned> Replica::Learn(const std::string& model,
   }
   std::string record;
   EncodeLogRecordHeader(LogRecord::Kind::kUpdate, model, created_at, &record);
-  EncodeBatch(batch, &record);  // appends: the batch is encoded once, in place
+  encode_payload(&record);  // appends
   SealLogRecord(&record);
-  std::string msg_id = idempotency_key.empty()
-                           ? NewMessageId()
-                           : absl::StrCat("u-", model, "-", std::string(idempotency_key));
   auto waiter = PublishAndWait(record, std::move(msg_id));
   if (!waiter.ok()) return waiter.status();
   if (!(*waiter)->status.ok()) return (*waiter)->status;
+  return waiter;
+}
+
+std::string Replica::MessageIdFor(std::string_view kind, const std::string& model,
+                                  std::string_view idempotency_key) {
+  if (idempotency_key.empty()) return NewMessageId();
+  return absl::StrCat(std::string(kind), "-", model, "-", std::string(idempotency_key));
+}
+
+absl::StatusOr<Replica::Learned> Replica::Learn(const std::string& model,
+                                                absl::Span<const TrainingExample> batch,
+                                                std::string_view idempotency_key) {
+  auto waiter = PublishUpdate(
+      model, [&](std::string* out) { EncodeBatch(batch, out); },
+      MessageIdFor("u", model, idempotency_key));
+  if (!waiter.ok()) return waiter.status();
   Learned out;
   out.sequence = (*waiter)->sequence;
-  out.scored = std::move((*waiter)->scored);
-  out.deduplicated = out.scored.empty() && !batch.empty();
+  out.scored = std::move((*waiter)->applied.scored);
+  out.deduplicated = (*waiter)->duplicate;
   return out;
+}
+
+absl::StatusOr<Replica::LoopApplied> Replica::LogImpressions(
+    const std::string& model, int64_t time_us, absl::Span<const ImpressionExample> impressions) {
+  auto waiter = PublishUpdate(
+      model,
+      [&](std::string* out) { EncodeImpressions(time_us, kIdsAssignedAtApply, impressions, out); },
+      NewMessageId());
+  if (!waiter.ok()) return waiter.status();
+  if ((*waiter)->duplicate) {
+    // Only a message id of ours repeated could do this: a bug, and the ids
+    // are unknown.
+    return absl::InternalError("an impressions record was taken for a duplicate");
+  }
+  return LoopApplied{std::move((*waiter)->applied.feedback), (*waiter)->sequence, false};
+}
+
+absl::StatusOr<Replica::LoopApplied> Replica::Feedback(const std::string& model, int64_t time_us,
+                                                       absl::Span<const FeedbackItem> items,
+                                                       std::string_view idempotency_key) {
+  auto waiter = PublishUpdate(
+      model,
+      [&](std::string* out) {
+        FeedbackRecord record;
+        record.time_us = time_us;
+        record.items.assign(items.begin(), items.end());
+        EncodeFeedback(record, out);
+      },
+      MessageIdFor("f", model, idempotency_key));
+  if (!waiter.ok()) return waiter.status();
+  return LoopApplied{std::move((*waiter)->applied.feedback), (*waiter)->sequence,
+                     (*waiter)->duplicate};
+}
+
+absl::Status Replica::Tick(const std::string& model, int64_t time_us, int64_t due_us) {
+  uint64_t created_at = 0;
+  {
+    MutexLock lock(&mu_);
+    if (auto it = created_.find(model); it != created_.end()) created_at = it->second;
+  }
+  // The model's incarnation and the expiry it is for: the same id from
+  // every replica that saw the same buffer.
+  const std::string msg_id = absl::StrCat("t-", model, "-", created_at, "-", due_us);
+  auto waiter = PublishUpdate(
+      model,
+      [&](std::string* out) {
+        FeedbackRecord tick;
+        tick.time_us = time_us;
+        EncodeFeedback(tick, out);
+      },
+      msg_id);
+  return waiter.status();
 }
 
 absl::StatusOr<std::shared_ptr<ServedModel>> Replica::Create(const ModelConfig& config) {

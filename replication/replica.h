@@ -34,9 +34,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/base/mutex.h"
+#include "core/feedback/feedback_loop.h"
 #include "core/persist/env.h"
 #include "core/serving/registry.h"
 #include "replication/jetstream_log.h"
@@ -122,6 +124,32 @@ class Replica {
   // the stream's duplicate window learn nothing more.
   absl::StatusOr<Learned> Learn(const std::string& model, absl::Span<const TrainingExample> batch,
                                 std::string_view idempotency_key);
+  // --- The impression-to-click loop (core/feedback/feedback_loop.h) ---
+  // Its records go through the log like batches do, so every replica holds
+  // the same join buffer. Each carries its publisher's time (`time_us`),
+  // the loop's only clock.
+  struct LoopApplied {
+    FeedbackApplied applied;  // outcomes; an impressions record's ids
+    uint64_t sequence = 0;
+    bool deduplicated = false;  // a retry of a key in the stream's window
+  };
+  // Publishes impressions a Predict logged and returns once applied here,
+  // with the ids the buffer gave them when applied (publishers on other
+  // replicas take ids too: only the stream's order decides).
+  // ResourceExhausted, nothing logged anywhere, if the buffer could not
+  // take them when their record was applied.
+  absl::StatusOr<LoopApplied> LogImpressions(const std::string& model, int64_t time_us,
+                                             absl::Span<const ImpressionExample> impressions);
+  // Publishes checked labels; `idempotency_key` as for Learn.
+  absl::StatusOr<LoopApplied> Feedback(const std::string& model, int64_t time_us,
+                                       absl::Span<const FeedbackItem> items,
+                                       std::string_view idempotency_key);
+  // Publishes a tick of the loop's clock at `time_us`, which expires what
+  // was due at `due_us` (the oldest impression's expiry, as this replica
+  // sees it). Every replica whose clock passes the same expiry publishes
+  // the same message id, so the stream keeps one tick.
+  absl::Status Tick(const std::string& model, int64_t time_us, int64_t due_us);
+
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config);
   absl::Status Delete(const std::string& model);
 
@@ -149,6 +177,15 @@ class Replica {
   // Publishes a record and waits until it is applied here.
   absl::StatusOr<std::shared_ptr<Waiter>> PublishAndWait(const std::string& record,
                                                          std::string msg_id);
+  // PublishAndWait for an UPDATE record of `model`, whose payload
+  // `encode_payload` appends (encoded once, in place).
+  absl::StatusOr<std::shared_ptr<Waiter>> PublishUpdate(
+      const std::string& model, absl::FunctionRef<void(std::string*)> encode_payload,
+      std::string msg_id);
+  // The message id of a record under a caller's idempotency key (`kind`
+  // keeps Update's and Feedback's keys apart), or a fresh one without.
+  std::string MessageIdFor(std::string_view kind, const std::string& model,
+                           std::string_view idempotency_key);
   void ApplyLoop();
   // Applies the message at applied_ + 1.
   void Apply(const LogMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);

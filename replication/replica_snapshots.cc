@@ -91,7 +91,13 @@ absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
   for (const ReplicaModel& m : snapshot.models) {
     auto served = registry_->Create(m.contents.config);
     if (!served.ok()) return served.status();
-    if (absl::Status s = (*served)->model().ImportState(m.contents.state); !s.ok()) {
+    absl::Status s = (*served)->model().ImportState(m.contents.state);
+    if (s.ok() && !m.contents.feedback.empty()) {
+      s = (*served)->feedback() != nullptr
+              ? (*served)->feedback()->RestoreState(m.contents.feedback)
+              : absl::DataLossError("it holds a join buffer but its config has no feedback loop");
+    }
+    if (!s.ok()) {
       return absl::DataLossError(absl::StrCat("model ", Quote(m.contents.config.name),
                                               " in the snapshot at sequence ", snapshot.sequence,
                                               ": ", s.message()));
@@ -169,6 +175,11 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
       m.created_sequence = created[served->name()];
       m.contents.config = served->model().config();
       m.contents.log_sequence = snapshot.sequence;
+      // The join buffer is copied whole while the applier waits: it is
+      // bounded by the model's feedback.max_buffer_bytes.
+      if (const FeedbackLoop* loop = served->feedback(); loop != nullptr) {
+        m.contents.feedback = loop->EncodeState();
+      }
       copies.push_back(served->model().BeginStateCopy());
       snapshot.models.push_back(std::move(m));
     }

@@ -4,8 +4,9 @@
 
 namespace clickd {
 
-ImpressionExpirer::ImpressionExpirer(ModelRegistry* registry, std::chrono::milliseconds period)
-    : registry_(registry), period_(period), thread_([this] { Run(); }) {}
+ImpressionExpirer::ImpressionExpirer(ModelRegistry* registry, ModelWriter* writer,
+                                     std::chrono::milliseconds period)
+    : registry_(registry), writer_(writer), period_(period), thread_([this] { Run(); }) {}
 
 ImpressionExpirer::~ImpressionExpirer() {
   {
@@ -25,9 +26,9 @@ void ImpressionExpirer::Run() {
     }
     for (const std::shared_ptr<ServedModel>& served : registry_->List()) {
       if (served->feedback() == nullptr) continue;
-      // A failure (the update log refused the tick) is retried next period;
-      // the loop's state is unchanged by a refused record.
-      if (absl::Status s = served->ExpireImpressions(); !s.ok()) {
+      // A failure (the log refused the tick, NATS is away) is retried next
+      // period; the loop's state is unchanged by a refused record.
+      if (absl::Status s = writer_->ExpireImpressions(*served); !s.ok()) {
         std::cerr << "clickd: expiring impressions of model \"" << served->name() << "\": " << s
                   << std::endl;
       }

@@ -153,8 +153,10 @@ class ServerProcess {
   std::optional<ModelRegistry> registry_;
   std::unique_ptr<Replication> replication_;
   std::optional<Snapshotter> snapshotter_;
-  // The impression-to-click loop's clock (not on a replica, whose models
-  // change only through the replicated log).
+  // Without replication, what the loop's clock writes through.
+  std::optional<LocalModelWriter> local_writer_;
+  // The impression-to-click loop's clock: ticks into each model's update
+  // log, or (a replica) into the replicated log.
   std::optional<ImpressionExpirer> expirer_;
   std::optional<metrics::RpcMetrics> rpc_metrics_;
   // Declared before the exporter, which serves it, so that it outlives it.
@@ -217,7 +219,9 @@ StepResult ServerProcess::OpenModels() {
     }
   }
   snapshotter_.emplace(&*registry_, settings_.snapshot_interval);
-  if (!settings_.replicated) expirer_.emplace(&*registry_, std::chrono::seconds(1));
+  ModelWriter* writer = &local_writer_.emplace(&*registry_);
+  if (replication_ != nullptr) writer = replication_->writer.get();
+  expirer_.emplace(&*registry_, writer, std::chrono::seconds(1));
   return std::nullopt;
 }
 

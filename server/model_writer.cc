@@ -43,14 +43,46 @@ absl::StatusOr<SnapshotReport> ReplicatedModelWriter::SnapshotAll() {
   return report;
 }
 
-absl::StatusOr<std::shared_ptr<ServedModel>> ReplicatedModelWriter::Create(
-    const ModelConfig& config) {
-  if (config.feedback.enabled()) {
-    return absl::FailedPreconditionError(
-        "config.feedback: the impression-to-click loop is not replicated yet; serve a model with "
-        "feedback.ttl_seconds > 0 from a clickd without --replication (docs/feedback.md)");
+absl::StatusOr<ModelWriter::Joined> LocalModelWriter::ApplyFeedback(
+    ServedModel& served, absl::Span<const FeedbackItem> items, std::string_view idempotency_key) {
+  Joined joined;
+  auto outcomes = served.ApplyFeedback(items, idempotency_key, &joined.duplicate);
+  if (!outcomes.ok()) return outcomes.status();
+  joined.outcomes = *std::move(outcomes);
+  joined.version = served.model().Updates();
+  return joined;
+}
+
+absl::StatusOr<uint64_t> ReplicatedModelWriter::LogImpressions(
+    ServedModel& served, absl::Span<const ImpressionExample> impressions) {
+  const int64_t now = WallNowMicros();
+  // Impressions this replica's buffer cannot take are refused before they
+  // are published; the record's apply checks again, against the stream's
+  // state, which other replicas' impressions may have filled meanwhile.
+  absl::StatusOr<uint64_t> applied = served.feedback()->ReserveIds(now, impressions);
+  if (applied.ok()) {
+    auto logged = replica_->LogImpressions(served.name(), now, impressions);
+    applied = logged.ok() ? absl::StatusOr<uint64_t>(logged->applied.first_id) : logged.status();
   }
-  return replica_->Create(config);
+  if (applied.status().code() == absl::StatusCode::kResourceExhausted) {
+    served.RecordRefusedImpressions(impressions.size());
+  }
+  return applied;
+}
+
+absl::StatusOr<ModelWriter::Joined> ReplicatedModelWriter::ApplyFeedback(
+    ServedModel& served, absl::Span<const FeedbackItem> items, std::string_view idempotency_key) {
+  auto applied = replica_->Feedback(served.name(), WallNowMicros(), items, idempotency_key);
+  if (!applied.ok()) return applied.status();
+  return Joined{std::move(applied->applied.outcomes), applied->sequence, applied->deduplicated};
+}
+
+absl::Status ReplicatedModelWriter::ExpireImpressions(ServedModel& served) {
+  if (served.feedback() == nullptr) return absl::OkStatus();
+  const int64_t now = WallNowMicros();
+  const std::optional<int64_t> due = served.feedback()->buffer().NextExpiryUs();
+  if (!due.has_value() || *due > now) return absl::OkStatus();
+  return replica_->Tick(served.name(), now, *due);
 }
 
 }  // namespace clickd

@@ -44,6 +44,25 @@ class ModelWriter {
   virtual absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) = 0;
   virtual absl::Status Delete(const std::string& name) = 0;
 
+  // --- The impression-to-click loop (`served` has one) ---
+  // Remembers a Predict's checked impressions and returns the first one's
+  // id (the others follow in order). ResourceExhausted, nothing logged,
+  // when the join buffer cannot take them all (counted as refused).
+  virtual absl::StatusOr<uint64_t> LogImpressions(
+      ServedModel& served, absl::Span<const ImpressionExample> impressions) = 0;
+  struct Joined {
+    std::vector<JoinOutcome> outcomes;  // one per item; none for a duplicate
+    uint64_t version = 0;
+    bool duplicate = false;
+  };
+  // Joins checked labels; `idempotency_key` may be empty.
+  virtual absl::StatusOr<Joined> ApplyFeedback(ServedModel& served,
+                                               absl::Span<const FeedbackItem> items,
+                                               std::string_view idempotency_key) = 0;
+  // Expires the impressions whose TTL has passed now, if any (the server's
+  // clock, server/impression_expirer.h).
+  virtual absl::Status ExpireImpressions(ServedModel& served) = 0;
+
   // The model_version a Predict scored on `served` now reports.
   virtual uint64_t Version(const ServedModel& served) const = 0;
   // OK once Version(served) >= min_version; otherwise an error after at
@@ -68,6 +87,15 @@ class LocalModelWriter final : public ModelWriter {
     return registry_->Create(config);
   }
   absl::Status Delete(const std::string& name) override { return registry_->Delete(name); }
+  absl::StatusOr<uint64_t> LogImpressions(
+      ServedModel& served, absl::Span<const ImpressionExample> impressions) override {
+    return served.LogImpressions(impressions);
+  }
+  absl::StatusOr<Joined> ApplyFeedback(ServedModel& served, absl::Span<const FeedbackItem> items,
+                                       std::string_view idempotency_key) override;
+  absl::Status ExpireImpressions(ServedModel& served) override {
+    return served.ExpireImpressions();
+  }
   uint64_t Version(const ServedModel& served) const override { return served.model().Updates(); }
   absl::Status AwaitVersion(const ServedModel& served, uint64_t min_version) override;
 
@@ -83,10 +111,19 @@ class ReplicatedModelWriter final : public ModelWriter {
 
   absl::StatusOr<Learned> Learn(ServedModel& served, absl::Span<const TrainingExample> batch,
                                 std::string_view idempotency_key) override;
-  // A model with the impression-to-click loop is refused: the loop's
-  // records do not go through the replicated log yet (docs/feedback.md).
-  absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override;
+  absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
+    return replica_->Create(config);
+  }
   absl::Status Delete(const std::string& name) override { return replica_->Delete(name); }
+  // The loop's records go through the replicated log, each with this
+  // process's time; ids are given when a record is applied.
+  absl::StatusOr<uint64_t> LogImpressions(ServedModel& served,
+                                          absl::Span<const ImpressionExample> impressions) override;
+  absl::StatusOr<Joined> ApplyFeedback(ServedModel& served, absl::Span<const FeedbackItem> items,
+                                       std::string_view idempotency_key) override;
+  // Publishes a tick when this replica sees an impression due; every
+  // replica that does publishes the same message id (Replica::Tick).
+  absl::Status ExpireImpressions(ServedModel& served) override;
   uint64_t Version(const ServedModel&) const override { return replica_->applied_sequence(); }
   absl::Status AwaitVersion(const ServedModel&, uint64_t min_version) override {
     return replica_->AwaitApplied(min_version, max_version_wait_);

@@ -228,7 +228,7 @@ absl::StatusOr<uint64_t> ClickdService::LogImpressions(ServedModel& served,
   }
   PredictImpressions impressions;
   BuildImpressions(served.model(), hashed, scores, &impressions);
-  return served.LogImpressions(impressions.views);
+  return writer_->LogImpressions(served, impressions.views);
 }
 
 absl::Status ClickdService::ApplyFeedback(const v1::FeedbackRequest& request,
@@ -241,19 +241,18 @@ absl::Status ClickdService::ApplyFeedback(const v1::FeedbackRequest& request,
   absl::StatusOr<std::vector<FeedbackItem>> items =
       ValidateFeedbackRequest(request, limits_, WallNowMicros());
   if (!items.ok()) return items.status();
-  bool duplicate = false;
-  absl::StatusOr<std::vector<JoinOutcome>> outcomes =
-      (*served)->ApplyFeedback(*items, request.idempotency_key(), &duplicate);
-  if (!outcomes.ok()) return outcomes.status();
+  absl::StatusOr<ModelWriter::Joined> applied =
+      writer_->ApplyFeedback(**served, *items, request.idempotency_key());
+  if (!applied.ok()) return applied.status();
   response->set_request_id(request.request_id());
-  response->set_duplicate(duplicate);
+  response->set_duplicate(applied->duplicate);
   uint64_t joined = 0;
-  for (JoinOutcome outcome : *outcomes) {
+  for (JoinOutcome outcome : applied->outcomes) {
     response->add_statuses(ToFeedbackStatus(outcome));
     joined += outcome == JoinOutcome::kJoined ? 1 : 0;
   }
   response->set_joined(joined);
-  response->set_model_version(writer_->Version(**served));
+  response->set_model_version(applied->version);
   return absl::OkStatus();
 }
 

@@ -34,6 +34,7 @@
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
 #include "tests/nats_cluster.h"
+#include "tests/replicated_cluster.h"
 #include "tests/server_process.h"
 #include "tests/test_util.h"
 
@@ -42,6 +43,7 @@ namespace {
 
 using ::clickd::testing::JsonText;
 using ::clickd::testing::NatsCluster;
+using ::clickd::testing::ReplicatedCluster;
 using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerOptions;
 using ::clickd::testing::ServerProcess;
@@ -81,74 +83,6 @@ Batch MakeBatch(std::mt19937_64& rng, uint64_t index) {
   }
   return b;
 }
-
-class ReplicatedCluster {
- public:
-  static constexpr int kReplicas = 3;
-
-  explicit ReplicatedCluster(const std::string& name)
-      : dir_(absl::StrCat(::testing::TempDir(), "/replication_", getpid(), "_", name)) {
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    auto nats = NatsCluster::Start(dir_ + "/nats", 3);
-    EXPECT_TRUE(nats.ok()) << nats.status();
-    if (nats.ok()) nats_ = *std::move(nats);
-    replicas_.resize(kReplicas);
-  }
-
-  NatsCluster& nats() { return *nats_; }
-  bool ok() const { return nats_ != nullptr; }
-  const std::string& dir() const { return dir_; }
-
-  std::vector<std::string> ReplicaFlags(int i, const std::string& data_dir) const {
-    return {"--replication=jetstream",   "--nats_url=" + nats_->Urls(),
-            "--nats_replicas=3",         "--replica_id=r" + std::to_string(i),
-            "--data_dir=" + data_dir,    "--snapshot_interval=2s",
-            "--nats_publish_timeout=2s", "--replication_apply_timeout=5s",
-            "--catch_up_timeout=60s",    "--shutdown_grace_seconds=2"};
-  }
-
-  // Starts (or restarts) replica i on its own data directory.
-  bool StartReplica(int i) {
-    ServerOptions options;
-    options.flags = ReplicaFlags(i, absl::StrCat(dir_, "/r", i));
-    options.ready_timeout = std::chrono::seconds(90);
-    auto server = ServerProcess::Start(std::move(options));
-    EXPECT_TRUE(server.ok()) << server.status();
-    if (!server.ok()) return false;
-    std::lock_guard<std::mutex> lock(mu_);
-    replicas_[i] = *std::move(server);
-    return true;
-  }
-
-  void KillReplica(int i) {
-    std::unique_ptr<ServerProcess> doomed;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      doomed = std::move(replicas_[i]);
-    }
-    if (doomed == nullptr) return;
-    doomed->Signal(SIGKILL);
-    EXPECT_TRUE(doomed->WaitForExit(std::chrono::seconds(20)).has_value());
-  }
-
-  // The address of replica i, or "" while it is down.
-  std::string Address(int i) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return replicas_[i] == nullptr ? "" : replicas_[i]->address();
-  }
-
-  ServerProcess* replica(int i) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return replicas_[i].get();
-  }
-
- private:
-  const std::string dir_;
-  std::unique_ptr<NatsCluster> nats_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<ServerProcess>> replicas_;
-};
 
 // Sends batches, each until acknowledged (bounded), to replicas in turn.
 class Writer {

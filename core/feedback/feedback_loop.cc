@@ -89,6 +89,11 @@ void FeedbackLoop::Expire(Model& model, int64_t now_us, FeedbackApplied* applied
 absl::StatusOr<FeedbackApplied> FeedbackLoop::ApplyImpressions(
     Model& model, int64_t now_us, uint64_t first_id,
     absl::Span<const ImpressionExample> impressions) {
+  if (first_id == kIdsAssignedAtApply) {
+    absl::StatusOr<uint64_t> reserved = ReserveIds(now_us, impressions);
+    if (!reserved.ok()) return reserved.status();
+    first_id = *reserved;
+  }
   FeedbackApplied applied;
   Expire(model, now_us, &applied);
   absl::StatusOr<uint64_t> first = buffer_->Add(now_us, impressions);
@@ -100,6 +105,8 @@ absl::StatusOr<FeedbackApplied> FeedbackLoop::ApplyImpressions(
     return absl::DataLossError(absl::StrCat("impressions record holds ids from ", first_id,
                                             " but this model's join buffer gives ", *first));
   }
+  applied.impressions = impressions.size();
+  applied.first_id = first_id;
   if (FakeNegatives(config_.policy)) {
     Impression impression;
     for (const ImpressionExample& example : impressions) {

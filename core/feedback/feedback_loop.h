@@ -41,6 +41,11 @@
 
 namespace clickd {
 
+// The first_id of an impressions record whose ids are given when it is
+// applied (ApplyImpressions). No impression ever gets this id: the buffer
+// never issues the last counter (join_buffer.h).
+inline constexpr uint64_t kIdsAssignedAtApply = ~uint64_t{0};
+
 // A label for an impression, as Feedback carries it.
 struct FeedbackItem {
   uint64_t impression_id = 0;
@@ -61,6 +66,9 @@ struct FeedbackApplied {
   std::vector<double> delays_seconds;
   uint64_t steps = 0;    // learning steps taken
   uint64_t expired = 0;  // impressions that reached their TTL unlabelled
+  // An impressions record's: how many it logged, and the first one's id.
+  uint64_t impressions = 0;
+  uint64_t first_id = 0;
 };
 
 class FeedbackLoop {
@@ -88,6 +96,13 @@ class FeedbackLoop {
   // Applies an impressions record: expiry at `now_us`, then the impressions
   // (which must get ids from `first_id` on: DataLoss otherwise, for a log
   // that does not belong to this state), then the policy's steps.
+  //
+  // `first_id` kIdsAssignedAtApply: a record of the replicated log, whose
+  // publisher cannot know the ids (other replicas publish too); they are
+  // the buffer's next ones, and a buffer that cannot take the impressions
+  // refuses the record as ReserveIds would, changing nothing. Every replica
+  // applies the same records to the same state, so all give the same ids
+  // and refuse the same records.
   absl::StatusOr<FeedbackApplied> ApplyImpressions(Model& model, int64_t now_us, uint64_t first_id,
                                                    absl::Span<const ImpressionExample> impressions);
 

@@ -294,3 +294,43 @@ TEST(FeedbackLoopTest, ConfigIsValidatedWithTheFieldNamed) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+// A record of the replicated log: its ids are the buffer's next ones when
+// it is applied, and a buffer that cannot take it refuses it whole, with
+// the model and the buffer unchanged.
+TEST(FeedbackLoopTest, IdsAssignedAtApplyAreTheNextOnesOrTheRecordIsRefusedWhole) {
+  ModelConfig config = LoopConfig(FeedbackConfig::Policy::kFakeNegative);
+  config.feedback.max_buffer_bytes = 1024;
+  auto model = NewModel(config);
+  FeedbackLoop loop(config);
+  Scored s = ThreeAds();
+  Score(*model, &s);
+  const uint64_t next = loop.buffer().Stats().next_id;
+  auto applied =
+      loop.ApplyImpressions(*model, 1 * kSecond, kIdsAssignedAtApply, s.impressions.views);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->first_id, next);
+  EXPECT_EQ(applied->impressions, 3u);
+  EXPECT_EQ(loop.buffer().Stats().next_id, next + 3);
+
+  // Repeat until the budget refuses: nothing of the refused record stays.
+  absl::StatusOr<FeedbackApplied> more = applied;
+  for (int i = 0; i < 100 && more.ok(); ++i) {
+    more = loop.ApplyImpressions(*model, 2 * kSecond, kIdsAssignedAtApply, s.impressions.views);
+  }
+  ASSERT_EQ(more.status().code(), absl::StatusCode::kResourceExhausted) << more.status();
+  const std::string buffer = loop.EncodeState();
+  const std::string state = model->SerializeState();
+  EXPECT_EQ(loop.ApplyImpressions(*model, 3 * kSecond, kIdsAssignedAtApply, s.impressions.views)
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(loop.EncodeState() == buffer);
+  EXPECT_TRUE(model->SerializeState() == state);
+}
+
+}  // namespace
+}  // namespace clickd

@@ -12,7 +12,10 @@ namespace clickd {
 namespace {
 
 constexpr int kCounterBits = 48;
-constexpr uint64_t kCounterLimit = uint64_t{1} << kCounterBits;
+constexpr uint64_t kCounterMask = (uint64_t{1} << kCounterBits) - 1;
+// Counters are issued below this: the last one is never issued, so that no
+// id is ever kIdsAssignedAtApply (all ones; feedback_loop.h).
+constexpr uint64_t kCounterLimit = kCounterMask;
 constexpr std::string_view kMagic = "CJB2";  // clickd join buffer, format 2
 
 }  // namespace
@@ -73,7 +76,7 @@ absl::Status JoinBuffer::Refusal(uint64_t in_use, absl::Span<const ImpressionExa
   const uint64_t first = first_counter_ + entries_.size();
   if (first + examples.size() > kCounterLimit) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("impression ids exhausted: the model has issued ", first, " of 2^48"));
+        absl::StrCat("impression ids exhausted: the model has issued ", first, " of 2^48 - 1"));
   }
   return absl::OkStatus();
 }
@@ -115,7 +118,7 @@ JoinOutcome JoinBuffer::Label(uint64_t id, int64_t now_us, Impression* joined) {
   MutexLock lock(&mu_);
   const int64_t now = Advance(now_us);
   if ((id >> kCounterBits) != model_tag_) return JoinOutcome::kOtherModel;
-  const uint64_t counter = id & (kCounterLimit - 1);
+  const uint64_t counter = id & kCounterMask;
   if (counter >= first_counter_ + entries_.size()) return JoinOutcome::kUnknown;
   if (counter < first_counter_) return JoinOutcome::kExpired;
   Entry& entry = entries_[counter - first_counter_];

@@ -206,14 +206,14 @@ TEST(DelayedFeedbackTest, FnwWeightsUndoTheFakeNegativeBias) {
 namespace clickd {
 namespace {
 
-// The 2^48 ids of a model run out: CheckAdd says so before a record is
+// The 2^48 - 1 ids of a model run out: CheckAdd says so before a record is
 // logged, and Add refuses the same, so a logged record always applies.
 TEST(JoinBufferTest, IdsRunningOutAreRefusedByCheckAddAndAdd) {
   // A buffer whose next counter is the last one: header fields patched, CRC
   // resealed (the only way to get there without 2^48 impressions).
   std::string bytes = JoinBuffer(TestOptions()).Encode();
-  bytes.resize(bytes.size() - 4);  // the CRC
-  const uint64_t last = (uint64_t{1} << 48) - 1;
+  bytes.resize(bytes.size() - 4);                 // the CRC
+  const uint64_t last = (uint64_t{1} << 48) - 2;  // the last counter issued
   for (int i = 0; i < 8; ++i) bytes[4 + 8 + i] = static_cast<char>(last >> (8 * i));
   crc32c::Seal(&bytes);
   auto buffer = JoinBuffer::Decode(TestOptions(), bytes);

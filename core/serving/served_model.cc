@@ -195,7 +195,7 @@ absl::StatusOr<uint64_t> ServedModel::LogImpressions(
   }
   // Reserved under the same lock as the apply: a failure here is a bug.
   if (!applied.ok()) return absl::InternalError(applied.status().message());
-  RecordFeedback(*applied, impressions.size());
+  RecordFeedback(*applied);
   return first;
 }
 
@@ -267,7 +267,7 @@ absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
   }
   if (!committed.ok()) return committed;
   if (*duplicate) return std::vector<JoinOutcome>();
-  RecordFeedback(applied, 0);
+  RecordFeedback(applied);
   return applied.outcomes;
 }
 
@@ -306,7 +306,30 @@ absl::Status ServedModel::ExpireImpressions() {
   return ticked.status();
 }
 
-void ServedModel::RecordFeedback(const FeedbackApplied& applied, uint64_t impressions) {
+absl::StatusOr<AppliedRecord> ServedModel::ApplyReplicated(std::string_view record) {
+  if (journal_ != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", Quote(name()), " is durable on its own: a replica's are not"));
+  }
+  absl::StatusOr<AppliedRecord> applied;
+  {
+    // Orders the loop's records with LogImpressions and ApplyFeedback
+    // (which a replica does not call, but a test may).
+    MutexLock lock(&feedback_mu_);
+    applied = ApplyLoggedRecord(record, *model_, feedback_.get());
+  }
+  if (!applied.ok()) return applied;
+  if (applied->kind == PayloadKind::kBatch) {
+    RecordProgressive(applied->scored);
+    RefreshStats();
+  } else {
+    RecordFeedback(applied->feedback);
+  }
+  return applied;
+}
+
+void ServedModel::RecordFeedback(const FeedbackApplied& applied) {
+  const uint64_t impressions = applied.impressions;
   if (!applied.final_labels.empty()) RecordProgressive(applied.final_labels);
   if (applied.steps > 0) RefreshStats();
   MutexLock lock(&feedback_counters_mu_);

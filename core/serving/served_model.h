@@ -31,6 +31,7 @@
 #include "core/model/model.h"
 #include "core/model/serving.h"
 #include "core/persist/idempotency_window.h"
+#include "core/persist/logged_record.h"
 #include "core/persist/model_journal.h"
 
 namespace clickd {
@@ -147,8 +148,19 @@ class ServedModel {
   // impression is due.
   absl::Status ExpireImpressions();
 
-  // Adds the effects of a loop record applied elsewhere (a replica).
-  void RecordFeedback(const FeedbackApplied& applied, uint64_t impressions);
+  // Adds a loop record's effects to the progressive metrics, the statistics
+  // and the counters.
+  void RecordFeedback(const FeedbackApplied& applied);
+
+  // --- Replicas (replication/replica.h) ---
+  // Applies one record of the replicated log to a memory-only model: a
+  // learned batch, or a record of the loop (feedback_codec.h; its
+  // impressions get their ids here, kIdsAssignedAtApply), then records its
+  // effects as the writing calls above do. The replica's applier is the
+  // model's one writer. DataLoss for a record that does not decode or
+  // belongs to no loop; ResourceExhausted, changing nothing, for
+  // impressions the join buffer cannot take.
+  absl::StatusOr<AppliedRecord> ApplyReplicated(std::string_view record);
 
   FeedbackCounters feedback_counters() const;
   // Counts impressions refused before they reached the buffer (a request

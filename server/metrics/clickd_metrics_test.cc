@@ -165,7 +165,7 @@ TEST(FeedbackMetrics, ModelsWithALoopExportTheLoopAndOthersNothing) {
   replicated.expired = 4;
   replicated.steps = 4;
   replicated.delays_seconds = {0.5, 1, 7200, 1e6};
-  (*loop)->RecordFeedback(replicated, 0);
+  (*loop)->RecordFeedback(replicated);
 
   values = Values(registry);
   EXPECT_EQ(values["clickd_model_impressions_logged_total"][L], 3);
