@@ -23,15 +23,16 @@ except ImportError as e:  # pragma: no cover - a setup error, said plainly
         "and put their directory on PYTHONPATH, or install the package (pip install client/python)"
     ) from e
 
-from clickd.client import AckedUpdateStream, Client, RetryPolicy, UpdateStreamWriter  # noqa: E402
+from clickd.client import (AckedUpdateStream, Client, FeedbackStream, RetryPolicy,  # noqa: E402
+                           UpdateStreamWriter)
 from clickd.errors import *  # noqa: E402,F401,F403
 from clickd.errors import __all__ as _errors
 from clickd.hashing import Hasher, feature_key  # noqa: E402
-from clickd.messages import (example, impression, labeled, model_config,  # noqa: E402
-                             predict_request, update_request)
+from clickd.messages import (example, feedback_item, feedback_request, impression,  # noqa: E402
+                             labeled, model_config, predict_request, update_request)
 
 __all__ = _errors + [
-    "AckedUpdateStream", "Client", "Hasher", "RetryPolicy", "UpdateStreamWriter",
-    "example", "feature_key", "impression", "labeled", "model_config", "pb", "predict_request",
-    "update_request",
+    "AckedUpdateStream", "Client", "FeedbackStream", "Hasher", "RetryPolicy",
+    "UpdateStreamWriter", "example", "feature_key", "feedback_item", "feedback_request",
+    "impression", "labeled", "model_config", "pb", "predict_request", "update_request",
 ]

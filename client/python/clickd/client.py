@@ -1,15 +1,29 @@
 """Client: the clickd.v1.Clickd service over one gRPC channel.
 
 A thin layer over the generated stub that puts a deadline on every call,
-retries Predict (and only Predict: it is idempotent, an Update is not) on
-UNAVAILABLE with jittered exponential backoff inside the call's deadline,
-raises ClickdError subclasses carrying the gRPC code and message, and sends
-a bearer token and TLS credentials when given. It follows the C++ client
-(client/clickd_client.h); docs/client_python.md shows how to use it.
+retries the calls that are safe to send twice with jittered exponential
+backoff, raises ClickdError subclasses carrying the gRPC code and message,
+and sends a bearer token and TLS credentials when given. It follows the C++
+client (client/clickd_client.h), retries included:
+
+  Predict                  UNAVAILABLE, one deadline for every attempt;
+                           never with log_impressions (a lost reply's ids
+                           could never be labelled)
+  Feedback                 UNAVAILABLE (the server joins one label per
+                           impression); with an idempotency key also
+                           DEADLINE_EXCEEDED, each attempt with a deadline
+                           of its own
+  Update with a key        UNAVAILABLE and DEADLINE_EXCEEDED, each attempt
+                           with a deadline of its own
+  Update without a key,    never
+  streams, model calls
+
+docs/client_python.md shows how to use it.
 
 Thread safety: a Client is safe for concurrent use by any number of
 threads (gRPC channels and stubs are); its options are fixed at creation.
-An UpdateStreamWriter or AckedUpdateStream belongs to one thread.
+An UpdateStreamWriter, AckedUpdateStream or FeedbackStream belongs to one
+thread.
 """
 
 import dataclasses
@@ -30,12 +44,15 @@ from clickd.v1 import clickd_pb2_grpc as pb_grpc
 
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
-    """How Predict retries UNAVAILABLE (seconds; the C++ client's RetryPolicy).
+    """How retried calls back off (seconds; the C++ client's RetryPolicy).
 
     Attempt k (k = 1, 2, ...) that fails is followed by a sleep of
     min(initial_backoff * multiplier^(k-1), max_backoff) times a uniform
-    factor in [1 - jitter, 1 + jitter], unless that sleep would reach the
-    call's deadline: then the last UNAVAILABLE is raised at once.
+    factor in [1 - jitter, 1 + jitter]. A call without an idempotency key
+    has one deadline for all its attempts: a sleep that would reach it is
+    not slept, and the last UNAVAILABLE is raised at once. A keyed call
+    gives each attempt a deadline of its own, so it may take up to
+    max_attempts timeouts plus the backoffs.
     """
 
     max_attempts: int = 3  # including the first; 1 disables retries
@@ -71,10 +88,11 @@ class Client:
 
     target            "host:port"
     timeout           every call's deadline in seconds, from its start (for
-                      Predict it covers every attempt and backoff, for a
-                      stream the whole stream); each method takes timeout=
-                      to override it for one call
-    retry             Predict's RetryPolicy
+                      Predict and an unkeyed Feedback it covers every attempt
+                      and backoff, for a keyed Update or Feedback it is each
+                      attempt's, for a stream the whole stream); each method
+                      takes timeout= to override it for one call
+    retry             the RetryPolicy of the retried calls
     token             bearer token: sends ``authorization: Bearer TOKEN``
                       metadata on every call (docs/security.md)
     tls               use TLS (implied by any of the three PEM arguments);
@@ -86,7 +104,7 @@ class Client:
     channel           a grpc.Channel made by the caller (then the TLS
                       arguments and channel_options must be unset)
     channel_options   extra gRPC channel arguments
-    sleep             sleeps between Predict attempts; tests replace it
+    sleep             sleeps between attempts; tests replace it
     """
 
     def __init__(self, target: str = "", *, timeout: float = 5.0,
@@ -177,48 +195,39 @@ class Client:
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
 
-    def predict(self, model, candidates: Iterable[Any] = (), context: Any = None, *,
-                min_model_version: int = 0, request_id: str = "",
-                wire: str = "features", seed: Optional[int] = None,
-                timeout: Optional[float] = None,
-                wait_for_ready: bool = False) -> pb.PredictResponse:
-        """Scores candidates that share a context; retried on UNAVAILABLE.
+    def _retried(self, method, request, timeout: Optional[float], wait_for_ready: bool,
+                 keyed: bool = False):
+        """Runs a unary call, retrying UNAVAILABLE per the RetryPolicy.
 
-        ``model`` is the model's name, or a whole PredictRequest (then the
-        other request arguments must be unset). Candidates and the context
-        are Example messages or the shorthands of clickd.messages, written
-        in the wire form ``wire`` ("features", "packed", or "keys" with the
-        model's hashing ``seed``; clickd.messages). Returns the
-        PredictResponse: one Prediction per candidate, in order.
+        Without ``keyed`` one deadline covers every attempt and backoff. A
+        keyed call (an Update or Feedback with an idempotency key) is also
+        retried on DEADLINE_EXCEEDED, each attempt with a deadline of its
+        own: the server may have applied an attempt whose deadline passed,
+        and the key makes sending it again safe.
         """
-        if isinstance(model, pb.PredictRequest):
-            if candidates or context is not None or min_model_version or request_id:
-                raise TypeError("pass either a PredictRequest or its fields, not both")
-            request = model
-        else:
-            request = messages.predict_request(model, candidates, context,
-                                               min_model_version=min_model_version,
-                                               request_id=request_id, wire=wire, seed=seed)
-        deadline = time.monotonic() + self._call_timeout(timeout)
+        timeout = self._call_timeout(timeout)
+        deadline = time.monotonic() + timeout
         watching = False
         try:
             for attempt in range(1, self._retry.max_attempts + 1):
+                if keyed and attempt > 1:
+                    deadline = time.monotonic() + timeout
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise error_for(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                    "the deadline passed between Predict attempts")
+                                    "the deadline passed between attempts")
                 try:
-                    return self._stub.Predict(request, timeout=remaining,
-                                              metadata=self._metadata,
-                                              wait_for_ready=wait_for_ready)
+                    return method(request, timeout=remaining, metadata=self._metadata,
+                                  wait_for_ready=wait_for_ready)
                 except grpc.RpcError as e:
                     error = from_rpc_error(e)
-                if (error.code != grpc.StatusCode.UNAVAILABLE or
-                        attempt >= self._retry.max_attempts):
+                retriable = (error.code == grpc.StatusCode.UNAVAILABLE or
+                             (keyed and error.code == grpc.StatusCode.DEADLINE_EXCEEDED))
+                if not retriable or attempt >= self._retry.max_attempts:
                     raise error
                 with self._lock:
                     backoff = self._retry.backoff(attempt, self._rng)
-                if time.monotonic() + backoff >= deadline:
+                if not keyed and time.monotonic() + backoff >= deadline:
                     raise error
                 if not watching:
                     # gRPC Python moves a channel's bytes only while some
@@ -235,17 +244,62 @@ class Client:
                     self._watch_ended = time.monotonic()
         raise AssertionError("unreachable")  # the loop raises or returns
 
+    def predict(self, model, candidates: Iterable[Any] = (), context: Any = None, *,
+                min_model_version: int = 0, request_id: str = "",
+                wire: str = "features", seed: Optional[int] = None,
+                log_impressions: bool = False, uncertainty: bool = False,
+                explain_top_k: int = 0, timeout: Optional[float] = None,
+                wait_for_ready: bool = False) -> pb.PredictResponse:
+        """Scores candidates that share a context; retried on UNAVAILABLE.
+
+        ``model`` is the model's name, or a whole PredictRequest (then the
+        other request arguments must be unset). Candidates and the context
+        are Example messages or the shorthands of clickd.messages, written
+        in the wire form ``wire`` ("features", "packed", or "keys" with the
+        model's hashing ``seed``; clickd.messages). Returns the
+        PredictResponse: one Prediction per candidate, in order.
+
+        With ``log_impressions`` (a model with feedback.ttl_seconds > 0) the
+        server remembers each candidate and returns its
+        Prediction.impression_id, for feedback() to label. Such a Predict is
+        never retried: an attempt whose reply was lost may have logged its
+        impressions, and their ids, lost with it, could never be labelled
+        (under wait_negative each would be learned as a negative at its
+        TTL); a retry would log every candidate a second time under new ids.
+        ``uncertainty`` and ``explain_top_k`` add Prediction.uncertainty and
+        Prediction.explanation; a model with calibration always sets
+        Prediction.calibrated_prediction.
+        """
+        if isinstance(model, pb.PredictRequest):
+            if (candidates or context is not None or min_model_version or request_id or
+                    log_impressions or uncertainty or explain_top_k):
+                raise TypeError("pass either a PredictRequest or its fields, not both")
+            request = model
+        else:
+            request = messages.predict_request(model, candidates, context,
+                                               min_model_version=min_model_version,
+                                               request_id=request_id, wire=wire, seed=seed,
+                                               log_impressions=log_impressions,
+                                               uncertainty=uncertainty,
+                                               explain_top_k=explain_top_k)
+        if request.log_impressions:
+            return self._unary(self._stub.Predict, request, timeout, wait_for_ready)
+        return self._retried(self._stub.Predict, request, timeout, wait_for_ready)
+
     def update(self, model, examples: Iterable[Any] = (), impressions: Iterable[Any] = (), *,
-               return_margins: bool = False, idempotency_key: str = "", request_id: str = "",
-               wire: str = "features", seed: Optional[int] = None,
+               return_margins: bool = False, idempotency_key: Optional[str] = "",
+               request_id: str = "", wire: str = "features", seed: Optional[int] = None,
                timeout: Optional[float] = None,
                wait_for_ready: bool = False) -> pb.UpdateResponse:
-        """Learns labeled examples, then impressions. Never retried.
+        """Learns labeled examples, then impressions; retried only with a key.
 
-        An Update whose reply was lost may have been applied: retrying it
-        would teach the model twice, unless the server deduplicates by
-        ``idempotency_key`` (with --replication=jetstream; docs/api.md).
-        ``model`` may instead be a whole UpdateRequest.
+        An Update whose reply was lost may have been applied: sending it
+        again without a key would teach the model twice, so it is never
+        retried. With ``idempotency_key`` the server learns a key once
+        within its window (docs/api.md#idempotency) and answers a repeat
+        with duplicate set, so it is retried on UNAVAILABLE and
+        DEADLINE_EXCEEDED, each attempt with the full timeout. ``model``
+        may instead be a whole UpdateRequest.
         """
         if isinstance(model, pb.UpdateRequest):
             if examples or impressions or return_margins or idempotency_key or request_id:
@@ -254,9 +308,42 @@ class Client:
         else:
             request = messages.update_request(model, examples, impressions,
                                               return_margins=return_margins,
-                                              idempotency_key=idempotency_key,
+                                              idempotency_key=idempotency_key or "",
                                               request_id=request_id, wire=wire, seed=seed)
-        return self._unary(self._stub.Update, request, timeout, wait_for_ready)
+        if not request.idempotency_key:
+            return self._unary(self._stub.Update, request, timeout, wait_for_ready)
+        return self._retried(self._stub.Update, request, timeout, wait_for_ready, keyed=True)
+
+    def feedback(self, model, items: Iterable[Any] = (), *,
+                 idempotency_key: Optional[str] = "", request_id: str = "",
+                 timeout: Optional[float] = None,
+                 wait_for_ready: bool = False) -> pb.FeedbackResponse:
+        """Labels impressions that predict(..., log_impressions=True) logged.
+
+        ``items`` are FeedbackItem messages or (impression_id, label[,
+        importance[, event_time]]) tuples (clickd.messages); ``model`` may
+        instead be a whole FeedbackRequest. Returns the FeedbackResponse:
+        one FeedbackStatus per item in ``statuses`` (FEEDBACK_JOINED,
+        _UNKNOWN, _EXPIRED, _ALREADY_LABELLED, _OTHER_MODEL), ``joined``,
+        ``model_version``, and ``duplicate`` (the key was applied before;
+        ``statuses`` is then empty).
+
+        Retried on UNAVAILABLE: the server joins one label per impression,
+        so an item a lost attempt joined comes back ALREADY_LABELLED and is
+        not learned again. With ``idempotency_key`` also on
+        DEADLINE_EXCEEDED, each attempt with the full timeout; a repeat of
+        an applied key is answered duplicate.
+        """
+        if isinstance(model, pb.FeedbackRequest):
+            if items or idempotency_key or request_id:
+                raise TypeError("pass either a FeedbackRequest or its fields, not both")
+            request = model
+        else:
+            request = messages.feedback_request(model, items,
+                                                idempotency_key=idempotency_key or "",
+                                                request_id=request_id)
+        return self._retried(self._stub.Feedback, request, timeout, wait_for_ready,
+                             keyed=bool(request.idempotency_key))
 
     def update_stream(self, requests: Iterable[pb.UpdateRequest], *,
                       timeout: Optional[float] = None) -> pb.UpdateStreamResponse:
@@ -281,6 +368,14 @@ class Client:
         """Opens an UpdateStreamAcked: each send returns its message's UpdateAck."""
         return AckedUpdateStream(self._stub.UpdateStreamAcked, self._call_timeout(timeout),
                                  self._metadata)
+
+    def open_feedback_stream(self, *, timeout: Optional[float] = None) -> "FeedbackStream":
+        """Opens a FeedbackStream: each send returns its message's FeedbackResponse.
+
+        Never retried (a stream is not); its deadline bounds the whole stream.
+        """
+        return FeedbackStream(self._stub.FeedbackStream, self._call_timeout(timeout),
+                              self._metadata)
 
     # --- models ---------------------------------------------------------
 
@@ -420,13 +515,16 @@ class UpdateStreamWriter:
             self.cancel()
 
 
-class AckedUpdateStream:
-    """One UpdateStreamAcked call: each send writes a message and waits for its ack.
+class _AnsweredStream:
+    """A bidirectional call that answers each request: UpdateStreamAcked, FeedbackStream.
 
-    After a failure the caller knows exactly which messages the server
-    acknowledged: those whose send returned an ack. Leaving a ``with``
-    block without finish cancels the stream.
+    Each send writes a message and waits for its answer, so after a failure
+    the caller knows exactly which messages the server acknowledged: those
+    whose send returned an answer. Leaving a ``with`` block without finish
+    cancels the stream.
     """
+
+    _WHAT = "message"  # what an answer acknowledges, for errors
 
     def __init__(self, method, timeout: float, metadata):
         self._deadline = time.monotonic() + timeout
@@ -435,8 +533,8 @@ class AckedUpdateStream:
         self._responses.add_done_callback(lambda _: self._requests.call_done.set())
         self._finished = False
 
-    def send(self, request: pb.UpdateRequest) -> pb.UpdateAck:
-        """Sends one message and returns its ack, or raises the stream's error.
+    def send(self, request):
+        """Sends one message and returns its answer, or raises the stream's error.
 
         After an error the stream is finished.
         """
@@ -452,7 +550,7 @@ class AckedUpdateStream:
             self._finished = True
             raise UnavailableError(
                 grpc.StatusCode.UNAVAILABLE,
-                "the server ended the stream without acknowledging the message") from None
+                f"the server ended the stream without answering the {self._WHAT}") from None
 
     def finish(self) -> None:
         """Closes the stream; raises its error if it did not end OK. Call once."""
@@ -461,9 +559,9 @@ class AckedUpdateStream:
         self._finished = True
         self._requests.put(_END, self._deadline)
         try:
-            for ack in self._responses:
+            for answer in self._responses:
                 raise error_for(grpc.StatusCode.INTERNAL,
-                                f"an ack nobody waited for: {ack.request_id!r}")
+                                f"an answer nobody waited for: {answer.request_id!r}")
         except grpc.RpcError as e:
             raise from_rpc_error(e) from None
 
@@ -472,9 +570,39 @@ class AckedUpdateStream:
         self._finished = True
         self._responses.cancel()
 
-    def __enter__(self) -> "AckedUpdateStream":
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         if not self._finished:
             self.cancel()
+
+
+class AckedUpdateStream(_AnsweredStream):
+    """One UpdateStreamAcked call: send(UpdateRequest) returns its UpdateAck.
+
+    An ack comes once its message is applied and durable. A rejected
+    message ends the stream with its error ("message K (N examples applied
+    before it): ..."); the messages before it stay learned.
+    """
+
+    _WHAT = "update"
+
+    def send(self, request: pb.UpdateRequest) -> pb.UpdateAck:
+        """Sends one UpdateRequest and returns its ack, or raises the stream's error."""
+        return super().send(request)
+
+
+class FeedbackStream(_AnsweredStream):
+    """One FeedbackStream call: send(FeedbackRequest) returns its FeedbackResponse.
+
+    Each message is applied as a unary Feedback would be and answered once
+    applied and durable, in order. A rejected message ends the stream with
+    its error ("message K: ..."); the messages before it stay applied.
+    """
+
+    _WHAT = "feedback"
+
+    def send(self, request: pb.FeedbackRequest) -> pb.FeedbackResponse:
+        """Sends one FeedbackRequest and returns its response, or raises the stream's error."""
+        return super().send(request)

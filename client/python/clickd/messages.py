@@ -10,6 +10,9 @@ these shorthands, converted here in one place:
   labeled    (example, label) or (example, label, importance), or a
              LabeledExample message
   impression (context, [(candidate, label), ...]) or an Impression message
+  feedback   (impression_id, label[, importance[, event_time]]) or a
+             FeedbackItem message; event_time is microseconds since the
+             Unix epoch (int) or an aware datetime.datetime
   config     a ModelConfig message, or its protobuf JSON form as a dict:
              {"name": "ctr", "ftrl": {"alpha": 0.05}}
 
@@ -27,12 +30,12 @@ All three teach the model the same coordinates. Messages passed in are
 sent as they are.
 """
 
-from clickd import hashing
-
+import datetime
 from typing import Any, Iterable, Mapping, Optional
 
 from google.protobuf import json_format
 
+from clickd import hashing
 from clickd.v1 import clickd_pb2 as pb
 
 
@@ -148,12 +151,19 @@ def model_config(value: Any) -> pb.ModelConfig:
 
 def predict_request(model: str, candidates: Iterable[Any], context: Any = None, *,
                     min_model_version: int = 0, request_id: str = "", wire: str = "features",
-                    seed: Optional[int] = None) -> pb.PredictRequest:
-    """Builds a PredictRequest: a context shared by every candidate, and the candidates."""
+                    seed: Optional[int] = None, log_impressions: bool = False,
+                    uncertainty: bool = False, explain_top_k: int = 0) -> pb.PredictRequest:
+    """Builds a PredictRequest: a context shared by every candidate, and the candidates.
+
+    log_impressions, uncertainty and explain_top_k ask for the per-candidate
+    extras of the impression-to-click loop (docs/api.md#predict).
+    """
     return pb.PredictRequest(model=model, request_id=request_id,
                              context=example(context, wire=wire, seed=seed),
                              candidates=[example(c, wire=wire, seed=seed) for c in candidates],
-                             min_model_version=min_model_version)
+                             min_model_version=min_model_version,
+                             log_impressions=log_impressions, uncertainty=uncertainty,
+                             explain_top_k=explain_top_k)
 
 
 def update_request(model: str, examples: Iterable[Any] = (), impressions: Iterable[Any] = (), *,
@@ -166,3 +176,49 @@ def update_request(model: str, examples: Iterable[Any] = (), impressions: Iterab
                             impressions=[impression(i, wire=wire, seed=seed)
                                          for i in impressions],
                             return_margins=return_margins, idempotency_key=idempotency_key)
+
+
+def _event_time_micros(value: Any, where: str) -> int:
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            raise TypeError(f"{where}: a naive datetime has no time zone; give one, or "
+                            "microseconds since the Unix epoch")
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return (value - epoch) // datetime.timedelta(microseconds=1)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{where}: an event time is microseconds since the Unix epoch (int) "
+                        f"or an aware datetime, got {value!r}")
+    return value
+
+
+def feedback_item(value: Any) -> pb.FeedbackItem:
+    """Builds a FeedbackItem from (impression_id, label[, importance[, event_time]]).
+
+    A FeedbackItem message passes through. An importance of None means
+    unset (1); an event time of None or 0 means "when the server receives
+    it". Labels, importances and times are checked by the server, which
+    names the item (items[i].label).
+    """
+    if isinstance(value, pb.FeedbackItem):
+        return value
+    if not isinstance(value, tuple) or len(value) not in (2, 3, 4):
+        raise TypeError("a feedback item is (impression_id, label[, importance[, event_time]]), "
+                        f"got {value!r}")
+    impression_id, label = value[0], value[1]
+    if isinstance(impression_id, bool) or not isinstance(impression_id, int):
+        raise TypeError(f"an impression id is an int (Prediction.impression_id), "
+                        f"got {impression_id!r}")
+    out = pb.FeedbackItem(impression_id=impression_id, label=label)
+    if len(value) >= 3 and value[2] is not None:
+        out.importance = value[2]
+    if len(value) == 4 and value[3] is not None:
+        out.event_time_unix_micros = _event_time_micros(value[3], f"item {impression_id}")
+    return out
+
+
+def feedback_request(model: str, items: Iterable[Any] = (), *, idempotency_key: str = "",
+                     request_id: str = "") -> pb.FeedbackRequest:
+    """Builds a FeedbackRequest: labels for impressions that Predict logged."""
+    return pb.FeedbackRequest(model=model, request_id=request_id,
+                              items=[feedback_item(i) for i in items],
+                              idempotency_key=idempotency_key or "")

@@ -119,12 +119,18 @@ def test_every_call_has_a_deadline(server, model):
         c.list_models()
         c.state_digest(model)
         c.snapshot_model(model)
-        c.create_model("deadline-check")
+        c.create_model({"name": "deadline-check", "feedback": {"ttl_seconds": 60}})
+        shown = c.predict("deadline-check", ADS, log_impressions=True).predictions
+        c.feedback("deadline-check", [(shown[0].impression_id, 1)], idempotency_key="d-1")
+        with c.open_feedback_stream() as stream:
+            stream.send(clickd.feedback_request("deadline-check", [(shown[1].impression_id, 0)]))
+            stream.finish()
         c.delete_model("deadline-check")
         c.predict(model, ADS, timeout=0.75)
     methods = {m for m, _ in recorder.timeouts}
     assert methods == {"Predict", "Update", "UpdateStream", "UpdateStreamAcked", "GetModel",
-                       "ListModels", "SnapshotModel", "CreateModel", "DeleteModel"}
+                       "ListModels", "SnapshotModel", "CreateModel", "DeleteModel", "Feedback",
+                       "FeedbackStream"}
     for method, timeout in recorder.timeouts[:-1]:
         assert timeout is not None and 0 < timeout <= 3, method
     assert 0 < recorder.timeouts[-1][1] <= 0.75
