@@ -64,14 +64,21 @@ class ReplicaFeedbackTest : public ReplicaTest {
     const uint64_t sequence = via.replica->model_version(config.name);
     for (Node* node : all) ASSERT_TRUE(node->replica->AwaitApplied(sequence, kWait).ok());
   }
+
+  // Starts replicas "a" (local snapshots in `a_dir`, if any) and "b", and
+  // creates `config` through a; false if a step failed (and said why).
+  bool StartPair(const ModelConfig& config, Node** a, Node** b, const std::string& a_dir = "") {
+    *a = StartNode("a", a_dir);
+    *b = StartNode("b");
+    if (*a == nullptr || *b == nullptr) return false;
+    CreateLoopEverywhere(**a, {*a, *b}, config);
+    return !HasFatalFailure();
+  }
 };
 
 TEST_F(ReplicaFeedbackTest, ImpressionsAndLabelsFromAnyReplicaEndEqualEverywhere) {
-  Node* a = StartNode("a");
-  Node* b = StartNode("b");
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  CreateLoopEverywhere(*a, {a, b}, LoopConfig("loop"));
+  Node *a, *b;
+  ASSERT_TRUE(StartPair(LoopConfig("loop"), &a, &b));
 
   // Ids come from the stream's order, whichever replica published.
   const Impressions first = MakeImpressions(1, 3), second = MakeImpressions(2, 2);
@@ -114,11 +121,8 @@ TEST_F(ReplicaFeedbackTest, ImpressionsAndLabelsFromAnyReplicaEndEqualEverywhere
 }
 
 TEST_F(ReplicaFeedbackTest, AKeyedLabelIsJoinedOnceWhicheverReplicaGetsTheRetry) {
-  Node* a = StartNode("a");
-  Node* b = StartNode("b");
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  CreateLoopEverywhere(*a, {a, b}, LoopConfig("loop"));
+  Node *a, *b;
+  ASSERT_TRUE(StartPair(LoopConfig("loop"), &a, &b));
   const Impressions shown = MakeImpressions(3, 1);
   auto logged = a->replica->LogImpressions("loop", kStart, shown.views);
   ASSERT_TRUE(logged.ok()) << logged.status();
@@ -138,15 +142,12 @@ TEST_F(ReplicaFeedbackTest, AKeyedLabelIsJoinedOnceWhicheverReplicaGetsTheRetry)
 }
 
 TEST_F(ReplicaFeedbackTest, AFullBufferRefusesTheSameRecordOnEveryReplica) {
-  Node* a = StartNode("a");
-  Node* b = StartNode("b");
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
   // The smallest budget: room for two impressions of 20 features, not four.
   const uint64_t budget = 1024;
   ASSERT_LT(2 * JoinBuffer::ImpressionBytes(20, 0), budget);
   ASSERT_GT(4 * JoinBuffer::ImpressionBytes(20, 0), budget);
-  CreateLoopEverywhere(*a, {a, b}, LoopConfig("small", budget));
+  Node *a, *b;
+  ASSERT_TRUE(StartPair(LoopConfig("small", budget), &a, &b));
   const Impressions first = MakeImpressions(4, 2, 20), two = MakeImpressions(5, 2, 20);
   ASSERT_TRUE(a->replica->LogImpressions("small", kStart, first.views).ok());
   const std::string before = BufferOf(*a, "small");
@@ -173,11 +174,8 @@ TEST_F(ReplicaFeedbackTest, AFullBufferRefusesTheSameRecordOnEveryReplica) {
 }
 
 TEST_F(ReplicaFeedbackTest, TicksFromEveryReplicaExpireAnImpressionOnce) {
-  Node* a = StartNode("a");
-  Node* b = StartNode("b");
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  CreateLoopEverywhere(*a, {a, b}, LoopConfig("loop"));
+  Node *a, *b;
+  ASSERT_TRUE(StartPair(LoopConfig("loop"), &a, &b));
   const Impressions shown = MakeImpressions(7, 2);
   ASSERT_TRUE(a->replica->LogImpressions("loop", kStart, shown.views).ok());
   CatchUp(*b);
@@ -203,11 +201,8 @@ TEST_F(ReplicaFeedbackTest, TicksFromEveryReplicaExpireAnImpressionOnce) {
 
 TEST_F(ReplicaFeedbackTest, ALocalSnapshotCarriesTheJoinBuffer) {
   const std::string dir = server_.dir() + "/a";
-  Node* a = StartNode("a", dir);
-  Node* b = StartNode("b");
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  CreateLoopEverywhere(*a, {a, b}, LoopConfig("loop"));
+  Node *a, *b;
+  ASSERT_TRUE(StartPair(LoopConfig("loop"), &a, &b, dir));
   const Impressions shown = MakeImpressions(8, 4);
   auto logged = b->replica->LogImpressions("loop", kStart, shown.views);
   ASSERT_TRUE(logged.ok()) << logged.status();
