@@ -207,6 +207,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   if (absl::Status s = ToFeedbackConfig(p.feedback(), &c.feedback); !s.ok()) return s;
   c.calibration.enabled = p.calibration().enabled();
   if (p.calibration().has_half_life()) c.calibration.half_life = p.calibration().half_life();
+  c.memory.max_bytes = p.memory().max_bytes();
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -231,6 +232,7 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
   if (c.admission.policy == AdmissionOptions::Policy::kPoisson) {
     p.mutable_admission()->set_probability(c.admission.probability);
   }
+  if (c.memory.max_bytes != 0) p.mutable_memory()->set_max_bytes(c.memory.max_bytes);
   if (c.calibration.enabled) {
     p.mutable_calibration()->set_enabled(true);
     p.mutable_calibration()->set_half_life(c.calibration.half_life);

@@ -52,6 +52,26 @@ TEST(Convert, AdmissionRoundTripsAndIsCheckedByName) {
   }
 }
 
+TEST(Convert, MemoryBudgetRoundTripsAndIsCheckedByName) {
+  v1::ModelConfig p;
+  p.set_name("ctr");
+  p.mutable_memory()->set_max_bytes(1 << 20);
+  auto c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->memory.max_bytes, 1u << 20);
+  EXPECT_EQ(ModelConfigToProto(*c).memory().max_bytes(), 1u << 20);
+  p.clear_memory();
+  auto unbounded = ToModelConfig(p);
+  ASSERT_TRUE(unbounded.ok()) << unbounded.status();
+  EXPECT_EQ(unbounded->memory.max_bytes, 0u);
+  EXPECT_FALSE(ModelConfigToProto(*unbounded).has_memory());
+  p.mutable_memory()->set_max_bytes(1000);
+  const absl::Status s = ToModelConfig(p).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "config.memory.max_bytes is 1000; must be 0 (unbounded) or in 65536..1099511627776");
+}
+
 TEST(Convert, ClassifierParamsRoundTrip) {
   v1::ModelConfig p;
   p.set_name("pa");

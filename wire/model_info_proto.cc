@@ -12,6 +12,7 @@ v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
   info.set_updates(stats.updates);
   info.set_coordinates(stats.coordinates);
   info.set_bytes(stats.bytes);
+  info.set_coordinates_evicted(stats.coordinates_evicted);
   *info.mutable_metrics() = MetricsToProto(progressive);
   return info;
 }

@@ -53,6 +53,9 @@ ABSL_FLAG(int, shards, 16, "store shards");
 ABSL_FLAG(double, admission_probability, 1.0,
           "admit a feature the model does not hold yet at a sighting with this probability, "
           "in (0, 1]; 1: every feature at once (docs/admission.md)");
+ABSL_FLAG(uint64_t, memory_max_bytes, 0,
+          "memory budget of the model's coordinates in bytes, 65536..2^40 (0: unbounded); "
+          "beyond it the least useful coordinates are evicted (docs/memory.md)");
 ABSL_FLAG(int64_t, feedback_ttl_seconds, 0,
           "the impression-to-click loop: how long an impression Predict logs waits for its "
           "label, 1..2592000 seconds (0: no loop; Predict cannot log impressions)");
@@ -108,6 +111,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.interactions = absl::GetFlag(FLAGS_interactions);
   v.shards = absl::GetFlag(FLAGS_shards);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
+  v.memory_max_bytes = absl::GetFlag(FLAGS_memory_max_bytes);
   v.variants = absl::GetFlag(FLAGS_variants);
   v.feedback_ttl_seconds = absl::GetFlag(FLAGS_feedback_ttl_seconds);
   v.feedback_max_buffer_bytes = absl::GetFlag(FLAGS_feedback_max_buffer_bytes);
@@ -326,6 +330,7 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
     config.admission.policy = AdmissionOptions::Policy::kPoisson;
     config.admission.probability = v.admission_probability;
   }
+  config.memory.max_bytes = v.memory_max_bytes;
   auto variants = ParseVariants(v.variants, v.loss);
   if (!variants.ok()) return variants.status();
   config.variants = *std::move(variants);

@@ -25,6 +25,17 @@ TEST(ModelFlags, AdmissionProbability) {
             std::string::npos);
 }
 
+TEST(ModelFlags, MemoryMaxBytes) {
+  ModelFlagValues v;
+  v.memory_max_bytes = 1 << 20;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->memory.max_bytes, 1u << 20);
+  v.memory_max_bytes = 100;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("memory.max_bytes is 100"),
+            std::string::npos);
+}
+
 TEST(ModelFlags, HyperparametersGoToTheSelectedOptimizer) {
   ModelFlagValues v;
   v.optimizer = "pc_ogd";

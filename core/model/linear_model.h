@@ -26,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/mutex.h"
+#include "core/model/eviction_rank.h"
 #include "core/model/model.h"
 #include "core/optim/loss.h"
 #include "core/optim/numeric_bounds.h"
@@ -57,7 +58,7 @@ class LinearModel final : public Model {
   LinearModel(ModelConfig config, const typename Optimizer::Params& params)
       : Model(std::move(config)),
         optimizer_(params),
-        store_(this->config().num_shards),
+        store_(this->config().num_shards, this->config().memory.max_bytes),
         admission_(this->config().admission) {}
 
   double Margin(absl::Span<const HashedFeature> features) const override {
@@ -120,59 +121,72 @@ class LinearModel final : public Model {
     DenseBlock* block = dense != nullptr ? dense_block() : nullptr;
     // Holding every touched shard across both phases makes the step atomic
     // for readers, and one lookup per key serves the weight and the update.
-    store_.WithKeysLocked(all_features, [&](auto& upsert) {
-      thread_local std::vector<CoordinateState*> states;
-      thread_local std::vector<HashedFeature> admitted;
-      states.clear();
-      const RoundContext before = CurrentRound();
-      uint64_t new_keys = 0;
-      // With feature admission, a feature not stored and not admitted at
-      // this sighting takes no part in the step, as if it were absent.
-      const bool admitting = config().admission.policy != AdmissionOptions::Policy::kAll;
-      admitted.clear();
-      for (const HashedFeature& f : all_features) {
-        auto [state, inserted] =
-            admitting ? upsert.IfAdmitted(f.key, [&] { return admission_.Admit(f.key, before.t); })
-                      : upsert(f.key);
-        if (state == nullptr) continue;
-        new_keys += inserted;
-        states.push_back(state);
-        if (admitting) admitted.push_back(f);
-        margin += optimizer_.Weight(*state, before) * f.value;
-      }
-      const absl::Span<const HashedFeature> features =
-          admitting ? absl::Span<const HashedFeature>(admitted) : all_features;
-      if (block != nullptr) margin += block->Margin(*dense);
-      const double dloss = LossGradient(config().loss, margin, label) * importance;
-      // The last line of the numeric invariant (core/optim/numeric_bounds.h):
-      // each coordinate's gradient is clamped and each state saturated, which
-      // leaves ordinary steps bit-identical.
-      double grad_norm_sq = 0;
-      for (const HashedFeature& f : features) {
-        const double g = ClampGradient(dloss * f.value);
-        grad_norm_sq += g * g;
-      }
-      // Every key is inserted, even with a zero gradient: the example's
-      // attributes have been seen (global OGD's diameter counts them).
-      const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
-      if constexpr (PerExampleOptimizer<Optimizer>) {
-        const typename Optimizer::Step step =
-            optimizer_.PrepareStep(margin, label, importance, states, features);
-        for (size_t i = 0; i < features.size(); ++i) {
-          optimizer_.Apply(*states[i], features[i].value, step);
-          SaturateState(*states[i]);
-        }
-      } else {
-        for (size_t i = 0; i < features.size(); ++i) {
-          optimizer_.Apply(*states[i], ClampGradient(dloss * features[i].value), round);
-          SaturateState(*states[i]);
-        }
-      }
-      // Under the shard locks, so that a concurrent learner of the same
-      // keys sees the dense part of this step too (lock order: shards, then
-      // the dense block's).
-      if (block != nullptr) block->Update(*dense, ClampGradient(dloss));
-    });
+    store_.WithKeysLocked(
+        all_features,
+        [&](auto& upsert) {
+          thread_local std::vector<CoordinateState*> states;
+          thread_local std::vector<HashedFeature> admitted;
+          states.clear();
+          const RoundContext before = CurrentRound();
+          uint64_t new_keys = 0;
+          // With feature admission, a feature not stored and not admitted at
+          // this sighting takes no part in the step, as if it were absent; so
+          // does one for which a budgeted shard has no room (only when the
+          // step's own keys fill it).
+          const bool admitting = config().admission.policy != AdmissionOptions::Policy::kAll;
+          const bool filtering = admitting || store_.limits().bounded;
+          admitted.clear();
+          for (const HashedFeature& f : all_features) {
+            auto [state, inserted] =
+                filtering
+                    ? upsert.IfAdmitted(
+                          f.key, [&] { return !admitting || admission_.Admit(f.key, before.t); })
+                    : upsert(f.key);
+            if (state == nullptr) continue;
+            new_keys += inserted;
+            states.push_back(state);
+            if (filtering) admitted.push_back(f);
+            margin += optimizer_.Weight(*state, before) * f.value;
+          }
+          const absl::Span<const HashedFeature> features =
+              filtering ? absl::Span<const HashedFeature>(admitted) : all_features;
+          if (block != nullptr) margin += block->Margin(*dense);
+          const double dloss = LossGradient(config().loss, margin, label) * importance;
+          // The last line of the numeric invariant (core/optim/numeric_bounds.h):
+          // each coordinate's gradient is clamped and each state saturated, which
+          // leaves ordinary steps bit-identical.
+          double grad_norm_sq = 0;
+          for (const HashedFeature& f : features) {
+            const double g = ClampGradient(dloss * f.value);
+            grad_norm_sq += g * g;
+          }
+          // Every key is inserted, even with a zero gradient: the example's
+          // attributes have been seen (global OGD's diameter counts them).
+          const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
+          if constexpr (PerExampleOptimizer<Optimizer>) {
+            const typename Optimizer::Step step =
+                optimizer_.PrepareStep(margin, label, importance, states, features);
+            for (size_t i = 0; i < features.size(); ++i) {
+              optimizer_.Apply(*states[i], features[i].value, step);
+              SaturateState(*states[i]);
+            }
+          } else {
+            for (size_t i = 0; i < features.size(); ++i) {
+              optimizer_.Apply(*states[i], ClampGradient(dloss * features[i].value), round);
+              SaturateState(*states[i]);
+            }
+          }
+          // Under the shard locks, so that a concurrent learner of the same
+          // keys sees the dense part of this step too (lock order: shards, then
+          // the dense block's).
+          if (block != nullptr) block->Update(*dense, ClampGradient(dloss));
+        },
+        [this] {
+          // Once per eviction pass: every coordinate ranked at the same round.
+          return [this, round = CurrentRound()](const CoordinateState& s) {
+            return RankForEviction(optimizer_, s, round);
+          };
+        });
     return margin;
   }
 
@@ -182,6 +196,7 @@ class LinearModel final : public Model {
     stats.updates = CurrentRound().t;
     stats.coordinates = store.coordinates;
     stats.bytes = store.bytes;
+    stats.coordinates_evicted = store.evicted;
     stats.state_bytes_per_coordinate = sizeof(uint64_t) + sizeof(CoordinateState);
     const AdmissionStats admission = admission_.Stats();
     stats.admission_sightings = admission.sightings;

@@ -173,6 +173,7 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
     return s;
   }
   if (absl::Status s = ValidateVariants(config); !s.ok()) return s;
+  if (absl::Status s = ValidateMemoryConfig(config); !s.ok()) return s;
   if (absl::Status s = ValidateFeedbackConfig(config.feedback, config.loss); !s.ok()) return s;
   if (!(config.calibration.half_life >= 1 && config.calibration.half_life <= 1e15)) {
     return absl::InvalidArgumentError(absl::StrCat("calibration.half_life is ",
@@ -251,6 +252,7 @@ absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
     // ValidateVariants: no dense block. One linear model per variant.
     ModelConfig primary = config;
     primary.variants.clear();
+    primary.memory.max_bytes = MemberMemoryBytes(config);
     std::vector<std::unique_ptr<Model>> members;
     auto first = CreateLinearModel(primary);
     if (!first.ok()) return first.status();

@@ -35,6 +35,9 @@ struct ModelStats {
   // sightings of features the model did not hold, and how many got in.
   uint64_t admission_sightings = 0;
   uint64_t admission_admitted = 0;
+  // Memory budget (config.memory): coordinates evicted since the model was
+  // built in this process (a restart's log replay evicts again and counts).
+  uint64_t coordinates_evicted = 0;
 };
 
 class Model {

@@ -78,6 +78,19 @@ struct CalibrationConfig {
   double half_life = 1e6;  // examples
 };
 
+// A per-model memory budget (docs/memory.md): the sparse store's tables
+// never grow past max_bytes; beyond it the least useful coordinates are
+// evicted. 0: unbounded.
+struct MemoryConfig {
+  uint64_t max_bytes = 0;
+};
+
+inline constexpr uint64_t kMinMemoryBytes = uint64_t{64} << 10;  // 64 KiB
+inline constexpr uint64_t kMaxMemoryBytes = uint64_t{1} << 40;   // 1 TiB
+// The least budget one shard of one store may get: a table of a few
+// hundred coordinates, so that eviction passes stay rare.
+inline constexpr uint64_t kMinShardMemoryBytes = 4096;
+
 struct ModelConfig {
   std::string name = "default";
   LossType loss = LossType::kLogistic;
@@ -97,6 +110,7 @@ struct ModelConfig {
   std::vector<ModelVariant> variants;
   FeedbackConfig feedback;
   CalibrationConfig calibration;
+  MemoryConfig memory;
 };
 
 inline constexpr std::string_view kPrimaryVariant = "primary";
@@ -104,8 +118,18 @@ inline constexpr size_t kMaxVariants = 8;  // besides the primary
 inline constexpr size_t kMaxVariantNameLength = 64;
 
 // The config a variant learns with: the model's, with the variant's
-// optimizer and admission and no variants of its own.
+// optimizer and admission, its share of the memory budget
+// (MemberMemoryBytes) and no variants of its own.
 ModelConfig VariantModelConfig(const ModelConfig& config, const ModelVariant& variant);
+
+// The memory budget of each store of the model (the primary's and each
+// variant's): memory.max_bytes divided evenly among them.
+uint64_t MemberMemoryBytes(const ModelConfig& config);
+
+// Checks memory.max_bytes: 0, or in [kMinMemoryBytes, kMaxMemoryBytes] and
+// giving each shard of each store at least kMinShardMemoryBytes; not for a
+// dense learner. Errors name memory.max_bytes and the limit.
+absl::Status ValidateMemoryConfig(const ModelConfig& config);
 
 inline constexpr int kMaxShards = 4096;
 inline constexpr size_t kMaxModelNameLength = 128;

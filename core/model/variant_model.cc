@@ -26,6 +26,7 @@ ModelConfig VariantModelConfig(const ModelConfig& config, const ModelVariant& va
   ModelConfig out = config;
   out.optimizer = variant.optimizer;
   out.admission = variant.admission;
+  out.memory.max_bytes = MemberMemoryBytes(config);
   out.variants.clear();
   return out;
 }
@@ -162,6 +163,7 @@ ModelStats VariantModel::Stats() const {
     total.bytes += m.bytes;
     total.admission_sightings += m.admission_sightings;
     total.admission_admitted += m.admission_admitted;
+    total.coordinates_evicted += m.coordinates_evicted;
   }
   return total;
 }

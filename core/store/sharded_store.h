@@ -9,10 +9,19 @@
 // Memory accounting is exact for the tables themselves: bytes() is the sum of
 // each shard's single flat_hash_map allocation (control bytes + slots), as
 // computed by absl's own AllocSize.
+//
+// A memory budget (max_bytes > 0, docs/memory.md) caps every shard's table
+// at the largest capacity its share fits (core/store/shard_limits.h).
+// WithKeysLocked keeps each shard within it by evicting the coordinates
+// that `rank` says are least useful, never one of the step's own keys; the
+// choice depends only on the shard's contents and the step, so the same
+// steps on the same state evict the same coordinates.
 #ifndef CLICKD_CORE_STORE_SHARDED_STORE_H_
 #define CLICKD_CORE_STORE_SHARDED_STORE_H_
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,12 +32,21 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "core/base/mutex.h"
+#include "core/store/shard_limits.h"
 
 namespace clickd {
 
 struct StoreStats {
   uint64_t coordinates = 0;
-  uint64_t bytes = 0;  // table memory: slots + control bytes
+  uint64_t bytes = 0;    // table memory: slots + control bytes
+  uint64_t evicted = 0;  // coordinates evicted by the budget since the store was built
+};
+
+// How useful a coordinate is, for the budget's evictions: the least useful
+// goes first, ordered by weight, then accumulator, then key (smaller first).
+struct EvictionRank {
+  double weight = 0;       // |w| as the optimizer scores it
+  double accumulator = 0;  // the state's update count or sum of g^2, 0 if none
 };
 
 template <typename State>
@@ -36,14 +54,18 @@ class ShardedStore {
  public:
   using Map = absl::flat_hash_map<uint64_t, State>;
 
-  explicit ShardedStore(int num_shards)
+  // max_bytes 0: unbounded.
+  explicit ShardedStore(int num_shards, uint64_t max_bytes = 0)
       : num_shards_(std::max(1, num_shards)),
+        limits_(ShardLimitsFor(max_bytes, num_shards_, sizeof(typename Map::slot_type),
+                               alignof(typename Map::slot_type))),
         shards_(std::make_unique<Shard[]>(static_cast<size_t>(num_shards_))) {}
 
   ShardedStore(const ShardedStore&) = delete;
   ShardedStore& operator=(const ShardedStore&) = delete;
 
   int num_shards() const { return num_shards_; }
+  const ShardLimits& limits() const { return limits_; }
 
   // Returns true and copies the coordinate's state into *state if present.
   bool Find(uint64_t key, State* state) const {
@@ -109,14 +131,22 @@ class ShardedStore {
   // if it returns false, inserts nothing and returns {nullptr, false}
   // (feature admission, core/store/feature_admission.h). The pointers stay valid until
   // fn returns: capacity for every key is reserved before the first insert,
-  // so no rehash moves them. Shards are locked in ascending index order, so
+  // so no rehash moves them.
+  // With a budget, a shard the step's new keys would take past
+  // limits().max_count first evicts down to limits().low_water (less the
+  // step's new keys), least useful first by (make_rank()(state), key),
+  // sparing the step's keys; make_rank() is called once per eviction pass,
+  // under the locks. Only if the step's own keys overfill a shard do both
+  // upserts return {nullptr, false} for its keys beyond max_count: the
+  // caller treats them as absent. Shards are locked in ascending index order, so
   // concurrent callers cannot deadlock. This is the learning hot path: one
   // lock per touched shard and one lookup per key, instead of two of each.
   // The analysis cannot follow locks taken and released in loops over a
   // data-dependent set of shards; the ascending-order protocol above is
   // checked by TSan and by ShardedStore.ConcurrentWithKeysLocked instead.
-  template <typename KeyRange, typename Fn>
-  void WithKeysLocked(const KeyRange& keys, Fn&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  template <typename KeyRange, typename Fn, typename MakeRank>
+  void WithKeysLocked(const KeyRange& keys, Fn&& fn,
+                      MakeRank&& make_rank) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     thread_local std::vector<int> touched;
     thread_local std::vector<uint32_t> per_shard;
     touched.clear();
@@ -130,11 +160,21 @@ class ShardedStore {
       shards_[s].mu.Lock();
       // Reserve inside the lock: the map may only change under it.
       Map& map = UnsafeMap(s);
-      map.reserve(map.size() + per_shard[s]);
+      if (limits_.bounded && map.size() + per_shard[s] > limits_.max_count) {
+        MakeRoom(s, keys, make_rank);
+      }
+      map.reserve(std::min(map.size() + per_shard[s], limits_.max_count));
     }
     Upserter upsert{this};
     fn(upsert);
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
+  }
+
+  // WithKeysLocked for a store that needs no ranking (tests, or no budget):
+  // evictions by key alone.
+  template <typename KeyRange, typename Fn>
+  void WithKeysLocked(const KeyRange& keys, Fn&& fn) {
+    WithKeysLocked(keys, fn, [] { return [](const State&) { return EvictionRank{}; }; });
   }
 
   // WithKeysLocked's upsert; every call is made under the key's shard lock.
@@ -142,7 +182,14 @@ class ShardedStore {
     ShardedStore* store;
     std::pair<State*, bool> operator()(uint64_t key) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
       const int s = store->ShardIndex(key);
-      auto [it, inserted] = store->UnsafeMap(s).try_emplace(key);
+      Map& map = store->UnsafeMap(s);
+      if (map.size() >= store->limits_.max_count) {
+        auto it = map.find(key);
+        if (it == map.end()) return {nullptr, false};
+        store->UnsafeKeepForCopy(s, key, false, it->second);
+        return {&it->second, false};
+      }
+      auto [it, inserted] = map.try_emplace(key);
       store->UnsafeKeepForCopy(s, key, inserted, it->second);
       return {&it->second, inserted};
     }
@@ -151,7 +198,9 @@ class ShardedStore {
                                        Admit&& admit) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
       Map& map = store->UnsafeMap(store->ShardIndex(key));
       if (auto it = map.find(key); it != map.end()) return {&it->second, false};
-      if (!admit()) return {nullptr, false};
+      // A full shard refuses before admission is asked, so that "admitted"
+      // counts only features that got a coordinate.
+      if (map.size() >= store->limits_.max_count || !admit()) return {nullptr, false};
       return (*this)(key);
     }
   };
@@ -236,10 +285,17 @@ class ShardedStore {
       auto it = before.find(out[i].first);
       if (it != before.end() && !it->second.has_value()) continue;
       out[kept] = out[i];
-      if (it != before.end()) out[kept].second = *it->second;
+      if (it != before.end()) {
+        out[kept].second = *it->second;
+        before.erase(it);
+      }
       ++kept;
     }
     out.resize(kept);
+    // What is left with a state was evicted since the moment: put it back too.
+    for (const auto& [key, state] : before) {
+      if (state.has_value()) out.emplace_back(key, *state);
+    }
     return out;
   }
 
@@ -274,6 +330,7 @@ class ShardedStore {
 
   StoreStats Stats() const {
     StoreStats stats;
+    stats.evicted = evicted_.load(std::memory_order_relaxed);
     for (int s = 0; s < num_shards_; ++s) {
       const Shard& shard = shards_[s];
       ReaderMutexLock lock(&shard.mu);
@@ -295,6 +352,62 @@ class ShardedStore {
   }
 
  private:
+  // Evicts from shard s, whose lock WithKeysLocked holds, enough to leave
+  // room for the step's new keys of that shard (see WithKeysLocked).
+  template <typename KeyRange, typename MakeRank>
+  void MakeRoom(int s, const KeyRange& keys, MakeRank& make_rank) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    Map& map = UnsafeMap(s);
+    thread_local std::vector<uint64_t> step;
+    step.clear();
+    for (const auto& k : keys) {
+      if (ShardIndex(k.key) == s) step.push_back(k.key);
+    }
+    std::sort(step.begin(), step.end());
+    step.erase(std::unique(step.begin(), step.end()), step.end());
+    size_t fresh = 0;
+    for (uint64_t key : step) fresh += !map.contains(key);
+    if (map.size() + fresh <= limits_.max_count) return;
+    const size_t target =
+        std::min(limits_.low_water, limits_.max_count - std::min(fresh, limits_.max_count));
+    EvictDownTo(s, target, step, make_rank());
+  }
+
+  // Erases the least useful keys of shard s not in `spared` (sorted) until
+  // at most `target` remain or only spared keys do.
+  template <typename Rank>
+  void EvictDownTo(int s, size_t target, const std::vector<uint64_t>& spared,
+                   const Rank& rank) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    Map& map = UnsafeMap(s);
+    if (map.size() <= target) return;
+    struct Candidate {
+      double weight;
+      double accumulator;
+      uint64_t key;
+    };
+    // A NaN would break the strict weak order nth_element needs; rank it least useful.
+    auto finite_or_zero = [](double x) { return std::isnan(x) ? 0.0 : x; };
+    std::vector<Candidate> candidates;
+    candidates.reserve(map.size());
+    for (const auto& [key, state] : map) {
+      if (std::binary_search(spared.begin(), spared.end(), key)) continue;
+      const EvictionRank r = rank(state);
+      candidates.push_back({finite_or_zero(r.weight), finite_or_zero(r.accumulator), key});
+    }
+    const size_t n = std::min(map.size() - target, candidates.size());
+    std::nth_element(candidates.begin(), candidates.begin() + n, candidates.end(),
+                     [](const Candidate& a, const Candidate& b) {
+                       if (a.weight != b.weight) return a.weight < b.weight;
+                       if (a.accumulator != b.accumulator) return a.accumulator < b.accumulator;
+                       return a.key < b.key;
+                     });
+    for (size_t i = 0; i < n; ++i) {
+      auto it = map.find(candidates[i].key);
+      UnsafeKeepForCopy(s, it->first, false, it->second);
+      map.erase(it);
+    }
+    evicted_.fetch_add(n, std::memory_order_relaxed);
+  }
+
   // Aligned to a cache line so that locking one shard does not bounce its
   // neighbour's line between cores.
   struct alignas(64) Shard {
@@ -327,7 +440,9 @@ class ShardedStore {
   const Shard& ShardFor(uint64_t key) const { return shards_[ShardIndex(key)]; }
 
   const int num_shards_;
+  const ShardLimits limits_;
   std::unique_ptr<Shard[]> shards_;
+  std::atomic<uint64_t> evicted_{0};
   mutable Mutex copy_mu_;
   mutable bool copy_open_ ABSL_GUARDED_BY(copy_mu_) = false;
 };

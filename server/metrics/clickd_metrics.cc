@@ -259,6 +259,20 @@ void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
                             return static_cast<double>(m.model().Stats().bytes);
                           }));
   registry->BuildCallback(
+      "clickd_model_memory_budget_bytes",
+      "The model's memory budget (config memory.max_bytes, docs/memory.md): the most "
+      "clickd_model_bytes may reach; 0: unbounded.",
+      MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
+        return static_cast<double>(m.model().config().memory.max_bytes);
+      }));
+  registry->BuildCallback(
+      "clickd_model_coordinates_evicted_total",
+      "Coordinates the memory budget evicted (the least useful: smallest |weight|) since the "
+      "server started; a restart's log replay evicts and counts again. 0 without a budget.",
+      MetricType::kCounter, PerModel(models, [](const ServedModel& m) {
+        return static_cast<double>(m.model().Stats().coordinates_evicted);
+      }));
+  registry->BuildCallback(
       "clickd_model_admission_sightings_total",
       "Sightings of features the model did not hold yet, with feature admission on "
       "(docs/admission.md); 0 without it.",

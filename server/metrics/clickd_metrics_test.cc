@@ -42,7 +42,8 @@ TEST(ModelMetrics, OneSeriesPerModelThatFollowTheRegistry) {
         "clickd_model_auc", "clickd_model_auc_error_bound", "clickd_model_calibration",
         "clickd_model_progressive_examples", "clickd_model_coordinates", "clickd_model_bytes",
         "clickd_model_updates", "clickd_model_admission_sightings_total",
-        "clickd_model_admission_admitted_total"}) {
+        "clickd_model_admission_admitted_total", "clickd_model_memory_budget_bytes",
+        "clickd_model_coordinates_evicted_total"}) {
     ASSERT_TRUE(values.count(name)) << name;
     EXPECT_TRUE(values[name].empty()) << name;
   }
@@ -83,6 +84,35 @@ TEST(ModelMetrics, OneSeriesPerModelThatFollowTheRegistry) {
   EXPECT_EQ(values["clickd_predictions_total"].count(A), 0u);
   EXPECT_EQ(values["clickd_model_logloss"].count(since_start), 0u);
   EXPECT_EQ(values["clickd_model_updates"].size(), 1u);
+}
+
+// A budgeted model shows its budget and what it evicted; the others 0.
+TEST(ModelMetrics, MemoryBudgetAndEvictions) {
+  ModelRegistry models;
+  Registry registry;
+  RegisterModelMetrics(&registry, &models);
+  ModelConfig budgeted = Named("small");
+  budgeted.memory.max_bytes = 64 << 10;
+  auto small = models.Create(budgeted);
+  ASSERT_TRUE(small.ok()) << small.status();
+  ASSERT_TRUE(models.Create(Named("plain")).ok());
+  for (uint64_t k = 0; k < 20'000; ++k) {
+    const HashedFeature f[] = {{k * 0x9E3779B97F4A7C15ull, 1.0f}};
+    (*small)->model().Learn(f, k % 2, 1.0);
+  }
+  auto values = Values(registry);
+  const Labels S = {{"model", "small"}}, P = {{"model", "plain"}};
+  EXPECT_EQ(values["clickd_model_memory_budget_bytes"][S], 64 << 10);
+  EXPECT_EQ(values["clickd_model_memory_budget_bytes"][P], 0);
+  EXPECT_LE(values["clickd_model_bytes"][S], 64 << 10);
+  const ModelStats stats = (*small)->model().Stats();
+  ASSERT_GT(stats.coordinates_evicted, 0u);
+  EXPECT_EQ(values["clickd_model_coordinates_evicted_total"][S],
+            static_cast<double>(stats.coordinates_evicted));
+  EXPECT_EQ(
+      values["clickd_model_coordinates"][S] + values["clickd_model_coordinates_evicted_total"][S],
+      20'000);
+  EXPECT_EQ(values["clickd_model_coordinates_evicted_total"][P], 0);
 }
 
 TEST(ModelMetrics, NonLogisticModelsHaveNoLoglossOrCalibration) {

@@ -19,6 +19,7 @@ COUNTERS = {
     "clickd_model_impressions_expired_total",
     "clickd_model_feedback_items_total",
     "clickd_model_feedback_steps_total",
+    "clickd_model_coordinates_evicted_total",
 }
 GAUGES = {
     "clickd_model_logloss",
@@ -27,6 +28,7 @@ GAUGES = {
     "clickd_model_progressive_examples",
     "clickd_model_coordinates",
     "clickd_model_bytes",
+    "clickd_model_memory_budget_bytes",
     "clickd_model_updates",
     "clickd_build_info",
     "clickd_process_start_time_seconds",

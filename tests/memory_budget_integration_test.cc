@@ -1,0 +1,137 @@
+// The memory budget through the real binaries (docs/memory.md): a model
+// created by `clickctl models create --memory_max_bytes` learns far more
+// distinct features than its budget holds, stays within it (GetModel and
+// /metrics), keeps serving, and a SIGKILL restart (update-log replay)
+// rebuilds the same state, evictions included.
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/clickd_client.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+#include "tests/test_util.h"
+
+namespace clickd {
+namespace {
+
+using ::clickd::testing::CommandResult;
+using ::clickd::testing::RunCommand;
+using ::clickd::testing::ServerOptions;
+using ::clickd::testing::ServerProcess;
+
+constexpr uint64_t kBudget = 64 << 10;
+
+std::unique_ptr<ServerProcess> Start(const std::string& data_dir, int metrics_port) {
+  ServerOptions options;
+  options.flags = {"--data_dir=" + data_dir, "--snapshot_interval=0",
+                   absl::StrCat("--metrics_port=", metrics_port)};
+  auto server = ServerProcess::Start(std::move(options));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+std::unique_ptr<ClickdClient> Connect(const ServerProcess& server) {
+  auto client = ClickdClient::Create(server.address());
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? *std::move(client) : nullptr;
+}
+
+// 100 impressions, each with an ad id never used before and a site among 5.
+v1::UpdateRequest Batch(int batch) {
+  v1::UpdateRequest r;
+  r.set_model("small");
+  for (int i = 0; i < 100; ++i) {
+    auto* c = r.add_impressions()->add_candidates();
+    auto* ad = c->mutable_example()->add_namespaces();
+    ad->set_name("ad");
+    ad->add_features()->set_id(static_cast<uint64_t>(batch) * 100 + i);
+    auto* site = c->mutable_example()->add_namespaces();
+    site->set_name("site");
+    site->add_features()->set_id(i % 5);
+    c->set_label(i % 5 == 0 ? 1.0f : 0.0f);
+  }
+  return r;
+}
+
+std::optional<double> Sample(const std::string& body, const std::string& series) {
+  const std::string prefix = series + " ";
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size()));
+  }
+  return std::nullopt;
+}
+
+TEST(MemoryBudget, StaysWithinItsBudgetAndRestartsToTheSameState) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/memory_budget_test_", getpid());
+  std::filesystem::remove_all(dir);
+  std::string digest;
+  uint64_t evicted = 0;
+  {
+    auto port = testing::FindFreePort();
+    ASSERT_TRUE(port.ok()) << port.status();
+    auto server = Start(dir, *port);
+    ASSERT_NE(server, nullptr);
+    auto client = Connect(*server);
+    const CommandResult created =
+        RunCommand(absl::StrCat(CLICKCTL_PATH, " models create --json --model=small",
+                                " --memory_max_bytes=", kBudget, " --server=", server->address()),
+                   absl::Seconds(120));
+    ASSERT_EQ(created.exit_code, 0) << created.err;
+    // 20,000 distinct ads: more than ten times what 64 KiB holds (1,792).
+    for (int b = 0; b < 200; ++b) ASSERT_TRUE(client->Update(Batch(b)).ok()) << b;
+    auto info = client->GetModel("small");
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->config().memory().max_bytes(), kBudget);
+    EXPECT_LE(info->bytes(), kBudget);
+    EXPECT_GT(info->coordinates_evicted(), 18'000u);
+    EXPECT_EQ(info->updates(), 20'000u);
+    evicted = info->coordinates_evicted();
+    // Still serving: the sites carry the signal and are held.
+    v1::PredictRequest predict;
+    predict.set_model("small");
+    auto* site = predict.add_candidates()->add_namespaces();
+    site->set_name("site");
+    site->add_features()->set_id(0);
+    auto scored = client->Predict(predict);
+    ASSERT_TRUE(scored.ok()) << scored.status();
+    EXPECT_GT(scored->predictions(0).prediction(), 0.5);
+
+    httplib::Client http("127.0.0.1", *port);
+    http.set_read_timeout(10);
+    auto response = http.Get("/metrics");
+    ASSERT_TRUE(response) << httplib::to_string(response.error());
+    EXPECT_EQ(Sample(response->body, "clickd_model_memory_budget_bytes{model=\"small\"}"),
+              static_cast<double>(kBudget));
+    EXPECT_EQ(Sample(response->body, "clickd_model_memory_budget_bytes{model=\"default\"}"), 0);
+    EXPECT_EQ(Sample(response->body, "clickd_model_coordinates_evicted_total{model=\"small\"}"),
+              static_cast<double>(evicted));
+    EXPECT_LE(*Sample(response->body, "clickd_model_bytes{model=\"small\"}"),
+              static_cast<double>(kBudget));
+
+    digest = *client->StateDigest("small");
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  auto port = testing::FindFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  auto server = Start(dir, *port);
+  ASSERT_NE(server, nullptr);
+  auto client = Connect(*server);
+  EXPECT_EQ(*client->StateDigest("small"), digest);
+  auto info = client->GetModel("small");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->config().memory().max_bytes(), kBudget);
+  EXPECT_EQ(info->coordinates_evicted(), evicted);  // the replay evicted the same again
+}
+
+}  // namespace
+}  // namespace clickd
