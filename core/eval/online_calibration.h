@@ -34,6 +34,7 @@ struct OnlineCalibrationOptions {
   double half_life = 1e6;        // examples; in [1, 1e15]
   uint64_t refit_every = 10000;  // examples; >= 1
   double min_positives = 100;    // weighted positives before the first fit; >= 0
+  bool operator==(const OnlineCalibrationOptions&) const = default;
 };
 
 // InvalidArgument naming the field and its range.
@@ -68,6 +69,8 @@ class OnlineCalibrator {
   double gamma() const { return gamma_; }
   double kappa() const { return kappa_; }
   uint64_t examples() const { return examples_; }
+  // What it was created with (a restored one: what its bytes say).
+  const OnlineCalibrationOptions& options() const { return options_; }
 
   // The options and the whole state, sealed with a CRC32C; Deserialize
   // returns a calibrator that continues exactly as this one would, or

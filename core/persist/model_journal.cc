@@ -162,7 +162,8 @@ namespace {
 absl::Status LoadNewestSnapshot(Env* env, const std::string& dir, Model* model,
                                 std::unique_ptr<FeedbackLoop>* loop,
                                 std::unique_ptr<IdempotencyWindow>* window,
-                                const IdempotencyOptions& window_options, RecoveryReport* report) {
+                                const IdempotencyOptions& window_options, std::string* calibration,
+                                RecoveryReport* report) {
   auto snapshots = ListSnapshots(env, dir);
   if (!snapshots.ok()) return snapshots.status();
   for (uint64_t sequence : *snapshots) {
@@ -192,6 +193,7 @@ absl::Status LoadNewestSnapshot(Env* env, const std::string& dir, Model* model,
     if (status.ok()) status = model->ImportState(contents->state);
     if (status.ok() && restored != nullptr) *loop = std::move(restored);
     if (status.ok() && keys != nullptr) *window = std::move(keys);
+    if (status.ok()) *calibration = std::move(contents->calibration);
     if (status.ok()) {
       report->snapshot_sequence = sequence;
       report->snapshot_unix_seconds = env->FileModifiedSeconds(path).value_or(0);
@@ -247,8 +249,9 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
   out.model = *std::move(model);
   if (config->feedback.enabled()) out.feedback = std::make_unique<FeedbackLoop>(*config);
   out.idempotency = std::make_unique<IdempotencyWindow>(options.idempotency);
-  if (absl::Status s = LoadNewestSnapshot(env, dir, out.model.get(), &out.feedback,
-                                          &out.idempotency, options.idempotency, &out.report);
+  if (absl::Status s =
+          LoadNewestSnapshot(env, dir, out.model.get(), &out.feedback, &out.idempotency,
+                             options.idempotency, &out.calibration, &out.report);
       !s.ok()) {
     return s;
   }
@@ -326,11 +329,13 @@ absl::Status ModelJournal::Commit(absl::FunctionRef<absl::StatusOr<std::string>(
 
 absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model,
                                                       const FeedbackLoop* feedback,
-                                                      const IdempotencyWindow* idempotency) {
+                                                      const IdempotencyWindow* idempotency,
+                                                      std::string calibration) {
   MutexLock one_at_a_time(&snapshot_mu_);
   const auto start = std::chrono::steady_clock::now();
   SnapshotContents contents;
   contents.config = model.config();
+  contents.calibration = std::move(calibration);
   std::unique_ptr<Model::StateCopy> copy;
   {
     MutexLock lock(&learn_mu_);

@@ -102,6 +102,9 @@ class ModelJournal {
     std::unique_ptr<Model> model;
     std::unique_ptr<FeedbackLoop> feedback;  // null unless config.feedback is enabled()
     std::unique_ptr<IdempotencyWindow> idempotency;
+    // The snapshot's online calibration (OnlineCalibrator::Serialize, checked),
+    // or empty: the log replayed after it does not add to it.
+    std::string calibration;
     std::unique_ptr<ModelJournal> journal;
     RecoveryReport report;
   };
@@ -120,12 +123,14 @@ class ModelJournal {
                       absl::FunctionRef<void()> apply);
 
   // Writes a snapshot of `model` (and its loop and its idempotency window,
-  // each may be null), then drops log records and snapshots it
+  // each may be null, and its calibration's bytes, kept only when its config
+  // has calibration enabled), then drops log records and snapshots it
   // makes unnecessary. Learning pauses only while the copy begins
   // (microseconds plus the dense block's state; docs/durability.md).
   absl::StatusOr<SnapshotReport> Snapshot(const Model& model,
                                           const FeedbackLoop* feedback = nullptr,
-                                          const IdempotencyWindow* idempotency = nullptr);
+                                          const IdempotencyWindow* idempotency = nullptr,
+                                          std::string calibration = {});
 
   // Refuses every later Learn and Snapshot (FailedPrecondition) once a
   // snapshot in flight has finished, and waits for the learners still

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/coding.h"
 #include "core/base/crc32c.h"
+#include "core/eval/online_calibration.h"
 #include "core/persist/model_config_codec.h"
 
 namespace clickd {
@@ -100,26 +101,36 @@ absl::Status EmitVariants(const Model::State& state, Emit& emit) {
   return emit(piece);
 }
 
-// The oldest format that holds the contents: a model without variants,
-// an impression-to-click loop or idempotency keys is written as version 2
-// (the layout builds before version 3 wrote; the config inside is in the
-// current config encoding).
-uint32_t FormatVersionFor(const SnapshotContents& c) {
-  if (c.config.feedback.enabled() || !c.idempotency.empty()) return 4;
-  return c.state.variants.empty() ? 2 : 3;
-}
-
 // Version 4's optional sections, in file order after the dense block.
 enum Section : uint32_t {
   kVariantsSection = 1,
   kFeedbackSection = 2,
   kIdempotencySection = 4,
+  kCalibrationSection = 8,
 };
+// Any other bit is a section this build cannot read: refused, never skipped.
+constexpr uint32_t kKnownSections = 15;
+
+// Only a model configured for calibration has one: the bytes of any other
+// are left out, so that its snapshot is the file earlier builds wrote.
+bool HasCalibration(const SnapshotContents& c) {
+  return c.config.calibration.enabled && !c.calibration.empty();
+}
+
+// The oldest format that holds the contents: a model without variants, an
+// impression-to-click loop, idempotency keys or a calibration is written as
+// version 2 (the layout builds before version 3 wrote; the config inside is
+// in the current config encoding).
+uint32_t FormatVersionFor(const SnapshotContents& c) {
+  if (c.config.feedback.enabled() || !c.idempotency.empty() || HasCalibration(c)) return 4;
+  return c.state.variants.empty() ? 2 : 3;
+}
 
 uint32_t SectionsOf(const SnapshotContents& c) {
   return (c.state.variants.empty() ? 0 : kVariantsSection) |
          (c.config.feedback.enabled() ? kFeedbackSection : 0) |
-         (c.idempotency.empty() ? 0 : kIdempotencySection);
+         (c.idempotency.empty() ? 0 : kIdempotencySection) |
+         (HasCalibration(c) ? kCalibrationSection : 0);
 }
 
 // One checked piece: length u64, then the bytes.
@@ -163,13 +174,17 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
   if (variants) {
     if (absl::Status s = EmitVariants(c.state, emit); !s.ok()) return s;
   }
-  // Version 4: the impression join buffer (core/feedback/join_buffer.h) and
-  // the idempotency keys (core/persist/idempotency_window.h).
+  // Version 4: the impression join buffer (core/feedback/join_buffer.h),
+  // the idempotency keys (core/persist/idempotency_window.h) and the online
+  // calibration (core/eval/online_calibration.h).
   if (sections & kFeedbackSection) {
     if (absl::Status s = EmitBytes(c.feedback, emit); !s.ok()) return s;
   }
   if (sections & kIdempotencySection) {
     if (absl::Status s = EmitBytes(c.idempotency, emit); !s.ok()) return s;
+  }
+  if (sections & kCalibrationSection) {
+    if (absl::Status s = EmitBytes(c.calibration, emit); !s.ok()) return s;
   }
   piece.assign(kFooterMagic);
   std::string totals;
@@ -338,18 +353,32 @@ absl::Status ReadBytes(Decoder* in, std::string_view what, std::string* bytes) {
 }
 
 // Reads version 4's section bits and checks them against the config: the
-// join buffer is there exactly when the config has the loop.
+// join buffer is there exactly when the config has the loop; a calibration
+// only when the config has one (a snapshot from before it was kept has none).
 absl::StatusOr<uint32_t> ReadSections(Decoder* in, const ModelConfig& config) {
   std::string_view piece;
   uint32_t sections = 0;
   if (!GetChecked(in, 4, &piece) || !Decoder(piece).GetFixed32(&sections)) {
     return Corrupt("section bits checksum mismatch or truncated");
   }
-  if (sections > 7 || ((sections & kFeedbackSection) != 0) != config.feedback.enabled() ||
-      ((sections & kVariantsSection) != 0) != !config.variants.empty()) {
+  if ((sections & ~kKnownSections) != 0) {
+    return Corrupt(absl::StrCat("section bits ", sections,
+                                " name sections this build does not know (a newer build's?)"));
+  }
+  if (((sections & kFeedbackSection) != 0) != config.feedback.enabled() ||
+      ((sections & kVariantsSection) != 0) != !config.variants.empty() ||
+      ((sections & kCalibrationSection) != 0 && !config.calibration.enabled)) {
     return Corrupt("section bits do not match the model's config");
   }
   return sections;
+}
+
+// Reads the calibration section and checks that it restores a calibrator.
+absl::Status ReadCalibration(Decoder* in, std::string* bytes) {
+  if (absl::Status s = ReadBytes(in, "calibration", bytes); !s.ok()) return s;
+  auto calibrator = OnlineCalibrator::Deserialize(*bytes);
+  if (!calibrator.ok()) return Corrupt(std::string(calibrator.status().message()));
+  return absl::OkStatus();
 }
 
 // Reads the footer, checks it repeats the header's count, and that nothing
@@ -395,6 +424,9 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   if (sections & kIdempotencySection) {
     if (absl::Status s = ReadBytes(&in, "idempotency keys", &out.idempotency); !s.ok()) return s;
     if (out.idempotency.empty()) return Corrupt("empty idempotency keys section");
+  }
+  if (sections & kCalibrationSection) {
+    if (absl::Status s = ReadCalibration(&in, &out.calibration); !s.ok()) return s;
   }
   if (absl::Status s = ReadFooter(&in, *count); !s.ok()) return s;
   return out;

@@ -25,7 +25,7 @@ namespace clickd {
 
 // The newest format this build reads and writes; a model is written in the
 // oldest version that holds it: 2, 3 with variants, 4 with an
-// impression-to-click loop or idempotency keys.
+// impression-to-click loop, idempotency keys or an online calibration.
 inline constexpr uint32_t kSnapshotFormatVersion = 4;
 
 struct SnapshotContents {
@@ -39,6 +39,10 @@ struct SnapshotContents {
   // The idempotency keys within their window (IdempotencyWindow::Encode),
   // or empty when none is held.
   std::string idempotency;
+  // The online calibration (OnlineCalibrator::Serialize) of a model whose
+  // config.calibration is enabled; empty otherwise, and in snapshots
+  // written before it was kept. Written only with the config enabled.
+  std::string calibration;
 };
 
 absl::Status WriteSnapshot(Env* env, const std::string& path, const SnapshotContents& contents);

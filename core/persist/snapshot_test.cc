@@ -3,6 +3,10 @@
 #include <filesystem>
 #include <random>
 
+#include "absl/strings/match.h"
+#include "core/base/coding.h"
+#include "core/base/crc32c.h"
+#include "core/eval/online_calibration.h"
 #include "core/persist/fault_injection_env.h"
 #include "gtest/gtest.h"
 
@@ -370,6 +374,116 @@ TEST(Snapshot, EveryFlippedByteAndTruncationOfFormatFourIsDetected) {
   const std::string keys_only = EncodeSnapshot(contents);
   EXPECT_EQ(keys_only[8], 4);
   EXPECT_EQ(DecodeSnapshot(keys_only)->idempotency, "keys");
+}
+
+// The bytes of a calibrator that has seen `n` progressive predictions.
+std::string CalibrationBytes(int n) {
+  auto calibrator = *OnlineCalibrator::Create({});
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(calibrator.Add(0.01 + (i % 50) / 100.0, i % 4 == 0 ? 1 : 0).ok());
+  }
+  return calibrator.Serialize();
+}
+
+// `bytes` (format 4) with its section bits set to `bits` and their CRC
+// recomputed. They follow the dense block, so they sit where the footer of
+// the same model's version 2 file (`plain`) starts.
+std::string WithSectionBits(std::string bytes, const std::string& plain, uint32_t bits) {
+  constexpr size_t kFooter = 8 + 8 + 4;
+  std::string piece;
+  coding::PutFixed32(&piece, bits);
+  coding::PutFixed32(&piece, crc32c::Mask(crc32c::Value(piece.data(), 4)));
+  return bytes.replace(plain.size() - kFooter, piece.size(), piece);
+}
+
+// A model with calibration enabled keeps its calibrator in format 4's
+// section 8; without one (an older build's snapshot) it decodes to none,
+// and the bytes of a model without calibration are never written.
+TEST(Snapshot, CalibrationRoundTripsInItsSection) {
+  ModelConfig config;
+  config.calibration.enabled = true;
+  SnapshotContents contents = ContentsOf(*TrainedModel(config, 50), 9);
+  const std::string plain = EncodeSnapshot(contents);
+  EXPECT_EQ(plain[8], 2);
+  EXPECT_EQ(DecodeSnapshot(plain)->calibration, "");
+  contents.calibration = CalibrationBytes(300);
+  const std::string bytes = EncodeSnapshot(contents);
+  EXPECT_EQ(bytes[8], 4);
+  auto decoded = DecodeSnapshot(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->calibration, contents.calibration);
+  EXPECT_EQ(EncodeSnapshot(*decoded), bytes);
+  // With the loop and keys too: every section in its place.
+  contents.config.feedback.ttl_seconds = 60;
+  contents.feedback = "join buffer bytes";
+  contents.idempotency = "keys";
+  decoded = DecodeSnapshot(EncodeSnapshot(contents));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->feedback, "join buffer bytes");
+  EXPECT_EQ(decoded->idempotency, "keys");
+  EXPECT_EQ(decoded->calibration, contents.calibration);
+
+  SnapshotContents uncalibrated = ContentsOf(*TrainedModel(ModelConfig{}, 50), 9);
+  const std::string today = EncodeSnapshot(uncalibrated);
+  uncalibrated.calibration = CalibrationBytes(300);
+  EXPECT_EQ(EncodeSnapshot(uncalibrated), today);
+}
+
+TEST(Snapshot, DamagedCalibrationIsDataLossNamingIt) {
+  ModelConfig config;
+  config.calibration.enabled = true;
+  SnapshotContents contents = ContentsOf(*TrainedModel(config, 50), 9);
+  contents.calibration = CalibrationBytes(300);
+  const std::string bytes = EncodeSnapshot(contents);
+  // The section (length u64, bytes, crc) comes last, before the footer.
+  const size_t section = contents.calibration.size() + 8 + 4;
+  const size_t first = bytes.size() - 20 - section;
+  for (size_t i = first; i < first + section; ++i) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x10;
+    const auto s = DecodeSnapshot(damaged).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << "flip at " << i;
+    EXPECT_TRUE(absl::StrContains(s.message(), "calibration")) << s;
+  }
+  for (size_t n = first; n < first + section; ++n) {
+    EXPECT_EQ(DecodeSnapshot(bytes.substr(0, n)).status().code(), absl::StatusCode::kDataLoss)
+        << "truncated to " << n;
+  }
+  // A section whose own CRC holds, but whose bytes are no calibration.
+  contents.calibration = "not a calibration";
+  EXPECT_EQ(DecodeSnapshot(EncodeSnapshot(contents)).status().message(),
+            "snapshot is corrupt: calibration state is corrupt: checksum mismatch or truncated");
+}
+
+// Bit 8 is refused on a model whose config has no calibration, and so is
+// any bit this build does not know: a newer build's section is never
+// skipped. (Builds before bit 8 refused it the same way: bits above 7.)
+TEST(Snapshot, SectionBitsRefuseCalibrationWithoutTheConfigAndUnknownSections) {
+  ModelConfig config;
+  SnapshotContents contents = ContentsOf(*TrainedModel(config, 20), 5);
+  const std::string plain = EncodeSnapshot(contents);
+  // The keys section has the calibration's layout: only its bit differs.
+  contents.idempotency = CalibrationBytes(10);
+  const std::string keys = EncodeSnapshot(contents);
+  ASSERT_EQ(keys[8], 4);
+  ASSERT_TRUE(DecodeSnapshot(WithSectionBits(keys, plain, 4)).ok());
+  EXPECT_EQ(DecodeSnapshot(WithSectionBits(keys, plain, 8)).status().message(),
+            "snapshot is corrupt: section bits do not match the model's config");
+
+  config.calibration.enabled = true;
+  contents = ContentsOf(*TrainedModel(config, 20), 5);
+  const std::string calibrated_plain = EncodeSnapshot(contents);
+  contents.calibration = CalibrationBytes(10);
+  const std::string calibrated = EncodeSnapshot(contents);
+  auto as_keys = DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 4));
+  ASSERT_TRUE(as_keys.ok()) << as_keys.status();
+  EXPECT_EQ(as_keys->idempotency, contents.calibration);
+  const auto unknown =
+      DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 8 | 16)).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(unknown.message(),
+            "snapshot is corrupt: section bits 24 name sections this build does not know (a "
+            "newer build's?)");
 }
 
 TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {

@@ -56,7 +56,8 @@ absl::StatusOr<std::vector<RecoveredModel>> ModelRegistry::Recover() {
     recovered.push_back({name, opened->report});
     auto served = std::make_shared<ServedModel>(
         std::move(opened->model), std::move(opened->journal), opened->report, options_.on_snapshot,
-        SteadyNow, std::move(opened->feedback), WallNowMicros, std::move(opened->idempotency));
+        SteadyNow, std::move(opened->feedback), WallNowMicros, std::move(opened->idempotency),
+        opened->calibration);
     if (absl::Status s = Insert(std::move(served)); !s.ok()) return s;
   }
   return recovered;

@@ -22,12 +22,30 @@ std::unique_ptr<FeedbackLoop> LoopFor(const ModelConfig& config,
   return std::make_unique<FeedbackLoop>(config);
 }
 
+// The restored calibrator if it has the options `config` gives, else a
+// fresh one (snapshot decoding has checked the bytes already).
+std::optional<OnlineCalibrator> CalibratorFor(const CalibrationConfig& config,
+                                              std::string_view restored) {
+  if (!config.enabled) return std::nullopt;
+  OnlineCalibrationOptions options;
+  options.half_life = config.half_life;
+  if (!restored.empty()) {
+    auto calibrator = OnlineCalibrator::Deserialize(restored);
+    if (calibrator.ok() && calibrator->options() == options) return *std::move(calibrator);
+  }
+  // The config was validated: the options are in range.
+  auto calibrator = OnlineCalibrator::Create(options);
+  if (!calibrator.ok()) return std::nullopt;
+  return *std::move(calibrator);
+}
+
 }  // namespace
 
 ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
                          RecoveryReport recovery, SnapshotObserver on_snapshot,
                          MonotonicClock clock, std::unique_ptr<FeedbackLoop> feedback,
-                         WallClockMicros wall_clock, std::unique_ptr<IdempotencyWindow> idempotency)
+                         WallClockMicros wall_clock, std::unique_ptr<IdempotencyWindow> idempotency,
+                         std::string_view calibration)
     : model_(std::move(model)),
       journal_(std::move(journal)),
       recovery_(std::move(recovery)),
@@ -41,16 +59,9 @@ ServedModel::ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJour
       metrics_(model_->config().loss),
       recent_(model_->config().loss) {
   feedback_counters_.delay_counts.assign(std::size(kFeedbackDelayBuckets) + 1, 0);
-  const CalibrationConfig& calibration = model_->config().calibration;
-  if (calibration.enabled) {
-    OnlineCalibrationOptions options;
-    options.half_life = calibration.half_life;
-    // The config was validated: the options are in range.
-    auto calibrator = OnlineCalibrator::Create(options);
-    if (calibrator.ok()) {
-      MutexLock lock(&metrics_mu_);
-      calibrator_.emplace(*std::move(calibrator));
-    }
+  {
+    MutexLock lock(&metrics_mu_);
+    calibrator_ = CalibratorFor(model_->config().calibration, calibration);
   }
   snapshot_stats_.last_success_unix_seconds = recovery_.snapshot_unix_seconds;
   snapshot_stats_.last_bytes = recovery_.snapshot_bytes;
@@ -79,8 +90,11 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
     return absl::FailedPreconditionError(absl::StrCat(
         "model \"", name(), "\" lives in memory only: start clickd with --data_dir to snapshot"));
   }
+  // The calibration is read before the journal marks the snapshot's
+  // sequence, so it holds no example after it (RecordProgressive follows an
+  // example's logging).
   absl::StatusOr<SnapshotReport> report =
-      journal_->Snapshot(*model_, feedback_.get(), idempotency_.get());
+      journal_->Snapshot(*model_, feedback_.get(), idempotency_.get(), EncodeCalibration());
   RecordSnapshot(report);
   return report;
 }
@@ -132,6 +146,11 @@ void ServedModel::Calibrate(absl::Span<const double> p, absl::Span<double> out) 
   for (size_t i = 0; i < p.size(); ++i) {
     out[i] = calibrator_.has_value() ? calibrator_->Apply(p[i]) : p[i];
   }
+}
+
+std::string ServedModel::EncodeCalibration() const {
+  ReaderMutexLock lock(&metrics_mu_);
+  return calibrator_.has_value() ? calibrator_->Serialize() : std::string();
 }
 
 CalibrationSummary ServedModel::calibration() const {

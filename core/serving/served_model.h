@@ -113,11 +113,15 @@ class ServedModel {
   // model gets an empty one when null).
   // `idempotency`: the restored window of idempotency keys (a new model
   // gets an empty one with default options when null).
+  // `calibration`: the restored calibration (ModelJournal::Opened), used
+  // only if it was fitted with the options the config gives now: the config
+  // wins, and a changed half_life starts a fresh fit.
   ServedModel(std::unique_ptr<Model> model, std::unique_ptr<ModelJournal> journal,
               RecoveryReport recovery, SnapshotObserver on_snapshot = nullptr,
               MonotonicClock clock = SteadyNow, std::unique_ptr<FeedbackLoop> feedback = nullptr,
               WallClockMicros wall_clock = WallNowMicros,
-              std::unique_ptr<IdempotencyWindow> idempotency = nullptr);
+              std::unique_ptr<IdempotencyWindow> idempotency = nullptr,
+              std::string_view calibration = {});
 
   Model& model() { return *model_; }
   const Model& model() const { return *model_; }
@@ -169,11 +173,16 @@ class ServedModel {
 
   // --- Calibration (config.calibration.enabled; otherwise the identity) ---
   // Sets out[i] to the calibrated probability of p[i], with one read of
-  // the fit for all of them. The fit is refitted from the progressive
-  // predictions since the process started (it is not in snapshots).
+  // the fit for all of them. The fit goes into snapshots and continues
+  // after a restart from one; the examples the restart replays from the
+  // log after the snapshot are not added to it, and the summary's ratios
+  // count from the process start.
   void Calibrate(absl::Span<const double> p, absl::Span<double> out) const;
   bool calibrated() const { return model_->config().calibration.enabled; }
   CalibrationSummary calibration() const;
+  // The calibrator's bytes for a snapshot (OnlineCalibrator::Serialize), or
+  // empty when the config has no calibration.
+  std::string EncodeCalibration() const;
 
   // --- Safe retries (docs/api.md#idempotency) ---
   // As Learn, under an idempotency key (empty: plain Learn). A key learned
@@ -281,8 +290,9 @@ class ServedModel {
   mutable Mutex metrics_mu_;
   StreamingMetrics metrics_ ABSL_GUARDED_BY(metrics_mu_);
   WindowedMetrics recent_ ABSL_GUARDED_BY(metrics_mu_);
-  // Set once at construction when config.calibration.enabled; fed by
-  // RecordProgressive, each example scored as served before it is added.
+  // Set once at construction when config.calibration.enabled (restored from
+  // a snapshot, or fresh); fed by RecordProgressive, each example scored as
+  // served before it is added.
   std::optional<OnlineCalibrator> calibrator_ ABSL_GUARDED_BY(metrics_mu_);
   double raw_sum_ ABSL_GUARDED_BY(metrics_mu_) = 0;
   double calibrated_sum_ ABSL_GUARDED_BY(metrics_mu_) = 0;
