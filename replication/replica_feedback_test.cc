@@ -231,3 +231,46 @@ TEST_F(ReplicaFeedbackTest, ALocalSnapshotCarriesTheJoinBuffer) {
 }  // namespace
 }  // namespace replica_test
 }  // namespace clickd
+
+namespace clickd {
+namespace replica_test {
+namespace {
+
+// The online calibration is fed by what the applier learns, so it is the
+// same on every replica; a restored replica gets it from the snapshot and
+// goes on feeding it the records after it.
+TEST_F(ReplicaFeedbackTest, ASnapshotCarriesTheCalibrationFit) {
+  const std::string dir = server_.dir() + "/a";
+  ModelConfig config = LoopConfig("calibrated");
+  config.calibration.enabled = true;
+  Node *a, *b;
+  ASSERT_TRUE(StartPair(config, &a, &b, dir));
+  auto fit_of = [](Node& node) { return node.registry->Get("calibrated")->calibration(); };
+  // The first fit comes after 10,000 examples (OnlineCalibrationOptions).
+  for (int i = 0; i < 21; ++i) {
+    const Batch batch = MakeBatch(100 + i, 500);
+    ASSERT_TRUE(a->replica->Learn("calibrated", batch.training, "").ok());
+  }
+  CatchUp(*a);
+  CatchUp(*b);
+  ASSERT_TRUE(fit_of(*a).fitted);
+  auto snapshot = a->replica->Snapshot(/*publish=*/false);
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  const Batch after = MakeBatch(999, 64);
+  ASSERT_TRUE(b->replica->Learn("calibrated", after.training, "").ok());
+
+  a->replica.reset();
+  Node* restarted = StartNode("a-again", dir);
+  ASSERT_NE(restarted, nullptr);
+  CatchUp(*restarted);
+  CatchUp(*b);
+  const std::string expected = b->registry->Get("calibrated")->EncodeCalibration();
+  EXPECT_FALSE(expected.empty());
+  EXPECT_TRUE(restarted->registry->Get("calibrated")->EncodeCalibration() == expected);
+  EXPECT_EQ(fit_of(*restarted).examples, fit_of(*b).examples);
+  EXPECT_EQ(fit_of(*restarted).gamma, fit_of(*b).gamma);
+}
+
+}  // namespace
+}  // namespace replica_test
+}  // namespace clickd

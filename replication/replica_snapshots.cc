@@ -97,6 +97,9 @@ absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
               ? (*served)->feedback()->RestoreState(m.contents.feedback)
               : absl::DataLossError("it holds a join buffer but its config has no feedback loop");
     }
+    if (s.ok() && !m.contents.calibration.empty()) {
+      (*served)->RestoreCalibration(m.contents.calibration);
+    }
     if (!s.ok()) {
       return absl::DataLossError(absl::StrCat("model ", Quote(m.contents.config.name),
                                               " in the snapshot at sequence ", snapshot.sequence,
@@ -180,6 +183,9 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
       if (const FeedbackLoop* loop = served->feedback(); loop != nullptr) {
         m.contents.feedback = loop->EncodeState();
       }
+      // Fed by the applier (each record's progressive scores), so it is
+      // the fit at this sequence, the same on every replica.
+      m.contents.calibration = served->EncodeCalibration();
       copies.push_back(served->model().BeginStateCopy());
       snapshot.models.push_back(std::move(m));
     }

@@ -153,6 +153,11 @@ std::string ServedModel::EncodeCalibration() const {
   return calibrator_.has_value() ? calibrator_->Serialize() : std::string();
 }
 
+void ServedModel::RestoreCalibration(std::string_view bytes) {
+  MutexLock lock(&metrics_mu_);
+  calibrator_ = CalibratorFor(model_->config().calibration, bytes);
+}
+
 CalibrationSummary ServedModel::calibration() const {
   ReaderMutexLock lock(&metrics_mu_);
   CalibrationSummary summary;

@@ -183,6 +183,9 @@ class ServedModel {
   // The calibrator's bytes for a snapshot (OnlineCalibrator::Serialize), or
   // empty when the config has no calibration.
   std::string EncodeCalibration() const;
+  // Replaces the fit with a snapshot's, as the constructor restores it (the
+  // config wins): a replica's models are created, then restored.
+  void RestoreCalibration(std::string_view bytes);
 
   // --- Safe retries (docs/api.md#idempotency) ---
   // As Learn, under an idempotency key (empty: plain Learn). A key learned
