@@ -212,6 +212,53 @@ void RegisterFeedbackMetrics(Registry* registry, const ModelRegistry* models) {
       LabelDelays(models));
 }
 
+// A family with series only for the models with config.calibration
+// enabled: series(model, its summary), each labelled with the model's name.
+SampleCallback PerCalibrated(const ModelRegistry* models,
+                             std::function<std::vector<Sample>(const CalibrationSummary&)> series) {
+  return [models, series = std::move(series)] {
+    std::vector<Sample> samples;
+    for (const std::shared_ptr<ServedModel>& served : models->List()) {
+      if (!served->calibrated()) continue;
+      for (Sample& sample : series(served->calibration())) {
+        sample.labels["model"] = served->name();
+        samples.push_back(std::move(sample));
+      }
+    }
+    return samples;
+  };
+}
+
+// The online calibration's families (docs/metrics.md#calibration).
+void RegisterCalibrationMetrics(Registry* registry, const ModelRegistry* models) {
+  registry->BuildCallback(
+      "clickd_model_calibration_ratio",
+      "A model with calibration enabled: sum of the probabilities Predict would have served "
+      "over sum of labels, for the progressive predictions since the process started, before "
+      "and after the online correction (1 is calibrated). Absent until a click is seen.",
+      MetricType::kGauge, PerCalibrated(models, [](const CalibrationSummary& c) {
+        if (c.raw_ratio <= 0) return std::vector<Sample>();
+        return std::vector<Sample>{{{{"correction", "before"}}, c.raw_ratio},
+                                   {{{"correction", "after"}}, c.calibrated_ratio}};
+      }));
+  registry->BuildCallback(
+      "clickd_model_calibration_fit",
+      "The online correction tau(p) = gamma * p^kappa in use (McMahan et al. 2013, section "
+      "7). Absent until the first fit.",
+      MetricType::kGauge, PerCalibrated(models, [](const CalibrationSummary& c) {
+        if (!c.fitted) return std::vector<Sample>();
+        return std::vector<Sample>{{{{"parameter", "gamma"}}, c.gamma},
+                                   {{{"parameter", "kappa"}}, c.kappa}};
+      }));
+  registry->BuildCallback(
+      "clickd_model_calibration_examples",
+      "Progressive predictions the online calibration has been fed (restored from a "
+      "snapshot, then since the process started).",
+      MetricType::kGauge, PerCalibrated(models, [](const CalibrationSummary& c) {
+        return std::vector<Sample>{{{}, static_cast<double>(c.examples)}};
+      }));
+}
+
 }  // namespace
 
 void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
@@ -309,6 +356,7 @@ void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
                             return static_cast<double>(m.model().Updates());
                           }));
   RegisterFeedbackMetrics(registry, models);
+  RegisterCalibrationMetrics(registry, models);
 }
 
 void RegisterProcessMetrics(Registry* registry, double start_time_seconds) {

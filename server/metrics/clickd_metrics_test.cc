@@ -286,3 +286,63 @@ TEST(ProcessMetrics, BuildInfoAndStartTime) {
 
 }  // namespace
 }  // namespace clickd::metrics
+
+namespace clickd::metrics {
+namespace {
+
+// The calibration before and after the online correction, and the fit,
+// for the models that have one only.
+TEST(ModelMetrics, CalibrationBeforeAndAfterTheCorrection) {
+  ModelRegistry models;
+  Registry registry;
+  RegisterModelMetrics(&registry, &models);
+  ModelConfig calibrated = Named("cal");
+  calibrated.calibration.enabled = true;
+  auto served = models.Create(calibrated);
+  ASSERT_TRUE(served.ok()) << served.status();
+  ASSERT_TRUE(models.Create(Named("plain")).ok());
+  auto values = Values(registry);
+  const Labels L = {{"model", "cal"}};
+  EXPECT_TRUE(values["clickd_model_calibration_ratio"].empty());  // no click yet
+  EXPECT_TRUE(values["clickd_model_calibration_fit"].empty());    // no fit yet
+  EXPECT_EQ(values["clickd_model_calibration_examples"].size(), 1u);
+  EXPECT_EQ(values["clickd_model_calibration_examples"][L], 0);
+
+  // Over-predicting (p = 0.5 where 1 in 10 clicks), until the first fit:
+  // 10,000 examples (OnlineCalibrationOptions::refit_every).
+  std::vector<ScoredExample> scored;
+  for (int i = 0; i < 10000; ++i) {
+    scored.push_back({0.0f, i % 10 == 0 ? 1.0f : 0.0f, 1.0f});
+  }
+  (*served)->RecordProgressive(scored);
+  values = Values(registry);
+  const Labels before = {{"model", "cal"}, {"correction", "before"}};
+  const Labels after = {{"model", "cal"}, {"correction", "after"}};
+  EXPECT_DOUBLE_EQ(values["clickd_model_calibration_ratio"][before], 5.0);
+  // Served before the first fit: the identity.
+  EXPECT_DOUBLE_EQ(values["clickd_model_calibration_ratio"][after], 5.0);
+  EXPECT_EQ(values["clickd_model_calibration_examples"][L], 10000);
+  const CalibrationSummary fit = (*served)->calibration();
+  ASSERT_TRUE(fit.fitted);
+  EXPECT_EQ(
+      values["clickd_model_calibration_fit"][(Labels{{"model", "cal"}, {"parameter", "gamma"}})],
+      fit.gamma);
+  EXPECT_EQ(
+      values["clickd_model_calibration_fit"][(Labels{{"model", "cal"}, {"parameter", "kappa"}})],
+      fit.kappa);
+
+  // After the fit the same stream is served near-calibrated.
+  (*served)->RecordProgressive(scored);
+  values = Values(registry);
+  EXPECT_DOUBLE_EQ(values["clickd_model_calibration_ratio"][before], 5.0);
+  EXPECT_LT(values["clickd_model_calibration_ratio"][after], 3.5);
+  for (const char* family : {"clickd_model_calibration_ratio", "clickd_model_calibration_fit",
+                             "clickd_model_calibration_examples"}) {
+    for (const auto& [labels, value] : values[family]) {
+      EXPECT_EQ(labels.at("model"), "cal") << family;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace clickd::metrics

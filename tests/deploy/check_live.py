@@ -92,6 +92,8 @@ def may_be_empty(expr, replication):
         return "replication is off in this run"
     if metrics and metrics <= promql_names.VARIANTS:
         return "no model of this run has variants"
+    if metrics and metrics <= promql_names.CALIBRATION_PENDING:
+        return "the calibrated model of this run has no click yet, nor a fit"
     if replication and metrics and metrics <= FILE_LOG_METRICS:
         return "the file update log is not used with --replication=jetstream"
     return ""
@@ -152,11 +154,12 @@ def main():
         print("check_live: clickd runs with " +
               (" ".join(replication_args) if replication_args else "the file log (no replication)"))
         out = open(os.path.join(work, "clickd.out"), "w+")
-        # Beside the default model, one with the impression-to-click loop,
-        # so that its series (promql_names.FEEDBACK) exist.
+        # Beside the default model, one with the impression-to-click loop
+        # and online calibration, so that their series exist.
         models = os.path.join(work, "models.json")
         with open(models, "w") as f:
-            json.dump({"models": [{"name": "loop", "feedback": {"ttl_seconds": 3600}}]}, f)
+            json.dump({"models": [{"name": "loop", "feedback": {"ttl_seconds": 3600},
+                                   "calibration": {"enabled": True}}]}, f)
         procs.append(subprocess.Popen(
             [clickd, "--address=127.0.0.1:0", "--metrics_address=127.0.0.1",
              f"--metrics_port={metrics_port}", f"--data_dir={work}/clickd-data",

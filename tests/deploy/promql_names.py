@@ -55,6 +55,9 @@ GAUGES = {
     "clickd_model_join_buffer_impressions",
     "clickd_model_join_buffer_bytes",
     "clickd_model_join_buffer_max_bytes",
+    "clickd_model_calibration_ratio",
+    "clickd_model_calibration_fit",
+    "clickd_model_calibration_examples",
 }
 HISTOGRAMS = {
     "clickd_request_duration_seconds",
@@ -85,6 +88,12 @@ VARIANTS = {
     "clickd_model_variant_champion",
     "clickd_model_variant_examples",
     "clickd_model_variant_coordinates",
+}
+# A calibrated model's figures that wait for its data: the ratio for its
+# first click, the fit for its first fit (10,000 examples).
+CALIBRATION_PENDING = {
+    "clickd_model_calibration_ratio",
+    "clickd_model_calibration_fit",
 }
 # Every name a query may select: a histogram is read through its series.
 SERIES = COUNTERS | GAUGES | {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
