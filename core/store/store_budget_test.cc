@@ -182,8 +182,9 @@ TEST(StoreBudget, TheSameStepsEvictTheSameKeys) {
     Step(a, steps[i]);
     Step(b, steps[i]);
     if (i == steps.size() / 2) {
-      for (const auto& [key, state] : ContentsOf(a)) {
-        restored.Mutate(key, [&state](Pair& p) { p = {state.first, state.second}; });
+      for (const auto& entry : ContentsOf(a)) {
+        const auto& state = entry.second;
+        restored.Mutate(entry.first, [&state](Pair& p) { p = {state.first, state.second}; });
       }
     } else if (i > steps.size() / 2) {
       Step(restored, steps[i]);
