@@ -20,6 +20,8 @@ COUNTERS = {
     "clickd_model_feedback_items_total",
     "clickd_model_feedback_steps_total",
     "clickd_model_coordinates_evicted_total",
+    "clickd_model_admission_sightings_total",
+    "clickd_model_admission_admitted_total",
 }
 GAUGES = {
     "clickd_model_logloss",
