@@ -92,10 +92,9 @@ absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
     auto served = registry_->Create(m.contents.config);
     if (!served.ok()) return served.status();
     absl::Status s = (*served)->model().ImportState(m.contents.state);
-    if (s.ok() && !m.contents.feedback.empty()) {
-      s = (*served)->feedback() != nullptr
-              ? (*served)->feedback()->RestoreState(m.contents.feedback)
-              : absl::DataLossError("it holds a join buffer but its config has no feedback loop");
+    // DecodeSnapshot has checked that a join buffer comes with a loop.
+    if (s.ok() && (*served)->feedback() != nullptr && !m.contents.feedback.empty()) {
+      s = (*served)->feedback()->RestoreState(m.contents.feedback);
     }
     if (s.ok() && !m.contents.calibration.empty()) {
       (*served)->RestoreCalibration(m.contents.calibration);

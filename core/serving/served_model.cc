@@ -333,7 +333,9 @@ absl::Status ServedModel::ExpireImpressions() {
 absl::StatusOr<AppliedRecord> ServedModel::ApplyReplicated(std::string_view record) {
   if (journal_ != nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("model ", Quote(name()), " is durable on its own: a replica's are not"));
+        absl::StrCat("model ", Quote(name()),
+                     " has its own update log: only a replica's memory-only models apply records "
+                     "of the replicated log"));
   }
   absl::StatusOr<AppliedRecord> applied;
   {

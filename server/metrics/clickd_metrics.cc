@@ -95,17 +95,17 @@ SampleCallback PerVariantLoss(const ModelRegistry* models) {
   };
 }
 
-// The series one model with an impression-to-click loop adds to a family
-// (without the model label).
-using LoopSeries = std::function<std::vector<Sample>(const ServedModel&)>;
+// The series one model adds to a family (without the model label).
+using ModelSeries = std::function<std::vector<Sample>(const ServedModel&)>;
 
-// A family with series only for the models with a loop: series(model),
+// A family with series only for the models `has` picks: series(model),
 // each labelled with the model's name.
-SampleCallback PerLoop(const ModelRegistry* models, LoopSeries series) {
-  return [models, series = std::move(series)] {
+SampleCallback PerModelWhere(const ModelRegistry* models, bool (*has)(const ServedModel&),
+                             ModelSeries series) {
+  return [models, has, series = std::move(series)] {
     std::vector<Sample> samples;
     for (const std::shared_ptr<ServedModel>& served : models->List()) {
-      if (served->feedback() == nullptr) continue;
+      if (!has(*served)) continue;
       for (Sample& sample : series(*served)) {
         sample.labels["model"] = served->name();
         samples.push_back(std::move(sample));
@@ -113,6 +113,12 @@ SampleCallback PerLoop(const ModelRegistry* models, LoopSeries series) {
     }
     return samples;
   };
+}
+
+// A family with series only for the models with an impression-to-click loop.
+SampleCallback PerLoop(const ModelRegistry* models, ModelSeries series) {
+  return PerModelWhere(
+      models, [](const ServedModel& m) { return m.feedback() != nullptr; }, std::move(series));
 }
 
 // A loop family with one series per model: value(model).
@@ -216,17 +222,9 @@ void RegisterFeedbackMetrics(Registry* registry, const ModelRegistry* models) {
 // enabled: series(model, its summary), each labelled with the model's name.
 SampleCallback PerCalibrated(const ModelRegistry* models,
                              std::function<std::vector<Sample>(const CalibrationSummary&)> series) {
-  return [models, series = std::move(series)] {
-    std::vector<Sample> samples;
-    for (const std::shared_ptr<ServedModel>& served : models->List()) {
-      if (!served->calibrated()) continue;
-      for (Sample& sample : series(served->calibration())) {
-        sample.labels["model"] = served->name();
-        samples.push_back(std::move(sample));
-      }
-    }
-    return samples;
-  };
+  return PerModelWhere(
+      models, [](const ServedModel& m) { return m.calibrated(); },
+      [series = std::move(series)](const ServedModel& m) { return series(m.calibration()); });
 }
 
 // The online calibration's families (docs/metrics.md#calibration).
