@@ -18,7 +18,7 @@ Executor::~Executor() {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
-    changed_.SignalAll();
+    work_.SignalAll();
   }
   for (std::thread& t : workers_) t.join();
 }
@@ -40,7 +40,7 @@ absl::Status Executor::Submit(std::string_view key, Task task) {
     ++state.admitted;
   }
   ready_.push_back({std::string(key), std::move(task)});
-  changed_.SignalAll();
+  work_.Signal();
   return absl::OkStatus();
 }
 
@@ -53,6 +53,7 @@ void Executor::AdmitNext(const std::string& key) {
     ++state.admitted;
     ready_.push_back({key, std::move(state.waiting.front())});
     state.waiting.pop_front();
+    work_.Signal();
   } else if (state.admitted == 0) {
     keys_.erase(it);
   }
@@ -63,7 +64,7 @@ void Executor::WorkerLoop() {
     Queued next;
     {
       MutexLock lock(&mu_);
-      while (ready_.empty() && !stopping_) changed_.Wait(&mu_);
+      while (ready_.empty() && !stopping_) work_.Wait(&mu_);
       if (ready_.empty()) return;  // stopping, nothing left
       next = std::move(ready_.front());
       ready_.pop_front();
@@ -75,7 +76,7 @@ void Executor::WorkerLoop() {
     MutexLock lock(&mu_);
     --running_;
     if (!next.key.empty()) AdmitNext(next.key);
-    changed_.SignalAll();
+    if (queued_ == 0 && running_ == 0) idle_.SignalAll();
   }
 }
 
@@ -84,7 +85,7 @@ bool Executor::WaitIdle(std::chrono::steady_clock::time_point deadline) {
   while (queued_ > 0 || running_ > 0) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;
-    changed_.WaitFor(&mu_, deadline - now);
+    idle_.WaitFor(&mu_, deadline - now);
   }
   return true;
 }
@@ -104,7 +105,7 @@ void Executor::Close(const absl::Status& reason) {
     // AdmitNext); nothing is admitted after a close.
     keys_.clear();
     queued_ = 0;
-    changed_.SignalAll();
+    if (running_ == 0) idle_.SignalAll();
   }
   for (Task& t : cancelled) {
     if (t.cancel) t.cancel(reason);

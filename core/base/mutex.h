@@ -40,6 +40,8 @@ class CondVar {
   bool WaitFor(Mutex* mu, Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return cv_.wait_for(mu->mu_, timeout) == std::cv_status::no_timeout;
   }
+  // Wakes one waiter, if any.
+  void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }
 
  private:
