@@ -126,7 +126,9 @@ class LinearModel final : public Model {
         [&](auto& upsert) {
           thread_local std::vector<CoordinateState*> states;
           thread_local std::vector<HashedFeature> admitted;
+          thread_local std::vector<double> weights;
           states.clear();
+          weights.clear();
           const RoundContext before = CurrentRound();
           uint64_t new_keys = 0;
           // With feature admission, a feature not stored and not admitted at
@@ -146,7 +148,9 @@ class LinearModel final : public Model {
             new_keys += inserted;
             states.push_back(state);
             if (filtering) admitted.push_back(f);
-            margin += optimizer_.Weight(*state, before) * f.value;
+            const double w = optimizer_.Weight(*state, before);
+            weights.push_back(w);
+            margin += w * f.value;
           }
           const absl::Span<const HashedFeature> features =
               filtering ? absl::Span<const HashedFeature>(admitted) : all_features;
@@ -168,6 +172,17 @@ class LinearModel final : public Model {
                 optimizer_.PrepareStep(margin, label, importance, states, features);
             for (size_t i = 0; i < features.size(); ++i) {
               optimizer_.Apply(*states[i], features[i].value, step);
+              SaturateState(*states[i]);
+            }
+          } else if constexpr (requires { optimizer_.ApplyWithWeight(*states[0], 0.0, 0.0); }) {
+            const bool reuse = optimizer_.WeightIndependentOfRound();
+            for (size_t i = 0; i < features.size(); ++i) {
+              const double g = ClampGradient(dloss * features[i].value);
+              if (reuse) {
+                optimizer_.ApplyWithWeight(*states[i], g, weights[i]);
+              } else {
+                optimizer_.Apply(*states[i], g, round);
+              }
               SaturateState(*states[i]);
             }
           } else {

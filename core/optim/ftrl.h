@@ -63,7 +63,18 @@ class FtrlProximal {
   }
 
   void Apply(State& s, double g, const RoundContext& round) const {
-    const double w = Weight(s, round);
+    ApplyWithWeight(s, g, Weight(s, round));
+  }
+
+  // Whether Weight(s, round) is the same for every round: a learner may
+  // then keep the weights of its margin pass for the step.
+  bool WeightIndependentOfRound() const { return !p_.lambda1_times_t; }
+
+  // Apply, for a caller that has w = Weight(s, round) already: the same
+  // arithmetic bit for bit, without computing the weight a second time (a
+  // square root and two divisions per coordinate, most of a step's cost
+  // once its memory is fetched).
+  void ApplyWithWeight(State& s, double g, double w) const {
     const double n = s.n;
     const double next_n = p_.decay * n + g * g;
     const double sigma = (std::sqrt(next_n) - std::sqrt(n)) / p_.alpha;
