@@ -46,6 +46,23 @@ TEST(ShardedStore, KeysSpreadOverShards) {
   for (int c : counts) EXPECT_GT(c, 500);
 }
 
+// ShardIndex computes its remainder without a division; it must give what
+// the division gave, or restored budgets and evictions would change shards.
+TEST(ShardedStore, ShardIndexIsTheMixedKeyModuloTheShards) {
+  uint64_t key = 1;
+  for (int shards : {1, 2, 3, 7, 16, 64, 1000, 4095, 4096}) {
+    ShardedStore<Pair> store(shards);
+    for (int i = 0; i < 20000; ++i) {
+      key = key * 6364136223846793005ull + 1442695040888963407ull;
+      const uint64_t probe = i % 4 == 0 ? static_cast<uint64_t>(i) : key;  // small keys too
+      const uint64_t mixed = probe * 0x9E3779B97F4A7C15ull;
+      ASSERT_EQ(store.ShardIndex(probe),
+                static_cast<int>((mixed >> 32) % static_cast<uint64_t>(shards)))
+          << "shards " << shards << " key " << probe;
+    }
+  }
+}
+
 TEST(ShardedStore, ForEachSortedVisitsInKeyOrder) {
   ShardedStore<Pair> store(3);
   for (uint64_t k : {5, 1, 9, 3}) store.Mutate(k, [k](Pair& s) { s.a = static_cast<float>(k); });
