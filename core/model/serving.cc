@@ -81,15 +81,16 @@ absl::Status CheckDenseValues(const Model& model, const Example* context,
   return absl::OkStatus();
 }
 
-std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExample> batch) {
+void HashBatch(const Model& model, absl::Span<const TrainingExample> batch, HashedBatch* out) {
   const FeatureHasher& hasher = model.hasher();
   thread_local HashedContext hashed_context;
   thread_local std::vector<HashedFeature> features;
   const Example* hashed_for = nullptr;  // context whose hash is in hashed_context
-  DenseBlock* block = model.dense_block();
-  thread_local Eigen::VectorXd dense;
-  std::vector<ScoredExample> scored;
-  scored.reserve(batch.size());
+  const DenseBlock* block = model.dense_block();
+  out->features.clear();
+  out->ends.clear();
+  out->has_dense.clear();
+  if (block != nullptr) out->dense.resize(batch.size());
   for (const TrainingExample& e : batch) {
     features.clear();
     if (e.context == nullptr) {
@@ -105,11 +106,43 @@ std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExa
                       hashed_context.features.end());
       MergeDuplicates(&features);
     }
-    const bool has_dense = block != nullptr && block->Assemble(e.context, *e.example, &dense);
-    const double margin =
-        model.LearnWithDense(features, has_dense ? &dense : nullptr, e.label, e.importance);
+    out->features.insert(out->features.end(), features.begin(), features.end());
+    out->ends.push_back(out->features.size());
+    const size_t i = out->has_dense.size();
+    out->has_dense.push_back(block != nullptr &&
+                             block->Assemble(e.context, *e.example, &out->dense[i]));
+  }
+}
+
+std::vector<ScoredExample> LearnHashedBatch(Model& model, absl::Span<const TrainingExample> batch,
+                                            const HashedBatch& hashed) {
+  std::vector<ScoredExample> scored;
+  scored.reserve(batch.size());
+  const absl::Span<const HashedFeature> all(hashed.features);
+  size_t begin = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const TrainingExample& e = batch[i];
+    const absl::Span<const HashedFeature> features = all.subspan(begin, hashed.ends[i] - begin);
+    begin = hashed.ends[i];
+    const double margin = model.LearnWithDense(
+        features, hashed.has_dense[i] ? &hashed.dense[i] : nullptr, e.label, e.importance);
     scored.push_back({ToFiniteFloat(margin), e.label, e.importance});
   }
+  return scored;
+}
+
+void ReleaseIfLarge(HashedBatch* batch) {
+  constexpr size_t kKeptFeatures = size_t{1} << 18;  // 4 MiB of features
+  if (batch->features.capacity() > kKeptFeatures || batch->ends.capacity() > kKeptFeatures) {
+    *batch = HashedBatch();
+  }
+}
+
+std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExample> batch) {
+  thread_local HashedBatch hashed;
+  HashBatch(model, batch, &hashed);
+  std::vector<ScoredExample> scored = LearnHashedBatch(model, batch, hashed);
+  ReleaseIfLarge(&hashed);
   return scored;
 }
 

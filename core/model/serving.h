@@ -82,8 +82,29 @@ absl::Status CheckDenseValues(const Model& model, const Example* context,
 
 // Learns the examples in order and returns each one's pre-update score (for
 // progressive validation). The caller has validated the batch, dense values
-// included.
+// included. HashBatch + LearnHashedBatch.
 std::vector<ScoredExample> LearnBatch(Model& model, absl::Span<const TrainingExample> batch);
+
+// A batch's examples hashed as LearnBatch learns them: each example's
+// features (its context's merged in) and dense vector. Hashing takes no
+// lock, so a caller that serializes its learners (ServedModel, ModelJournal)
+// hashes first and holds its lock only for the steps.
+struct HashedBatch {
+  std::vector<HashedFeature> features;  // every example's, one after another
+  std::vector<size_t> ends;             // example i: features[ends[i-1], ends[i])
+  std::vector<Eigen::VectorXd> dense;   // example i's if has_dense[i]
+  std::vector<uint8_t> has_dense;
+};
+void HashBatch(const Model& model, absl::Span<const TrainingExample> batch, HashedBatch* out);
+
+// Frees a reused HashedBatch's memory if a large request left it holding
+// more than a typical one needs (thread-local batches live as long as their
+// threads).
+void ReleaseIfLarge(HashedBatch* batch);
+
+// Learns `batch`, hashed by HashBatch into `hashed`, in order.
+std::vector<ScoredExample> LearnHashedBatch(Model& model, absl::Span<const TrainingExample> batch,
+                                            const HashedBatch& hashed);
 
 }  // namespace clickd
 

@@ -282,6 +282,9 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
     Model& model, absl::Span<const TrainingExample> batch) {
   std::string record;
   EncodeBatch(batch, &record);
+  // Hashed before the learn lock: only the log's order and the steps need it.
+  thread_local HashedBatch hashed;
+  HashBatch(model, batch, &hashed);
   uint64_t sequence = 0;
   std::vector<ScoredExample> scored;
   {
@@ -290,10 +293,11 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
     auto appended = log_->Append(record);
     if (!appended.ok()) return appended.status();
     sequence = *appended;
-    scored = LearnBatch(model, batch);
+    scored = LearnHashedBatch(model, batch, hashed);
     MutexLock syncing(&syncing_mu_);
     ++syncing_;
   }
+  ReleaseIfLarge(&hashed);
   // Outside the learn lock: concurrent learners share one sync.
   const absl::Status durable = log_->WaitDurable(sequence);
   {

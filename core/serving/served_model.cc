@@ -77,11 +77,23 @@ void ServedModel::RefreshStats() {
 absl::StatusOr<std::vector<ScoredExample>> ServedModel::Learn(
     absl::Span<const TrainingExample> batch) {
   absl::StatusOr<std::vector<ScoredExample>> scored =
-      journal_ != nullptr ? journal_->Learn(*model_, batch) : LearnBatch(*model_, batch);
+      journal_ != nullptr ? journal_->Learn(*model_, batch) : LearnInTurn(batch);
   if (scored.ok()) {
     RecordProgressive(*scored);
     RefreshStats();
   }
+  return scored;
+}
+
+std::vector<ScoredExample> ServedModel::LearnInTurn(absl::Span<const TrainingExample> batch) {
+  thread_local HashedBatch hashed;
+  HashBatch(*model_, batch, &hashed);
+  std::vector<ScoredExample> scored;
+  {
+    MutexLock turn(&learner_turn_mu_);
+    scored = LearnHashedBatch(*model_, batch, hashed);
+  }
+  ReleaseIfLarge(&hashed);
   return scored;
 }
 

@@ -271,6 +271,10 @@ class ServedModel {
   // newer figures (learners may finish out of order).
   void RefreshStats();
 
+  // A memory-only model's Learn: hashes the batch, then learns it holding
+  // learner_turn_mu_.
+  std::vector<ScoredExample> LearnInTurn(absl::Span<const TrainingExample> batch);
+
   const std::unique_ptr<Model> model_;
   const std::unique_ptr<ModelJournal> journal_;
   const RecoveryReport recovery_;
@@ -279,6 +283,14 @@ class ServedModel {
   const WallClockMicros wall_clock_;
   const std::unique_ptr<FeedbackLoop> feedback_;
   const std::unique_ptr<IdempotencyWindow> idempotency_;
+  // Learners of a memory-only model take turns batch by batch (a durable
+  // one's take turns under the journal's learn lock). Not for correctness:
+  // the shard locks keep every step atomic. For speed: steps interleaved
+  // example by example moved every shard's lock and the hot coordinates
+  // between cores at every step, so two callers learned slower than one;
+  // in turns, one learns while the other validates and hashes.
+  // (docs/performance.md, "Two callers of the Update path".)
+  Mutex learner_turn_mu_;
   // Serializes a keyed request's check, insert and learning in a
   // memory-only model (a durable one's are under its journal's lock).
   Mutex keyed_mu_;
