@@ -1,28 +1,16 @@
 #include "server/snapshotter.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <iostream>
 
 namespace clickd {
-namespace {
 
-// Lowers the calling thread's CPU priority (Linux: nice is per thread).
-// Not SCHED_IDLE: a snapshot holds the model's learn lock while it copies
-// the state, and at idle priority a busy CPU would stall updates behind it.
-void LowerThreadPriority() {
-  if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10) != 0) {
-    std::cerr << "clickd: cannot lower the snapshot thread's priority; snapshots compete "
+Snapshotter::Snapshotter(ModelRegistry* registry, std::chrono::milliseconds interval)
+    : registry_(registry), interval_(interval), low_priority_(/*nice_increment=*/10) {
+  if (!low_priority_.lowered()) {
+    std::cerr << "clickd: cannot lower the snapshot encoder's priority; snapshots compete "
                  "with requests for CPU"
               << std::endl;
   }
-}
-
-}  // namespace
-
-Snapshotter::Snapshotter(ModelRegistry* registry, std::chrono::milliseconds interval)
-    : registry_(registry), interval_(interval) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -50,11 +38,13 @@ void Snapshotter::SnapshotAsync(std::shared_ptr<ServedModel> model, Done done) {
   wake_cv_.SignalAll();
 }
 
-int Snapshotter::SnapshotChanged() {
+int Snapshotter::SnapshotChanged() { return SnapshotChangedWith(nullptr); }
+
+int Snapshotter::SnapshotChangedWith(BackgroundThread* background) {
   int failures = 0;
   for (const std::shared_ptr<ServedModel>& served : registry_->List()) {
     if (!served->durable() || served->journal()->records_since_snapshot() == 0) continue;
-    absl::StatusOr<SnapshotReport> result = served->Snapshot();
+    absl::StatusOr<SnapshotReport> result = served->Snapshot(background);
     // A model deleted meanwhile refuses with FailedPrecondition: not a failure.
     if (!result.ok() && registry_->Get(served->name()) != served) continue;
     failures += !result.ok();
@@ -63,7 +53,6 @@ int Snapshotter::SnapshotChanged() {
 }
 
 void Snapshotter::Loop() {
-  LowerThreadPriority();
   using Clock = std::chrono::steady_clock;
   const bool periodic = interval_.count() > 0;
   Clock::time_point next = Clock::now() + interval_;
@@ -89,9 +78,9 @@ void Snapshotter::Loop() {
       }
     }
     if (run_periodic) {
-      SnapshotChanged();
+      SnapshotChangedWith(&low_priority_);
     } else {
-      job.done(job.model->Snapshot());
+      job.done(job.model->Snapshot(&low_priority_));
     }
   }
 }

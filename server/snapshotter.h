@@ -1,8 +1,11 @@
-// Snapshotter: writes the durable models' snapshots on one background
-// thread of low CPU priority (nice +10), so that a snapshot of a large
-// model takes CPU from Predict only when Predict leaves some: periodic ones
-// every `interval` (of each model whose update log has grown since its last
-// snapshot) and on-demand ones (SnapshotModel) queued to the same thread.
+// Snapshotter: writes the durable models' snapshots in the background:
+// periodic ones every `interval` (of each model whose update log has grown
+// since its last snapshot) and on-demand ones (SnapshotModel) queued to one
+// worker thread. The worker reads each model's shards at normal priority
+// (it takes the shards' locks in turn, and a learner may be waiting for
+// one); the sort, the encoding and the write, which take no lock, run on a
+// second thread at low CPU priority (nice +10), so that a snapshot of a
+// large model takes CPU from Predict only when Predict leaves some.
 // Graceful shutdown snapshots on the calling thread instead.
 //
 // Thread safety: safe for concurrent use. Snapshots of one model serialize
@@ -18,6 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "core/base/background_thread.h"
 #include "core/base/mutex.h"
 #include "core/serving/registry.h"
 
@@ -46,9 +50,11 @@ class Snapshotter {
   };
 
   void Loop();
+  int SnapshotChangedWith(BackgroundThread* background);
 
   ModelRegistry* const registry_;
   const std::chrono::milliseconds interval_;
+  BackgroundThread low_priority_;  // the worker's snapshots encode and write here
   Mutex mu_;
   CondVar wake_cv_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -9,7 +9,11 @@
 #
 # Environment: BUILD_DIR (build/release), DATA_DIR (a temporary directory),
 # LOG (file or memory), COORDINATES (1000000,10000000), SNAPSHOTS (3),
-# SNAPSHOT_NICE (10, the nice value of the snapshot thread, as clickd's).
+# SNAPSHOT_NICE (0: the nice value of the thread that reads the shards, as
+# clickd's snapshotter), ENCODER_NICE (10: the nice increment of the thread
+# that sorts, encodes and writes, as clickd's; -1: none, the snapshot thread
+# does everything at SNAPSHOT_NICE: ENCODER_NICE=-1 SNAPSHOT_NICE=10 is what
+# clickd did before the split).
 # Output: this run's lines on stdout and in bench/out/snapshot_pause/run.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,9 +28,10 @@ else
   trap 'rm -rf "$data"' EXIT
 fi
 {
-  echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD) snapshot_nice ${SNAPSHOT_NICE:-0}" \
+    "encoder_nice ${ENCODER_NICE:-10} load: $(cut -d' ' -f1-3 /proc/loadavg)"
   "$build/bench/snapshot_pause/snapshot_pause_bench" --dir="$data" --log="${LOG:-file}" \
     --coordinates="${COORDINATES:-1000000,10000000}" --snapshots="${SNAPSHOTS:-3}" \
-    --snapshot_nice="${SNAPSHOT_NICE:-10}"
+    --snapshot_nice="${SNAPSHOT_NICE:-0}" --encoder_nice="${ENCODER_NICE:-10}"
   echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$out/run.txt"

@@ -9,7 +9,11 @@
 //    Predict-like call every 500 us: 10 candidates of 40 features, hashed
 //    and scored);
 // 3. after --before_s seconds, takes --snapshots snapshots (ModelJournal::
-//    Snapshot), --gap_s apart, on a thread at nice +10 as clickd does;
+//    Snapshot), --gap_s apart, on a thread of its own: with
+//    --encoder_nice (the default, as clickd's snapshotter does) that thread
+//    reads the shards at nice --snapshot_nice (0) and hands the sort,
+//    encoding and write to a BackgroundThread at nice +--encoder_nice (10);
+//    with --encoder_nice=-1 the whole snapshot runs at --snapshot_nice;
 // 4. prints, before and during the snapshots: the longest gap between two
 //    consecutive learned batches, the learned batches/s, the scorer's p50,
 //    p99 and max; and per snapshot its wall time, the pause the journal
@@ -26,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -35,6 +40,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "core/base/background_thread.h"
 #include "core/model/serving.h"
 #include "core/persist/memory_update_log.h"
 #include "core/persist/model_journal.h"
@@ -45,8 +51,11 @@ ABSL_FLAG(std::string, log, "file", "update log: file (sync none) or memory");
 ABSL_FLAG(double, before_s, 2, "seconds of learning and scoring before the first snapshot");
 ABSL_FLAG(int, snapshots, 3, "snapshots per model size");
 ABSL_FLAG(double, gap_s, 0.5, "seconds between snapshots");
-ABSL_FLAG(int, snapshot_nice, 10,
-          "nice value of the snapshot thread (clickd's snapshotter runs at +10)");
+ABSL_FLAG(int, snapshot_nice, 0,
+          "nice value of the snapshot thread, which reads the shards (clickd's: 0)");
+ABSL_FLAG(int, encoder_nice, 10,
+          "nice increment of the thread that sorts, encodes and writes the snapshot (clickd's: "
+          "10); -1: none, the snapshot thread does it all at --snapshot_nice");
 
 namespace clickd {
 namespace {
@@ -200,7 +209,10 @@ void Run(const std::string& root, uint64_t n, bool memory_log) {
   const std::vector<Window> before = {{base_begin, Clock::now()}};
   std::vector<Window> during;
   std::vector<SnapshotReport> reports;
-  // On a thread of its own at a lower priority, as clickd's snapshotter.
+  // On a thread of its own, as clickd's snapshotter.
+  const int encoder_nice = absl::GetFlag(FLAGS_encoder_nice);
+  std::optional<BackgroundThread> encoder;
+  if (encoder_nice >= 0) encoder.emplace(encoder_nice);
   std::thread snapshotter([&] {
     if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()),
                     absl::GetFlag(FLAGS_snapshot_nice)) != 0) {
@@ -209,7 +221,8 @@ void Run(const std::string& root, uint64_t n, bool memory_log) {
     for (int k = 0; k < absl::GetFlag(FLAGS_snapshots); ++k) {
       Window w;
       w.begin = Clock::now();
-      auto report = (*journal)->Snapshot(*model);
+      auto report = (*journal)->Snapshot(*model, nullptr, nullptr, {},
+                                         encoder.has_value() ? &*encoder : nullptr);
       w.end = Clock::now();
       if (!report.ok()) {
         std::fprintf(stderr, "%s\n", report.status().ToString().c_str());

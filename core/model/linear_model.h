@@ -306,14 +306,17 @@ class LinearModel final : public Model {
       if (copy_on_write_) model_.store_.EndCopy();
     }
 
+    void ReadShards() override {
+      if (!copy_on_write_) return;
+      const int n = model_.store_.num_shards();
+      shards_.resize(static_cast<size_t>(n));
+      for (int s = 0; s < n; ++s) shards_[s] = model_.store_.CopyShard(s);
+      model_.store_.EndCopy();
+      copy_on_write_ = false;
+    }
+
     State Finish() override {
-      if (copy_on_write_) {
-        const int n = model_.store_.num_shards();
-        shards_.resize(static_cast<size_t>(n));
-        for (int s = 0; s < n; ++s) shards_[s] = model_.store_.CopyShard(s);
-        model_.store_.EndCopy();
-        copy_on_write_ = false;
-      }
+      ReadShards();
       return EncodeCoordinates(std::move(header_), std::move(shards_));
     }
 

@@ -131,9 +131,16 @@ class Model {
   // dropped unfinished ends its copy-on-write. One copy-on-write copy at a
   // time per model: BeginStateCopy while another is open copies the
   // coordinates eagerly instead (consistent, but not cheap).
+  // ReadShards (optional, before Finish) does the part that takes shard
+  // locks, so that a caller can run it at normal priority and Finish (the
+  // sort and the encoding) at a low one: a low-priority thread holding a
+  // shard's lock while descheduled would stall the learners that need it.
   class StateCopy {
    public:
     virtual ~StateCopy() = default;
+    // Reads every shard's coordinates as of the moment; Finish does it if
+    // not called. Call at most once, before Finish.
+    virtual void ReadShards() {}
     // Call once.
     virtual State Finish() = 0;
   };

@@ -245,6 +245,10 @@ class VariantCopy final : public Model::StateCopy {
   VariantCopy(std::vector<std::unique_ptr<Model::StateCopy>> copies, std::string selection)
       : copies_(std::move(copies)), selection_(std::move(selection)) {}
 
+  void ReadShards() override {
+    for (auto& copy : copies_) copy->ReadShards();
+  }
+
   Model::State Finish() override {
     Model::State out = copies_.front()->Finish();
     for (size_t i = 1; i < copies_.size(); ++i) out.variants.push_back(copies_[i]->Finish());

@@ -591,19 +591,28 @@ absl::Status FileUpdateLog::ReadAfter(
 }
 
 absl::Status FileUpdateLog::TruncateThrough(uint64_t sequence) {
-  MutexLock lock(&mu_);
-  // A WaitDurable syncing the active segment without the lock still uses
-  // it; wait before reading last_sequence_, which appends move meanwhile.
-  while (syncing_) synced_cv_.Wait(&mu_);
-  // Roll to a fresh segment so that every older segment can go whole.
-  if (segments_.back().bytes > 0) {
-    if (absl::Status s = StartSegment(last_sequence_ + 1); !s.ok()) return s;
-  }
-  while (segments_.size() > 1 && segments_.front().last_sequence <= sequence) {
-    if (absl::Status s = env_->RemoveFile(SegmentPath(segments_.front().first_sequence)); !s.ok()) {
-      return s;
+  std::vector<std::string> unneeded;
+  {
+    MutexLock lock(&mu_);
+    // A WaitDurable syncing the active segment without the lock still uses
+    // it; wait before reading last_sequence_, which appends move meanwhile.
+    while (syncing_) synced_cv_.Wait(&mu_);
+    // Roll to a fresh segment so that every older segment can go whole.
+    if (segments_.back().bytes > 0) {
+      if (absl::Status s = StartSegment(last_sequence_ + 1); !s.ok()) return s;
     }
-    segments_.erase(segments_.begin());
+    while (segments_.size() > 1 && segments_.front().last_sequence <= sequence) {
+      unneeded.push_back(SegmentPath(segments_.front().first_sequence));
+      segments_.erase(segments_.begin());
+    }
+  }
+  // Removed without the lock: unlinking large files and syncing the
+  // directory take file-system journal commits, and appends must not wait
+  // for them. The log no longer lists these segments; one left behind by a
+  // failure here or a crash holds only records an existing snapshot covers,
+  // which Open skips, as after a crash between two removals before.
+  for (const std::string& path : unneeded) {
+    if (absl::Status s = env_->RemoveFile(path); !s.ok()) return s;
   }
   return env_->SyncDir(dir_);
 }

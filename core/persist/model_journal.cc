@@ -334,7 +334,8 @@ absl::Status ModelJournal::Commit(absl::FunctionRef<absl::StatusOr<std::string>(
 absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model,
                                                       const FeedbackLoop* feedback,
                                                       const IdempotencyWindow* idempotency,
-                                                      std::string calibration) {
+                                                      std::string calibration,
+                                                      BackgroundThread* background) {
   MutexLock one_at_a_time(&snapshot_mu_);
   const auto start = std::chrono::steady_clock::now();
   SnapshotContents contents;
@@ -356,14 +357,25 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model,
   SnapshotReport report;
   report.pause_seconds = SecondsSince(start);
   // Learners go on meanwhile; the copy is still the state at log_sequence.
-  contents.state = copy->Finish();
-  copy.reset();
+  // The shards are read at the caller's priority, the rest at background's.
+  copy->ReadShards();
+  report.path = dir_ + "/" + SnapshotName(contents.log_sequence);
+  Env* env = options_.env;
+  absl::Status written;
+  auto encode_and_write = [&] {
+    contents.state = copy->Finish();
+    copy.reset();
+    written = WriteSnapshot(env, report.path, contents);
+  };
+  if (background != nullptr) {
+    background->Run(encode_and_write);
+  } else {
+    encode_and_write();
+  }
+  if (!written.ok()) return written;
   report.sequence = contents.log_sequence;
   report.coordinates =
       contents.state.coordinates.size() / (sizeof(uint64_t) + contents.state.state_size);
-  report.path = dir_ + "/" + SnapshotName(contents.log_sequence);
-  Env* env = options_.env;
-  if (absl::Status s = WriteSnapshot(env, report.path, contents); !s.ok()) return s;
   auto size = env->FileSize(report.path);
   report.bytes = size.ok() ? *size : 0;
   snapshot_sequence_ = contents.log_sequence;

@@ -29,6 +29,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/base/background_thread.h"
 #include "core/base/mutex.h"
 #include "core/eval/metrics.h"
 #include "core/feedback/feedback_loop.h"
@@ -126,11 +127,15 @@ class ModelJournal {
   // each may be null, and its calibration's bytes, kept only when its config
   // has calibration enabled), then drops log records and snapshots it
   // makes unnecessary. Learning pauses only while the copy begins
-  // (microseconds plus the dense block's state; docs/durability.md).
+  // (microseconds plus the dense block's state; docs/durability.md). The
+  // calling thread reads the shards; with `background`, the sort, the
+  // encoding and the write run on that (low-priority) thread, which then
+  // never holds a lock a learner waits for.
   absl::StatusOr<SnapshotReport> Snapshot(const Model& model,
                                           const FeedbackLoop* feedback = nullptr,
                                           const IdempotencyWindow* idempotency = nullptr,
-                                          std::string calibration = {});
+                                          std::string calibration = {},
+                                          BackgroundThread* background = nullptr);
 
   // Refuses every later Learn and Snapshot (FailedPrecondition) once a
   // snapshot in flight has finished, and waits for the learners still

@@ -97,7 +97,7 @@ std::vector<ScoredExample> ServedModel::LearnInTurn(absl::Span<const TrainingExa
   return scored;
 }
 
-absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
+absl::StatusOr<SnapshotReport> ServedModel::Snapshot(BackgroundThread* background) {
   if (journal_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model \"", name(), "\" lives in memory only: start clickd with --data_dir to snapshot"));
@@ -105,8 +105,8 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot() {
   // The calibration is read before the journal marks the snapshot's
   // sequence, so it holds no example after it (RecordProgressive follows an
   // example's logging).
-  absl::StatusOr<SnapshotReport> report =
-      journal_->Snapshot(*model_, feedback_.get(), idempotency_.get(), EncodeCalibration());
+  absl::StatusOr<SnapshotReport> report = journal_->Snapshot(
+      *model_, feedback_.get(), idempotency_.get(), EncodeCalibration(), background);
   RecordSnapshot(report);
   return report;
 }

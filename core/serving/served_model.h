@@ -204,8 +204,9 @@ class ServedModel {
   const IdempotencyWindow& idempotency() const { return *idempotency_; }
 
   // Writes a snapshot (FailedPrecondition for a memory-only model), updates
-  // snapshot_stats() and tells the observer.
-  absl::StatusOr<SnapshotReport> Snapshot();
+  // snapshot_stats() and tells the observer. `background`: where the
+  // snapshot sorts, encodes and writes (ModelJournal::Snapshot).
+  absl::StatusOr<SnapshotReport> Snapshot(BackgroundThread* background = nullptr);
 
   // Counts a snapshot attempt that holds this model in snapshot_stats()
   // and tells the observer: Snapshot() does, and so does a replica, whose

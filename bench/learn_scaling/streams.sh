@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Two UpdateStreams into one model through gRPC (issue 12, deliverable 4),
+# beside one: a release clickd (not pinned: it has both cores) learns from
+# one `clickctl loadgen --method=update_stream` and then from two at once
+# (two processes, different request seeds), alternated REPEATS times, for a
+# memory-only model and a durable one (--data_dir, --update_log_sync=none).
+# 100 examples x 40 features per message, client-hashed packed keys
+# (--wire=keys, the form for speed; WIRE=features for Feature messages).
+# The clients share the two cores with the server: they cost about a tenth
+# of the server's CPU per example with keys, and more with messages.
+#
+#   bash scripts/build.sh release && bash bench/learn_scaling/streams.sh   # ~2 min
+#
+# Prints one line per measurement (examples/s of each stream and their sum)
+# with the load before it, then the ratios of each 2-stream figure to the
+# 1-stream figure just before it. Servers are stopped by PID.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD_DIR:-build/release}
+repeats=${REPEATS:-3}
+duration=${DURATION_S:-4}
+wire=${WIRE:-keys}
+clickd=$build/server/clickd
+clickctl=$build/client/clickctl
+for binary in "$clickd" "$clickctl"; do
+  if [[ ! -x $binary ]]; then
+    echo "streams.sh: $binary is missing: run 'bash scripts/build.sh release'" >&2
+    exit 1
+  fi
+done
+dir=$(mktemp -d "${TMPDIR:-/tmp}/streams.XXXXXX")
+clickd_pid=
+stop_server() {
+  if [[ -n $clickd_pid ]]; then
+    kill -TERM "$clickd_pid" 2>/dev/null || true
+    wait "$clickd_pid" 2>/dev/null || true
+    clickd_pid=
+  fi
+}
+trap 'stop_server; rm -rf "$dir"' EXIT
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# stream SERVER SEED OUT: one UpdateStream for DURATION_S seconds.
+stream() {
+  "$clickctl" loadgen --server="$1" --json --method=update_stream --batch_size=100 \
+    --candidate_features=40 --wire="$wire" --request_seed="$2" --warmup_s=1 \
+    --duration_s="$duration" | tail -1 > "$3"
+}
+rate_of() {
+  python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["examples_per_second"]))' "$1"
+}
+
+echo "# two UpdateStreams, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $build, wire=$wire"
+for model in memory durable; do
+  port=$(free_port)
+  server=127.0.0.1:$port
+  flags=(--address="$server")
+  if [[ $model == durable ]]; then
+    rm -rf "$dir/data"
+    flags+=(--data_dir="$dir/data" --update_log_sync=none)
+  fi
+  "$clickd" "${flags[@]}" > "$dir/clickd_$model.log" 2>&1 &
+  clickd_pid=$!
+  for attempt in $(seq 100); do
+    "$clickctl" loadgen --server="$server" --method=health --warmup_s=0 --duration_s=1 \
+      --max_requests=1 --deadline_ms=200 > /dev/null 2>&1 && break
+    sleep 0.2
+  done
+  one=()
+  two=()
+  for rep in $(seq "$repeats"); do
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    stream "$server" $((100 + rep)) "$dir/a.json"
+    r1=$(rate_of "$dir/a.json")
+    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load)"
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    stream "$server" $((200 + rep)) "$dir/b.json" &
+    first=$!
+    stream "$server" $((300 + rep)) "$dir/c.json"
+    wait "$first"
+    rb=$(rate_of "$dir/b.json")
+    rc=$(rate_of "$dir/c.json")
+    echo "$model rep $rep: 2 streams $rb + $rc = $((rb + rc)) examples/s (load $load)"
+    one+=("$r1")
+    two+=($((rb + rc)))
+  done
+  stop_server
+  ratios=""
+  for i in "${!one[@]}"; do
+    ratios+=" $(python3 -c "print(f'{${two[$i]} / ${one[$i]}:.2f}x')")"
+  done
+  echo "$model: 2 streams / 1 stream:$ratios"
+done
