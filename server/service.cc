@@ -370,7 +370,8 @@ grpc::ServerUnaryReactor* ClickdService::SnapshotModel(grpc::CallbackServerConte
     finish((*served)->Snapshot());
   } else {
     // A snapshot of a large model takes seconds: run it on the
-    // snapshotter's low-priority thread and finish the call from there.
+    // snapshotter's thread (its encoding and write at low priority) and
+    // finish the call from there.
     snapshotter_->SnapshotAsync(
         *std::move(served), [finish](absl::StatusOr<SnapshotReport> report) { finish(report); });
   }

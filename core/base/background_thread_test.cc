@@ -1,9 +1,18 @@
 #include "core/base/background_thread.h"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -11,6 +20,19 @@
 
 namespace clickd {
 namespace {
+
+// Makes every later setpriority in this process fail with EPERM.
+bool RefuseSetpriority() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setpriority, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program = {static_cast<unsigned short>(std::size(filter)), filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
 
 TEST(BackgroundThread, RunsOnItsOwnThreadAndReturnsWhenDone) {
   BackgroundThread background(/*nice_increment=*/0);
@@ -58,6 +80,64 @@ TEST(BackgroundThread, ServesConcurrentCallersOneAtATime) {
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(ran.load(), 200);
   EXPECT_EQ(overlaps.load(), 0);
+}
+
+TEST(BackgroundThread, RunsOneCallersClosuresInTheOrderOfItsCalls) {
+  BackgroundThread background(/*nice_increment=*/0);
+  std::vector<int> ran;
+  for (int i = 0; i < 100; ++i) background.Run([&ran, i] { ran.push_back(i); });
+  ASSERT_EQ(ran.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(ran[static_cast<size_t>(i)], i);
+}
+
+// The closure lives on the caller's stack: Run must not return before the
+// closure has (a caller that went on would free what the closure uses).
+TEST(BackgroundThread, TheCallerWaitsUntilTheClosureReturns) {
+  BackgroundThread background(/*nice_increment=*/0);
+  for (int i = 0; i < 20; ++i) {
+    bool finished = false;
+    background.Run([&finished] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      finished = true;
+    });
+    EXPECT_TRUE(finished);
+  }
+}
+
+// Set when the background thread exits: a thread_local's destructor runs
+// as its thread ends, so after a join it has run, after a detach maybe not.
+std::atomic<bool> background_thread_exited{false};
+struct MarksItsThreadsExit {
+  ~MarksItsThreadsExit() { background_thread_exited = true; }
+};
+
+TEST(BackgroundThread, TheDestructorJoinsTheThread) {
+  background_thread_exited = false;
+  {
+    BackgroundThread background(/*nice_increment=*/0);
+    background.Run([] {
+      thread_local MarksItsThreadsExit marker;
+      (void)marker;
+    });
+    EXPECT_FALSE(background_thread_exited);
+  }
+  EXPECT_TRUE(background_thread_exited);
+}
+
+// In a child process whose setpriority fails (a seccomp filter answers
+// EPERM, as a restrictive container might), the thread still runs closures,
+// at the caller's priority, and lowered() says it was refused.
+TEST(BackgroundThreadDeathTest, ARefusedPriorityIsNotAnError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    if (!RefuseSetpriority()) std::_Exit(2);
+    const int before = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+    BackgroundThread background(/*nice_increment=*/10);
+    int inside = -100;
+    background.Run([&] { inside = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); });
+    std::_Exit(!background.lowered() && inside == before ? 0 : 1);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(BackgroundThread, DestroyedIdleOrUnused) {
