@@ -1,18 +1,10 @@
 #include "core/base/background_thread.h"
 
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
-#include <cstddef>
-#include <cstdlib>
-#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -20,19 +12,6 @@
 
 namespace clickd {
 namespace {
-
-// Makes every later setpriority in this process fail with EPERM.
-bool RefuseSetpriority() {
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_setpriority, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog program = {static_cast<unsigned short>(std::size(filter)), filter};
-  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
-}
 
 TEST(BackgroundThread, RunsOnItsOwnThreadAndReturnsWhenDone) {
   BackgroundThread background(/*nice_increment=*/0);
@@ -122,22 +101,6 @@ TEST(BackgroundThread, TheDestructorJoinsTheThread) {
     EXPECT_FALSE(background_thread_exited);
   }
   EXPECT_TRUE(background_thread_exited);
-}
-
-// In a child process whose setpriority fails (a seccomp filter answers
-// EPERM, as a restrictive container might), the thread still runs closures,
-// at the caller's priority, and lowered() says it was refused.
-TEST(BackgroundThreadDeathTest, ARefusedPriorityIsNotAnError) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const auto child = [] {
-    if (!RefuseSetpriority()) std::_Exit(2);
-    const int before = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
-    BackgroundThread background(/*nice_increment=*/10);
-    int inside = -100;
-    background.Run([&] { inside = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); });
-    std::_Exit(!background.lowered() && inside == before ? 0 : 1);
-  };
-  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(BackgroundThread, DestroyedIdleOrUnused) {
