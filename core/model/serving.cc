@@ -133,7 +133,10 @@ std::vector<ScoredExample> LearnHashedBatch(Model& model, absl::Span<const Train
 
 void ReleaseIfLarge(HashedBatch* batch) {
   constexpr size_t kKeptFeatures = size_t{1} << 18;  // 4 MiB of features
-  if (batch->features.capacity() > kKeptFeatures || batch->ends.capacity() > kKeptFeatures) {
+  size_t dense_values = 0;
+  for (const Eigen::VectorXd& x : batch->dense) dense_values += static_cast<size_t>(x.size());
+  if (batch->features.capacity() > kKeptFeatures || batch->ends.capacity() > kKeptFeatures ||
+      dense_values > kKeptFeatures) {
     *batch = HashedBatch();
   }
 }

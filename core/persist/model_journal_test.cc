@@ -138,6 +138,20 @@ TEST_P(JournalOnEachLog, RestartRebuildsTheSameModel) {
   EXPECT_EQ(opened->model->config().hashing.interactions, Config().hashing.interactions);
 }
 
+// Each snapshot holds exactly the records up to its sequence: it restores
+// to the state of a model that learned just those.
+void ExpectEachHoldsExactlyItsSequence(Env* env, const Batches& data,
+                                       const std::vector<SnapshotReport>& reports) {
+  for (const SnapshotReport& report : reports) {
+    auto contents = ReadSnapshot(env, report.path);
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    ASSERT_EQ(contents->log_sequence, report.sequence);
+    auto restored = *CreateModel(Config());
+    ASSERT_TRUE(restored->ImportState(contents->state).ok());
+    EXPECT_EQ(restored->SerializeState(), ReferenceState(data, report.sequence)) << report.sequence;
+  }
+}
+
 // Snapshots taken while another thread learns through the journal (the
 // copy is made after the learn lock is released) hold exactly the records
 // up to their sequence, and restore to them.
@@ -160,14 +174,7 @@ TEST_P(JournalOnEachLog, SnapshotDuringLearningHoldsExactlyItsSequence) {
     reports.push_back(*report);
   }
   learner.join();
-  for (const SnapshotReport& report : reports) {
-    auto contents = ReadSnapshot(options.env, report.path);
-    ASSERT_TRUE(contents.ok()) << contents.status();
-    ASSERT_EQ(contents->log_sequence, report.sequence);
-    auto restored = *CreateModel(Config());
-    ASSERT_TRUE(restored->ImportState(contents->state).ok());
-    EXPECT_EQ(restored->SerializeState(), ReferenceState(data, report.sequence)) << report.sequence;
-  }
+  ExpectEachHoldsExactlyItsSequence(options.env, data, reports);
 }
 
 // With a BackgroundThread (the snapshotter's split: shards read on the
@@ -204,14 +211,7 @@ TEST_P(JournalOnEachLog, SnapshotEncodedOnABackgroundThreadIsTheSame) {
     reports.push_back(*report);
   }
   learner.join();
-  for (const SnapshotReport& report : reports) {
-    auto contents = ReadSnapshot(options.env, report.path);
-    ASSERT_TRUE(contents.ok()) << contents.status();
-    ASSERT_EQ(contents->log_sequence, report.sequence);
-    auto restored = *CreateModel(Config());
-    ASSERT_TRUE(restored->ImportState(contents->state).ok());
-    EXPECT_EQ(restored->SerializeState(), ReferenceState(data, report.sequence)) << report.sequence;
-  }
+  ExpectEachHoldsExactlyItsSequence(options.env, data, reports);
 }
 
 TEST_P(JournalOnEachLog, DamagedNewestSnapshotFallsBackToThePreviousOne) {
