@@ -208,6 +208,8 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   c.calibration.enabled = p.calibration().enabled();
   if (p.calibration().has_half_life()) c.calibration.half_life = p.calibration().half_life();
   c.memory.max_bytes = p.memory().max_bytes();
+  // An unknown number stays unknown: validation names memory.encoding.
+  c.memory.encoding = static_cast<StateEncoding>(p.memory().encoding());
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -233,6 +235,9 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     p.mutable_admission()->set_probability(c.admission.probability);
   }
   if (c.memory.max_bytes != 0) p.mutable_memory()->set_max_bytes(c.memory.max_bytes);
+  if (c.memory.encoding != StateEncoding::kFloat) {
+    p.mutable_memory()->set_encoding(static_cast<v1::StateEncoding>(c.memory.encoding));
+  }
   if (c.calibration.enabled) {
     p.mutable_calibration()->set_enabled(true);
     p.mutable_calibration()->set_half_life(c.calibration.half_life);

@@ -56,6 +56,9 @@ ABSL_FLAG(double, admission_probability, 1.0,
 ABSL_FLAG(uint64_t, memory_max_bytes, 0,
           "memory budget of the model's coordinates in bytes, 65536..2^40 (0: unbounded); "
           "beyond it the least useful coordinates are evicted (docs/memory.md)");
+ABSL_FLAG(std::string, state_encoding, "float",
+          "how the model stores its coordinates: float (exact) or compact (FTRL only: 16-bit z "
+          "and n, 48-bit key identities, ~11 bytes per coordinate; docs/memory.md)");
 ABSL_FLAG(int64_t, feedback_ttl_seconds, 0,
           "the impression-to-click loop: how long an impression Predict logs waits for its "
           "label, 1..2592000 seconds (0: no loop; Predict cannot log impressions)");
@@ -112,6 +115,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.shards = absl::GetFlag(FLAGS_shards);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
   v.memory_max_bytes = absl::GetFlag(FLAGS_memory_max_bytes);
+  v.state_encoding = absl::GetFlag(FLAGS_state_encoding);
   v.variants = absl::GetFlag(FLAGS_variants);
   v.feedback_ttl_seconds = absl::GetFlag(FLAGS_feedback_ttl_seconds);
   v.feedback_max_buffer_bytes = absl::GetFlag(FLAGS_feedback_max_buffer_bytes);
@@ -331,6 +335,9 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
     config.admission.probability = v.admission_probability;
   }
   config.memory.max_bytes = v.memory_max_bytes;
+  if (absl::Status e = ParseStateEncoding(v.state_encoding, &config.memory.encoding); !e.ok()) {
+    return e;
+  }
   auto variants = ParseVariants(v.variants, v.loss);
   if (!variants.ok()) return variants.status();
   config.variants = *std::move(variants);

@@ -39,6 +39,7 @@ struct ModelFlagValues {
   int shards = 16;
   double admission_probability = 1.0;
   uint64_t memory_max_bytes = 0;  // 0: unbounded
+  std::string state_encoding = "float";
   // "name:key=value,key=value;name2:..." (docs/variants.md): keys are
   // `optimizer` and the hyperparameter flags' names (alpha, eta, ...).
   std::string variants;

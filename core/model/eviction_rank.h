@@ -37,7 +37,11 @@ double Accumulator(const State& s) {
 template <typename Optimizer>
 EvictionRank RankForEviction(const Optimizer& optimizer, const typename Optimizer::State& s,
                              const RoundContext& round) {
-  return {std::abs(optimizer.Weight(s, round)), Accumulator(s)};
+  if constexpr (requires { Optimizer::Accumulator(s); }) {
+    return {std::abs(optimizer.Weight(s, round)), Optimizer::Accumulator(s)};
+  } else {
+    return {std::abs(optimizer.Weight(s, round)), Accumulator(s)};
+  }
 }
 
 }  // namespace clickd

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -28,12 +29,25 @@
 #include "core/base/mutex.h"
 #include "core/model/eviction_rank.h"
 #include "core/model/model.h"
+#include "core/optim/compact_ftrl.h"
 #include "core/optim/loss.h"
 #include "core/optim/numeric_bounds.h"
 #include "core/optim/round.h"
+#include "core/store/compact_table.h"
+#include "core/store/flat_table.h"
 #include "core/store/sharded_store.h"
 
 namespace clickd {
+
+// The table an optimizer's states live in: the compact encoding's 16-bit
+// states go with the compact table's 4-byte key remainders (8-byte slots);
+// every other state with full keys.
+template <typename Optimizer>
+inline constexpr bool kCompactEncoding = std::is_same_v<Optimizer, CompactFtrl>;
+template <typename Optimizer>
+using TableFor = std::conditional_t<kCompactEncoding<Optimizer>,
+                                    CompactTable<typename Optimizer::State>,
+                                    FlatTable<typename Optimizer::State>>;
 
 // An optimizer whose step needs quantities of the whole example (PA's hinge
 // loss and ||x||^2, CW's margin variance), not only each coordinate's
@@ -179,6 +193,15 @@ class LinearModel final : public Model {
               optimizer_.Apply(*states[i], features[i].value, step);
               SaturateState(*states[i]);
             }
+          } else if constexpr (kCompactEncoding<Optimizer>) {
+            // Each stored result is rounded with bits drawn from its key and
+            // the round (core/optim/compact_ftrl.h).
+            const bool reuse = optimizer_.WeightIndependentOfRound();
+            for (size_t i = 0; i < features.size(); ++i) {
+              const double g = ClampGradient(dloss * features[i].value);
+              const double w = reuse ? weights[i] : optimizer_.Weight(*states[i], round);
+              optimizer_.ApplyRounded(*states[i], g, w, features[i].key, round);
+            }
           } else if constexpr (requires { optimizer_.ApplyWithWeight(*states[0], 0.0, 0.0); }) {
             const bool reuse = optimizer_.WeightIndependentOfRound();
             for (size_t i = 0; i < features.size(); ++i) {
@@ -217,7 +240,10 @@ class LinearModel final : public Model {
     stats.coordinates = store.coordinates;
     stats.bytes = store.bytes;
     stats.coordinates_evicted = store.evicted;
-    stats.state_bytes_per_coordinate = sizeof(uint64_t) + sizeof(CoordinateState);
+    // A slot's bytes: a compact slot keeps 4 bytes of the key.
+    stats.state_bytes_per_coordinate = kCompactEncoding<Optimizer>
+                                           ? sizeof(typename Table::Slot)
+                                           : sizeof(uint64_t) + sizeof(CoordinateState);
     const AdmissionStats admission = admission_.Stats();
     stats.admission_sightings = admission.sightings;
     stats.admission_admitted = admission.admitted;
@@ -289,7 +315,8 @@ class LinearModel final : public Model {
   }
 
  private:
-  using Coordinates = typename ShardedStore<CoordinateState>::Coordinates;
+  using Table = TableFor<Optimizer>;
+  using Coordinates = typename ShardedStore<CoordinateState, Table>::Coordinates;
 
   // BeginStateCopy's copy: the store's copy-on-write copy, or the shards
   // already copied (`eager`).
@@ -367,7 +394,7 @@ class LinearModel final : public Model {
   }
 
   const Optimizer optimizer_;
-  ShardedStore<CoordinateState> store_;
+  ShardedStore<CoordinateState, Table> store_;
   // Which features not stored yet get a coordinate (config().admission);
   // with policy kAll, Learn never asks it.
   FeatureAdmission admission_;

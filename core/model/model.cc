@@ -203,6 +203,9 @@ absl::StatusOr<std::unique_ptr<Model>> CreateLinearModel(const ModelConfig& conf
   const OptimizerConfig& o = config.optimizer;
   switch (o.type) {
     case OptimizerType::kFtrl:
+      if (config.memory.encoding == StateEncoding::kCompact) {
+        return std::make_unique<LinearModel<CompactFtrl>>(config, o.ftrl);
+      }
       return std::make_unique<LinearModel<FtrlProximal>>(config, o.ftrl);
     case OptimizerType::kAdagrad:
       return std::make_unique<LinearModel<AdagradCmd>>(config, o.adagrad);

@@ -78,11 +78,26 @@ struct CalibrationConfig {
   double half_life = 1e6;  // examples
 };
 
+// How a sparse model stores its coordinates (docs/memory.md).
+enum class StateEncoding : uint32_t {
+  // 32-bit float states and full 64-bit keys (absl::flat_hash_map): exact.
+  kFloat = 0,
+  // FTRL only: z and n in 16 bits each, rounded stochastically, and 48-bit
+  // key identities in 8-byte slots (core/store/compact_table.h): ~11 bytes
+  // per coordinate instead of 19-39.
+  kCompact = 1,
+};
+
+std::string_view StateEncodingName(StateEncoding encoding);
+// InvalidArgument naming memory.encoding and the names for an unknown one.
+absl::Status ParseStateEncoding(std::string_view name, StateEncoding* encoding);
+
 // A per-model memory budget (docs/memory.md): the sparse store's tables
 // never grow past max_bytes; beyond it the least useful coordinates are
-// evicted. 0: unbounded.
+// evicted. 0: unbounded. And how the coordinates are encoded.
 struct MemoryConfig {
   uint64_t max_bytes = 0;
+  StateEncoding encoding = StateEncoding::kFloat;
 };
 
 inline constexpr uint64_t kMinMemoryBytes = uint64_t{64} << 10;  // 64 KiB
@@ -127,8 +142,10 @@ ModelConfig VariantModelConfig(const ModelConfig& config, const ModelVariant& va
 uint64_t MemberMemoryBytes(const ModelConfig& config);
 
 // Checks memory.max_bytes: 0, or in [kMinMemoryBytes, kMaxMemoryBytes] and
-// giving each shard of each store at least kMinShardMemoryBytes; not for a
-// dense learner. Errors name memory.max_bytes and the limit.
+// giving each shard of each store at least kMinShardMemoryBytes (with the
+// compact encoding, also its tables' fixed part); not for a dense learner.
+// Checks memory.encoding: compact only for FTRL (the model's optimizer and
+// every variant's). Errors name the field and the limit.
 absl::Status ValidateMemoryConfig(const ModelConfig& config);
 
 inline constexpr int kMaxShards = 4096;

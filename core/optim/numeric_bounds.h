@@ -87,6 +87,9 @@ inline float ToFiniteFloat(double v) {
 // each); an infinity produced by one step becomes the bound.
 template <typename State>
 void SaturateState(State& state) {
+  // An encoded state (16-bit codes: core/optim/compact_float.h) saturates
+  // as it is encoded.
+  if constexpr (requires { State::kSelfSaturating; }) return;
   static_assert(sizeof(State) % sizeof(float) == 0, "a State is floats only");
   float values[sizeof(State) / sizeof(float)];
   std::memcpy(values, &state, sizeof(values));

@@ -15,7 +15,7 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 9;
+constexpr uint32_t kConfigVersion = 10;
 
 // The same message prefix as the rest of a snapshot's checks: a bad config
 // is a corrupt snapshot (or update-log header).
@@ -280,6 +280,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   coding::PutDouble(out, c.calibration.half_life);
   // Version 9: the memory budget (older encodings read as unbounded).
   coding::PutFixed64(out, c.memory.max_bytes);
+  // Version 10: the state encoding (older encodings read as float).
+  coding::PutFixed32(out, static_cast<uint32_t>(c.memory.encoding));
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -307,6 +309,11 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     if (absl::Status s = ReadCalibration(&in, &c.calibration); !s.ok()) return s;
   }
   if (*version >= 9) in.GetFixed64(&c.memory.max_bytes);
+  if (*version >= 10) {
+    uint32_t encoding = 0;
+    in.GetFixed32(&encoding);
+    c.memory.encoding = static_cast<StateEncoding>(encoding);  // validated below
+  }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {

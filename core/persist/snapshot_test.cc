@@ -116,10 +116,10 @@ TEST(ModelConfigEncoding, RoundTripsAdmissionAndRefusesANonCanonicalOne) {
   std::string all_with_p = bytes;
   // policy, probability, variant count, feedback (ttl, budget, policy),
   // calibration (enabled, half-life), memory budget
-  all_with_p[all_with_p.size() - 56] = 0;
+  all_with_p[all_with_p.size() - 60] = 0;
   EXPECT_EQ(DecodeModelConfig(all_with_p).status().code(), absl::StatusCode::kDataLoss);
   std::string unknown = bytes;
-  unknown[unknown.size() - 56] = 2;
+  unknown[unknown.size() - 60] = 2;
   EXPECT_EQ(DecodeModelConfig(unknown).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -131,9 +131,12 @@ TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   config.optimizer.cw.a = 2.5;
   config.optimizer.metagrad_diag = {.diameter = 1.5, .gradient_bound = 0.75};
   config.optimizer.ftrl.decay = 0.99;
-  std::string v9;
-  EncodeModelConfig(config, &v9);
-  ASSERT_EQ(v9[4], 9);
+  std::string v10;
+  EncodeModelConfig(config, &v10);
+  ASSERT_EQ(v10[4], 10);
+  // v9 = v10 with version 9 and without the state encoding at the end.
+  std::string v9 = v10.substr(0, v10.size() - 4);
+  v9[4] = 9;
   // v8 = v9 with version 8 and without the memory budget at the end.
   std::string v8 = v9.substr(0, v9.size() - 8);
   v8[4] = 8;
@@ -177,7 +180,7 @@ TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   // Re-encoded, it is the current version.
   std::string again;
   EncodeModelConfig(*decoded, &again);
-  EXPECT_EQ(again[4], 9);
+  EXPECT_EQ(again[4], 10);
 }
 
 TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
@@ -193,10 +196,10 @@ TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
   EXPECT_EQ(decoded->feedback.max_buffer_bytes, uint64_t{1} << 20);
   EXPECT_EQ(decoded->feedback.policy, FeedbackConfig::Policy::kFakeNegativeWeighted);
   std::string bad_policy = bytes;
-  bad_policy[bad_policy.size() - 24] = 9;
+  bad_policy[bad_policy.size() - 28] = 9;
   EXPECT_EQ(DecodeModelConfig(bad_policy).status().code(), absl::StatusCode::kDataLoss);
   std::string bad_ttl = bytes;
-  bad_ttl[bad_ttl.size() - 33] = 0x7f;  // the TTL's high byte
+  bad_ttl[bad_ttl.size() - 37] = 0x7f;  // the TTL's high byte
   EXPECT_EQ(DecodeModelConfig(bad_ttl).status().code(), absl::StatusCode::kDataLoss);
   config.calibration = {.enabled = true, .half_life = 5e4};
   bytes.clear();
@@ -206,7 +209,7 @@ TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
   EXPECT_TRUE(decoded->calibration.enabled);
   EXPECT_EQ(decoded->calibration.half_life, 5e4);
   bad_ttl = bytes;
-  bad_ttl[bad_ttl.size() - 20] = 2;  // enabled is 0 or 1
+  bad_ttl[bad_ttl.size() - 24] = 2;  // enabled is 0 or 1
   EXPECT_EQ(DecodeModelConfig(bad_ttl).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -224,9 +227,9 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   // and 6), and without version 3's dense block config (count, type, 5 doubles,
   // tau), version 5's admission (policy, probability), version 7's
   // variant count, version 8's feedback and calibration settings and
-  // version 9's memory budget at the end.
+  // version 9's memory budget and version 10's state encoding at the end.
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4) + (4 + 8) + 8;
+  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4) + (4 + 8) + 8 + 4;
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
       v2.substr(twelve_end + 6 * 8, v2.size() - kDenseTail - (twelve_end + 6 * 8));
@@ -240,9 +243,9 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   pa_v1[4 + config.name.size() + 4] = static_cast<char>(OptimizerType::kPa);
   EXPECT_EQ(DecodeModelConfig(pa_v1).status().code(), absl::StatusCode::kDataLoss);
   // An unknown encoding version is refused.
-  std::string v10 = v2;
-  v10[4] = 10;
-  EXPECT_EQ(DecodeModelConfig(v10).status().code(), absl::StatusCode::kDataLoss);
+  std::string v11 = v2;
+  v11[4] = 11;
+  EXPECT_EQ(DecodeModelConfig(v11).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(Snapshot, EmptyModelAndManyBlocks) {

@@ -1,5 +1,8 @@
-// ShardedStore<State>: the model's memory, a map from 64-bit key to one
-// optimizer's per-coordinate state, split into independently locked shards.
+// ShardedStore<State, Table>: the model's memory, a map from 64-bit key to
+// one optimizer's per-coordinate state, split into independently locked
+// shards. Each shard is a Table: FlatTable (absl::flat_hash_map, full keys;
+// the default) or CompactTable (48-bit identities, 8-byte slots for a
+// 4-byte state: the compact encoding, docs/memory.md).
 //
 // Thread safety: safe for concurrent access. Each shard has its own
 // reader/writer mutex; a reader copies a whole State under the shard's reader
@@ -7,11 +10,11 @@
 // a half-written coordinate. Operations on different shards never contend.
 //
 // Memory accounting is exact for the tables themselves: bytes() is the sum of
-// each shard's single flat_hash_map allocation (control bytes + slots), as
-// computed by absl's own AllocSize.
+// each shard's Table::Bytes() (a FlatTable's single allocation, as absl's own
+// AllocSize computes it; a CompactTable's directory and subtables).
 //
 // A memory budget (max_bytes > 0, docs/memory.md) caps every shard's table
-// at the largest capacity its share fits (core/store/shard_limits.h).
+// at the most coordinates its share fits (Table::Limits).
 // WithKeysLocked keeps each shard within it by evicting the coordinates
 // that `rank` says are least useful, never one of the step's own keys; the
 // choice depends only on the shard's contents and the step, so the same
@@ -32,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "core/base/mutex.h"
+#include "core/store/flat_table.h"
 #include "core/store/shard_limits.h"
 
 namespace clickd {
@@ -49,18 +53,22 @@ struct EvictionRank {
   double accumulator = 0;  // the state's update count or sum of g^2, 0 if none
 };
 
-template <typename State>
+template <typename State, typename Table = FlatTable<State>>
 class ShardedStore {
  public:
-  using Map = absl::flat_hash_map<uint64_t, State>;
+  using Map = Table;
 
   // max_bytes 0: unbounded.
   explicit ShardedStore(int num_shards, uint64_t max_bytes = 0)
       : num_shards_(std::max(1, num_shards)),
         shard_divisor_(UINT64_MAX / static_cast<uint64_t>(num_shards_) + 1),
-        limits_(ShardLimitsFor(max_bytes, num_shards_, sizeof(typename Map::slot_type),
-                               alignof(typename Map::slot_type))),
-        shards_(std::make_unique<Shard[]>(static_cast<size_t>(num_shards_))) {}
+        limits_(Table::Limits(max_bytes, num_shards_)),
+        shards_(std::make_unique<Shard[]>(static_cast<size_t>(num_shards_))) {
+    for (int s = 0; s < num_shards_; ++s) {
+      MutexLock lock(&shards_[s].mu);
+      shards_[s].map.Init(s, num_shards_);
+    }
+  }
 
   ShardedStore(const ShardedStore&) = delete;
   ShardedStore& operator=(const ShardedStore&) = delete;
@@ -72,9 +80,9 @@ class ShardedStore {
   bool Find(uint64_t key, State* state) const {
     const Shard& shard = ShardFor(key);
     ReaderMutexLock lock(&shard.mu);
-    auto it = shard.map.find(key);
-    if (it == shard.map.end()) return false;
-    *state = it->second;
+    const State* found = shard.map.Find(key);
+    if (found == nullptr) return false;
+    *state = *found;
     return true;
   }
 
@@ -98,13 +106,9 @@ class ShardedStore {
     TouchedInOrder(per_shard, &touched);
     for (int s : touched) shards_[s].mu.ReaderLock();
     for (const auto& list : lists) {
-      for (const auto& item : list) UnsafeMap(ShardIndex(item.key)).prefetch(item.key);
+      for (const auto& item : list) UnsafeMap(ShardIndex(item.key)).Prefetch(item.key);
     }
-    fn([this](uint64_t key) -> const State* {
-      const Map& map = UnsafeMap(ShardIndex(key));
-      auto it = map.find(key);
-      return it == map.end() ? nullptr : &it->second;
-    });
+    fn([this](uint64_t key) -> const State* { return UnsafeMap(ShardIndex(key)).Find(key); });
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.ReaderUnlock();
   }
 
@@ -115,9 +119,10 @@ class ShardedStore {
   bool Mutate(uint64_t key, Fn&& fn) {
     Shard& shard = ShardFor(key);
     MutexLock lock(&shard.mu);
-    auto [it, inserted] = shard.map.try_emplace(key);
-    KeepForCopy(shard, key, inserted, it->second);
-    fn(it->second);
+    shard.map.Prepare(key, 1);
+    auto [state, inserted] = shard.map.FindOrInsert(key);
+    KeepForCopy(shard, Table::Canonical(key), inserted, *state);
+    fn(*state);
     return inserted;
   }
 
@@ -156,11 +161,11 @@ class ShardedStore {
       if (limits_.bounded && map.size() + per_shard[s] > limits_.max_count) {
         MakeRoom(s, keys, make_rank);
       }
-      map.reserve(std::min(map.size() + per_shard[s], limits_.max_count));
+      map.ReserveForStep(per_shard[s], limits_.max_count);
     }
-    // Every key's slot is requested from memory before the first lookup,
+    // Room for the step's keys, and each key's slot requested from memory
     // so that the step's cache misses overlap instead of coming one by one.
-    for (const auto& k : keys) UnsafeMap(ShardIndex(k.key)).prefetch(k.key);
+    Table::PrepareStep(keys, [this](uint64_t key) -> Table& { return UnsafeMap(ShardIndex(key)); });
     Upserter upsert{this};
     fn(upsert);
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
@@ -180,20 +185,20 @@ class ShardedStore {
       const int s = store->ShardIndex(key);
       Map& map = store->UnsafeMap(s);
       if (map.size() >= store->limits_.max_count) {
-        auto it = map.find(key);
-        if (it == map.end()) return {nullptr, false};
-        store->UnsafeKeepForCopy(s, key, false, it->second);
-        return {&it->second, false};
+        State* found = map.Find(key);
+        if (found == nullptr) return {nullptr, false};
+        store->UnsafeKeepForCopy(s, Table::Canonical(key), false, *found);
+        return {found, false};
       }
-      auto [it, inserted] = map.try_emplace(key);
-      store->UnsafeKeepForCopy(s, key, inserted, it->second);
-      return {&it->second, inserted};
+      auto [state, inserted] = map.FindOrInsert(key);
+      store->UnsafeKeepForCopy(s, Table::Canonical(key), inserted, *state);
+      return {state, inserted};
     }
     template <typename Admit>
     std::pair<State*, bool> IfAdmitted(uint64_t key,
                                        Admit&& admit) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
       Map& map = store->UnsafeMap(store->ShardIndex(key));
-      if (auto it = map.find(key); it != map.end()) return {&it->second, false};
+      if (State* found = map.Find(key); found != nullptr) return {found, false};
       // A full shard refuses before admission is asked, so that "admitted"
       // counts only features that got a coordinate.
       if (map.size() >= store->limits_.max_count || !admit()) return {nullptr, false};
@@ -210,7 +215,7 @@ class ShardedStore {
     for (int s = 0; s < num_shards_; ++s) {
       const Shard& shard = shards_[s];
       ReaderMutexLock lock(&shard.mu);
-      all.insert(all.end(), shard.map.begin(), shard.map.end());
+      shard.map.ForEach([&all](uint64_t key, const State& state) { all.emplace_back(key, state); });
     }
     std::sort(all.begin(), all.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -262,11 +267,10 @@ class ShardedStore {
     Coordinates out(size + size / 16 + 64);
     {
       ReaderMutexLock lock(&shard.mu);
-      if (shard.map.size() <= out.size()) {
-        out.erase(std::copy(shard.map.begin(), shard.map.end(), out.begin()), out.end());
-      } else {
-        out.assign(shard.map.begin(), shard.map.end());
-      }
+      if (shard.map.size() > out.size()) out.resize(shard.map.size());
+      size_t at = 0;
+      shard.map.ForEach([&](uint64_t key, const State& state) { out[at++] = {key, state}; });
+      out.resize(at);
     }
     absl::flat_hash_map<uint64_t, std::optional<State>> before;
     {
@@ -311,7 +315,8 @@ class ShardedStore {
     std::vector<Coordinates> out(static_cast<size_t>(num_shards_));
     for (int s = 0; s < num_shards_; ++s) {
       ReaderMutexLock lock(&shards_[s].mu);
-      out[s].assign(shards_[s].map.begin(), shards_[s].map.end());
+      shards_[s].map.ForEach(
+          [&out, s](uint64_t key, const State& state) { out[s].emplace_back(key, state); });
     }
     return out;
   }
@@ -320,7 +325,7 @@ class ShardedStore {
   void Clear() {
     for (int s = 0; s < num_shards_; ++s) {
       MutexLock lock(&shards_[s].mu);
-      Map().swap(shards_[s].map);
+      shards_[s].map.Clear();
     }
   }
 
@@ -331,23 +336,20 @@ class ShardedStore {
       const Shard& shard = shards_[s];
       ReaderMutexLock lock(&shard.mu);
       stats.coordinates += shard.map.size();
-      const size_t capacity = shard.map.capacity();
-      if (capacity > 0) {
-        using Slot = typename Map::slot_type;
-        stats.bytes += absl::container_internal::AllocSize(capacity, sizeof(Slot), alignof(Slot));
-      }
+      stats.bytes += shard.map.Bytes();
     }
     return stats;
   }
 
   // Shard index of a key. Keys are already hashes, but folded keys keep only
-  // low bits, so mix before taking the high half.
+  // low bits, so mix before taking the high bits (the high half; a
+  // CompactTable's top 16 bits, which pick its subtable).
   // The remainder is computed by Lemire's exact "fastmod" (two multiplies)
   // instead of a division: a step computes it several times per key, and a
   // 64-bit division costs tens of cycles. Same result as `% num_shards_`.
   int ShardIndex(uint64_t key) const {
     const uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
-    const uint64_t low_bits = shard_divisor_ * (mixed >> 32);
+    const uint64_t low_bits = shard_divisor_ * (mixed >> Table::kShardShift);
     return static_cast<int>(
         (static_cast<unsigned __int128>(low_bits) * static_cast<uint64_t>(num_shards_)) >> 64);
   }
@@ -371,12 +373,12 @@ class ShardedStore {
     thread_local std::vector<uint64_t> step;
     step.clear();
     for (const auto& k : keys) {
-      if (ShardIndex(k.key) == s) step.push_back(k.key);
+      if (ShardIndex(k.key) == s) step.push_back(Table::Canonical(k.key));
     }
     std::sort(step.begin(), step.end());
     step.erase(std::unique(step.begin(), step.end()), step.end());
     size_t fresh = 0;
-    for (uint64_t key : step) fresh += !map.contains(key);
+    for (uint64_t key : step) fresh += map.Find(key) == nullptr;
     if (map.size() + fresh <= limits_.max_count) return;
     const size_t target =
         std::min(limits_.low_water, limits_.max_count - std::min(fresh, limits_.max_count));
@@ -399,11 +401,11 @@ class ShardedStore {
     auto finite_or_zero = [](double x) { return std::isnan(x) ? 0.0 : x; };
     std::vector<Candidate> candidates;
     candidates.reserve(map.size());
-    for (const auto& [key, state] : map) {
-      if (std::binary_search(spared.begin(), spared.end(), key)) continue;
+    map.ForEach([&](uint64_t key, const State& state) {
+      if (std::binary_search(spared.begin(), spared.end(), key)) return;
       const EvictionRank r = rank(state);
       candidates.push_back({finite_or_zero(r.weight), finite_or_zero(r.accumulator), key});
-    }
+    });
     const size_t n = std::min(map.size() - target, candidates.size());
     std::nth_element(candidates.begin(), candidates.begin() + n, candidates.end(),
                      [](const Candidate& a, const Candidate& b) {
@@ -412,10 +414,11 @@ class ShardedStore {
                        return a.key < b.key;
                      });
     for (size_t i = 0; i < n; ++i) {
-      auto it = map.find(candidates[i].key);
-      UnsafeKeepForCopy(s, it->first, false, it->second);
-      map.erase(it);
+      const uint64_t key = candidates[i].key;
+      UnsafeKeepForCopy(s, key, false, *map.Find(key));
+      map.Erase(key);
     }
+    map.Shrink();
     evicted_.fetch_add(n, std::memory_order_relaxed);
   }
 

@@ -1,0 +1,358 @@
+// CompactTable<State>: one shard's map from key to State that stores 4 bytes
+// of each key instead of 8 (docs/memory.md, "The compact encoding").
+//
+// A key is first mixed by a bijection (times an odd constant). The mixed
+// key's top 48 bits are the coordinate's identity: its top 16 bits pick one
+// of 65,536 subtables spread over the shards (subtable h belongs to shard
+// h mod num_shards, which ShardedStore computes from the same bits), and
+// the next 32 bits are what a slot stores. A slot is those 4 bytes and the
+// State; each subtable is an open-addressing array with linear probing, an
+// occupancy bitmap and at most 80 % load. So two keys whose mixed top 48
+// bits agree share a coordinate: among 10M random keys the chance that any
+// two do is about 1 in 6 (n^2 / 2^49), against 1 in 3.7e5 for 64-bit keys.
+// Iteration returns each coordinate's canonical key, Canonical(key): the
+// key whose mixed form is the identity followed by 16 zero bits. It maps to
+// the same coordinate, so snapshots hold canonical keys and restore them
+// to the same coordinates.
+//
+// Why not absl::flat_hash_map: its slot for an 8-byte key and a 4-byte
+// state is 16 bytes (the pair is padded to 8-byte alignment), plus a
+// control byte, at 7/16 to 7/8 load: 19-39 bytes per coordinate. Here a
+// slot is 8 bytes at 71-80 % load (each subtable grows by 1.41x, and they
+// grow at different times): ~10.6 bytes, plus 1/8 byte of bitmap, plus a
+// 16-byte header per subtable and an 8-byte pointer per subtable.
+//
+// A subtable's slot position (not the identity) is computed with a
+// per-process random seed, so that callers who choose their keys (packed
+// pre-hashed ids) cannot pile them onto one probe sequence.
+//
+// States never move between Prepare and the next Prepare, Erase, Shrink
+// or Clear: FindOrInsert never grows a subtable, Prepare makes the room.
+//
+// Thread safety: none; the shard's mutex guards it (ShardedStore).
+#ifndef CLICKD_CORE_STORE_COMPACT_TABLE_H_
+#define CLICKD_CORE_STORE_COMPACT_TABLE_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "core/store/shard_limits.h"
+
+namespace clickd {
+
+namespace compact_table_internal {
+
+inline constexpr uint64_t kMix = 0x9E3779B97F4A7C15ull;
+
+// The inverse of an odd number modulo 2^64 (Newton's iteration: each step
+// doubles the correct low bits).
+constexpr uint64_t InverseModTwo64(uint64_t a) {
+  uint64_t x = a;  // correct to 3 bits for odd a
+  for (int i = 0; i < 5; ++i) x *= 2 - a * x;
+  return x;
+}
+inline constexpr uint64_t kUnmix = InverseModTwo64(kMix);
+static_assert(kMix * kUnmix == 1);
+
+// A seed for slot positions, random per process.
+uint64_t PositionSeed();
+
+}  // namespace compact_table_internal
+
+template <typename State>
+class CompactTable {
+ public:
+  // ShardedStore takes a key's shard from these top bits of the mixed key.
+  static constexpr int kShardShift = 48;
+  static constexpr uint32_t kSubtables = 1u << 16;
+
+  struct Slot {
+    uint32_t low;  // bits 16..47 of the mixed key
+    State state;
+  };
+
+  CompactTable() = default;
+  CompactTable(const CompactTable&) = delete;
+  CompactTable& operator=(const CompactTable&) = delete;
+  ~CompactTable() { Clear(); }
+
+  // The key iteration returns for `key`'s coordinate.
+  static uint64_t Canonical(uint64_t key) {
+    using namespace compact_table_internal;
+    return ((key * kMix) >> 16 << 16) * kUnmix;
+  }
+
+  // The limits of each of `num_shards` tables under a budget of max_bytes
+  // (ShardedStore's contract: Bytes() of every shard stays within its share
+  // while it holds at most max_count coordinates). See docs/memory.md.
+  static ShardLimits Limits(uint64_t max_bytes, int num_shards) {
+    if (max_bytes == 0) return ShardLimits{};
+    const uint64_t shards = static_cast<uint64_t>(std::max(1, num_shards));
+    const uint64_t per_shard = max_bytes / shards;
+    const uint64_t fixed = FixedBytes(num_shards);
+    // Per coordinate, in eighths of a byte: 45/32 slots and their bitmap
+    // bits, rounded up.
+    const uint64_t per_coordinate_x8 = (sizeof(Slot) * 8 + 1) * 45 / 32 + 1;
+    ShardLimits limits;
+    limits.bounded = true;
+    limits.max_count = per_shard <= fixed ? 0 : (per_shard - fixed) * 8 / per_coordinate_x8;
+    limits.low_water = limits.max_count - limits.max_count / 10;
+    return limits;
+  }
+
+  // What a budget must give each of `num_shards` tables before its first
+  // coordinate: a subtable holds at most GrowCapacity(its coordinates + 4)
+  // slots between eviction passes (each pass shrinks it to fit), and costs
+  // its header, a bitmap word beyond the first, and the directory's pointer.
+  static uint64_t FixedBytes(int num_shards) {
+    const uint64_t shards = static_cast<uint64_t>(std::max(1, num_shards));
+    const uint64_t subtables = (kSubtables + shards - 1) / shards;
+    return subtables *
+           (sizeof(Block*) + kHeaderBytes + 8 + (GrowCapacity(4) + 2) * sizeof(Slot));
+  }
+
+  // Which shard of `num_shards` this table is: sizes its directory.
+  void Init(int shard, int num_shards) {
+    shard_ = static_cast<uint32_t>(shard);
+    num_shards_ = static_cast<uint32_t>(std::max(1, num_shards));
+    // Lemire's exact division for 32-bit numerators, as ShardedStore's
+    // remainder: ceil(2^64 / num_shards), unused for one shard.
+    divisor_ = UINT64_MAX / num_shards_ + 1;
+    directory_.assign((kSubtables - shard_ + num_shards_ - 1) / num_shards_, nullptr);
+    seed_ = compact_table_internal::PositionSeed();
+  }
+
+  size_t size() const { return size_; }
+
+  // Bytes of the directory and every subtable's allocation.
+  uint64_t Bytes() const { return directory_.size() * sizeof(Block*) + subtable_bytes_; }
+
+  const State* Find(uint64_t key) const {
+    const Block* b = directory_[LocalIndex(key)];
+    if (b == nullptr) return nullptr;
+    const size_t i = Probe(b, Low(key));
+    return b->Occupied(i) ? &b->slots()[i].state : nullptr;
+  }
+  State* Find(uint64_t key) {
+    return const_cast<State*>(static_cast<const CompactTable*>(this)->Find(key));
+  }
+
+  // Requests the key's slot from memory (a read that follows soon).
+  void Prefetch(uint64_t key) const {
+    const Block* b = directory_[LocalIndex(key)];
+    if (b != nullptr) __builtin_prefetch(&b->slots()[Home(b->capacity, Low(key))]);
+  }
+
+  // Subtables grow one by one (Prepare), not the whole table.
+  void ReserveForStep(size_t /*new_keys*/, size_t /*max_count*/) {}
+
+  // Makes room for `new_keys` more keys in `key`'s subtable (growing it if
+  // they would take it past 80 % load) and requests the key's slot from
+  // memory. Call before FindOrInsert(key).
+  void Prepare(uint64_t key, size_t new_keys) {
+    if (new_keys == 0) new_keys = 1;
+    Block*& b = directory_[LocalIndex(key)];
+    const size_t size = b == nullptr ? 0 : b->size;
+    if (b == nullptr || size + new_keys > MaxLoad(b->capacity)) {
+      Resize(&b, GrowCapacity(size + new_keys));
+    }
+    __builtin_prefetch(&b->slots()[Home(b->capacity, Low(key))]);
+  }
+
+  // Returns {state, inserted}; a new key gets a default State. The room
+  // must have been made by Prepare.
+  std::pair<State*, bool> FindOrInsert(uint64_t key) {
+    Block* b = directory_[LocalIndex(key)];
+    const uint32_t low = Low(key);
+    const size_t i = Probe(b, low);
+    Slot& slot = b->slots()[i];
+    if (b->Occupied(i)) return {&slot.state, false};
+    b->SetOccupied(i, true);
+    slot.low = low;
+    slot.state = State{};
+    ++b->size;
+    ++size_;
+    return {&slot.state, true};
+  }
+
+  // Removes the key; false if absent. Moves other states of its subtable.
+  bool Erase(uint64_t key) {
+    Block* b = directory_[LocalIndex(key)];
+    if (b == nullptr) return false;
+    size_t hole = Probe(b, Low(key));
+    if (!b->Occupied(hole)) return false;
+    // Backward-shift deletion: move each later entry of the run whose home
+    // does not lie cyclically in (hole, at] into the hole.
+    for (size_t at = Next(b, hole); b->Occupied(at); at = Next(b, at)) {
+      const size_t home = Home(b->capacity, b->slots()[at].low);
+      const bool stays = hole <= at ? (hole < home && home <= at) : (hole < home || home <= at);
+      if (stays) continue;
+      b->slots()[hole] = b->slots()[at];
+      hole = at;
+    }
+    b->SetOccupied(hole, false);
+    --b->size;
+    --size_;
+    return true;
+  }
+
+  // Prepares every key of a step, each table(key) for the number of the
+  // step's keys in its subtable (counted exactly, so that an example with
+  // many features does not grow every subtable it touches by all of them).
+  template <typename KeyRange, typename TableOf>
+  static void PrepareStep(const KeyRange& keys, TableOf&& table_of) {
+    // One counter per subtable, zero between calls: an increment per key
+    // instead of a sort or a map.
+    thread_local std::vector<uint32_t> counts(kSubtables, 0);
+    for (const auto& k : keys) ++counts[High(k.key)];
+    for (const auto& k : keys) table_of(k.key).Prepare(k.key, counts[High(k.key)]);
+    for (const auto& k : keys) counts[High(k.key)] = 0;
+  }
+
+  // Calls fn(canonical key, const State&) for every coordinate.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    using compact_table_internal::kUnmix;
+    for (size_t local = 0; local < directory_.size(); ++local) {
+      const Block* b = directory_[local];
+      if (b == nullptr) continue;
+      const uint64_t high = static_cast<uint64_t>(local) * num_shards_ + shard_;
+      for (size_t i = 0; i < b->capacity; ++i) {
+        if (!b->Occupied(i)) continue;
+        const uint64_t mixed = (high << 48) | (static_cast<uint64_t>(b->slots()[i].low) << 16);
+        fn(mixed * kUnmix, b->slots()[i].state);
+      }
+    }
+  }
+
+  // Gives each subtable the capacity a fresh one of its size would have,
+  // and frees empty ones: after evictions, so that the budget's bound on
+  // Bytes() holds again (Limits).
+  void Shrink() {
+    for (Block*& b : directory_) {
+      if (b == nullptr) continue;
+      if (b->size == 0) {
+        Free(&b);
+      } else if (b->capacity > GrowCapacity(b->size)) {
+        Resize(&b, GrowCapacity(b->size));
+      }
+    }
+  }
+
+  void Clear() {
+    for (Block*& b : directory_) Free(&b);
+    size_ = 0;
+  }
+
+ private:
+  static constexpr size_t kHeaderBytes = 8;
+
+  // A subtable: header, occupancy bitmap, slots, in one allocation.
+  struct Block {
+    uint32_t size;
+    uint32_t capacity;
+    uint64_t* bitmap() { return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(this) + 8); }
+    const uint64_t* bitmap() const {
+      return reinterpret_cast<const uint64_t*>(reinterpret_cast<const char*>(this) + 8);
+    }
+    Slot* slots() { return reinterpret_cast<Slot*>(bitmap() + BitmapWords(capacity)); }
+    const Slot* slots() const {
+      return reinterpret_cast<const Slot*>(bitmap() + BitmapWords(capacity));
+    }
+    bool Occupied(size_t i) const { return (bitmap()[i / 64] >> (i % 64)) & 1; }
+    void SetOccupied(size_t i, bool on) {
+      if (on) {
+        bitmap()[i / 64] |= uint64_t{1} << (i % 64);
+      } else {
+        bitmap()[i / 64] &= ~(uint64_t{1} << (i % 64));
+      }
+    }
+  };
+  static_assert(sizeof(Block) == kHeaderBytes);
+  static_assert(alignof(Slot) <= 8);
+
+  static size_t BitmapWords(size_t capacity) { return (capacity + 63) / 64; }
+  static size_t BlockBytes(size_t capacity) {
+    return kHeaderBytes + BitmapWords(capacity) * 8 + capacity * sizeof(Slot);
+  }
+  // At most 80 % of the slots hold keys, so that probes stay short.
+  static constexpr size_t MaxLoad(size_t capacity) { return capacity * 4 / 5; }
+  // The capacity for `count` keys: 45/32 of them (load 71 %), at least 4.
+  static constexpr size_t GrowCapacity(size_t count) {
+    return std::max<size_t>(4, (count * 45 + 31) / 32 + 1);
+  }
+
+  static uint32_t High(uint64_t key) {
+    return static_cast<uint32_t>((key * compact_table_internal::kMix) >> 48);
+  }
+  static uint32_t Low(uint64_t key) {
+    return static_cast<uint32_t>((key * compact_table_internal::kMix) >> 16);
+  }
+  // The subtable's index in this shard's directory: (mixed >> 48) / num_shards.
+  size_t LocalIndex(uint64_t key) const {
+    const uint64_t high = High(key);
+    if (num_shards_ == 1) return high;
+    return static_cast<size_t>((static_cast<unsigned __int128>(divisor_) * high) >> 64);
+  }
+  size_t Home(size_t capacity, uint32_t low) const {
+    const uint64_t h = ((low ^ seed_) * compact_table_internal::kMix) >> 32;
+    return static_cast<size_t>((h * capacity) >> 32);
+  }
+  static size_t Next(const Block* b, size_t i) { return i + 1 == b->capacity ? 0 : i + 1; }
+
+  // The slot holding `low`, or the empty slot where it would go. A subtable
+  // always has an empty slot (load <= 80 %), so the loop ends.
+  size_t Probe(const Block* b, uint32_t low) const {
+    size_t i = Home(b->capacity, low);
+    while (b->Occupied(i) && b->slots()[i].low != low) i = Next(b, i);
+    return i;
+  }
+
+  void Resize(Block** b, size_t capacity) {
+    capacity = std::min<size_t>(capacity, std::numeric_limits<uint32_t>::max());
+    Block* grown = static_cast<Block*>(std::malloc(BlockBytes(capacity)));
+    if (grown == nullptr) std::abort();
+    grown->size = 0;
+    grown->capacity = static_cast<uint32_t>(capacity);
+    std::memset(grown->bitmap(), 0, BitmapWords(capacity) * 8);
+    if (Block* old = *b; old != nullptr) {
+      for (size_t i = 0; i < old->capacity; ++i) {
+        if (!old->Occupied(i)) continue;
+        const size_t at = Probe(grown, old->slots()[i].low);
+        grown->SetOccupied(at, true);
+        grown->slots()[at] = old->slots()[i];
+        ++grown->size;
+      }
+      subtable_bytes_ -= BlockBytes(old->capacity);
+      std::free(old);
+    }
+    subtable_bytes_ += BlockBytes(capacity);
+    *b = grown;
+  }
+
+  void Free(Block** b) {
+    if (*b == nullptr) return;
+    size_ -= (*b)->size;
+    subtable_bytes_ -= BlockBytes((*b)->capacity);
+    std::free(*b);
+    *b = nullptr;
+  }
+
+  uint32_t shard_ = 0;
+  uint32_t num_shards_ = 1;
+  uint64_t divisor_ = 0;
+  uint64_t seed_ = 0;
+  std::vector<Block*> directory_;
+  size_t size_ = 0;
+  uint64_t subtable_bytes_ = 0;
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_CORE_STORE_COMPACT_TABLE_H_
