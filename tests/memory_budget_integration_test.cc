@@ -2,7 +2,9 @@
 // created by `clickctl models create --memory_max_bytes` learns far more
 // distinct features than its budget holds, stays within it (GetModel and
 // /metrics), keeps serving, and a SIGKILL restart (update-log replay)
-// rebuilds the same state, evictions included.
+// rebuilds the same state, evictions included. And the compact encoding
+// (`--state_encoding=compact`): created, refused where it cannot serve,
+// snapshotted, and restarted after SIGKILL to the same state.
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
@@ -45,9 +47,9 @@ std::unique_ptr<ClickdClient> Connect(const ServerProcess& server) {
 }
 
 // 100 impressions, each with an ad id never used before and a site among 5.
-v1::UpdateRequest Batch(int batch) {
+v1::UpdateRequest Batch(int batch, const std::string& model = "small") {
   v1::UpdateRequest r;
-  r.set_model("small");
+  r.set_model(model);
   for (int i = 0; i < 100; ++i) {
     auto* c = r.add_impressions()->add_candidates();
     auto* ad = c->mutable_example()->add_namespaces();
@@ -131,6 +133,62 @@ TEST(MemoryBudget, StaysWithinItsBudgetAndRestartsToTheSameState) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->config().memory().max_bytes(), kBudget);
   EXPECT_EQ(info->coordinates_evicted(), evicted);  // the replay evicted the same again
+}
+
+TEST(MemoryBudget, ACompactModelSnapshotsAndRestartsToTheSameState) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/compact_encoding_test_", getpid());
+  std::filesystem::remove_all(dir);
+  std::string digest;
+  double prediction = 0;
+  v1::PredictRequest predict;
+  predict.set_model("compact");
+  auto* site = predict.add_candidates()->add_namespaces();
+  site->set_name("site");
+  site->add_features()->set_id(0);
+  {
+    auto port = testing::FindFreePort();
+    ASSERT_TRUE(port.ok()) << port.status();
+    auto server = Start(dir, *port);
+    ASSERT_NE(server, nullptr);
+    auto client = Connect(*server);
+    const std::string create = absl::StrCat(CLICKCTL_PATH, " models create --json --server=",
+                                            server->address(), " --state_encoding=compact");
+    const CommandResult refused = RunCommand(create + " --model=ada --optimizer=adagrad",
+                                             absl::Seconds(120));
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("memory.encoding"), std::string::npos) << refused.err;
+    const CommandResult created = RunCommand(create + " --model=compact", absl::Seconds(120));
+    ASSERT_EQ(created.exit_code, 0) << created.err;
+    for (int b = 0; b < 100; ++b) ASSERT_TRUE(client->Update(Batch(b, "compact")).ok()) << b;
+    auto snapshot = client->SnapshotModel("compact");
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+    // These reach only the update log: the restart replays them.
+    for (int b = 100; b < 150; ++b) ASSERT_TRUE(client->Update(Batch(b, "compact")).ok()) << b;
+    auto info = client->GetModel("compact");
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->config().memory().encoding(), v1::STATE_ENCODING_COMPACT);
+    EXPECT_EQ(info->updates(), 15'000u);
+    EXPECT_EQ(info->coordinates(), 15'006u);  // ads, sites and the bias
+    auto scored = client->Predict(predict);
+    ASSERT_TRUE(scored.ok()) << scored.status();
+    prediction = scored->predictions(0).prediction();
+    EXPECT_GT(prediction, 0.5);
+    digest = *client->StateDigest("compact");
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  auto port = testing::FindFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  auto server = Start(dir, *port);
+  ASSERT_NE(server, nullptr);
+  auto client = Connect(*server);
+  EXPECT_EQ(*client->StateDigest("compact"), digest);
+  auto info = client->GetModel("compact");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->config().memory().encoding(), v1::STATE_ENCODING_COMPACT);
+  auto scored = client->Predict(predict);
+  ASSERT_TRUE(scored.ok()) << scored.status();
+  EXPECT_EQ(scored->predictions(0).prediction(), prediction);
 }
 
 }  // namespace

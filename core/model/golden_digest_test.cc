@@ -82,6 +82,12 @@ std::vector<GoldenCase> Cases() {
     c.memory.max_bytes = 64 << 10;
     cases.push_back({"ftrl_budget", c, "1cb88696cba84188"});
   }
+  {
+    // Recorded when the compact encoding was added (after 73bb0dc).
+    ModelConfig c = WithOptimizer(OptimizerType::kFtrl);
+    c.memory.encoding = StateEncoding::kCompact;
+    cases.push_back({"ftrl_compact", c, "3376e8d796d612c5"});
+  }
   cases.push_back({"ftrl_squared", WithOptimizer(OptimizerType::kFtrl, LossType::kSquared),
                    "a6676f8f84637176"});
   cases.push_back({"adagrad", WithOptimizer(OptimizerType::kAdagrad), "76cc03cfcd69dcc8"});

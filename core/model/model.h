@@ -30,7 +30,7 @@ struct ModelStats {
   uint64_t updates = 0;                     // examples learned
   uint64_t coordinates = 0;                 // keys in the store
   uint64_t bytes = 0;                       // store table memory
-  uint64_t state_bytes_per_coordinate = 0;  // sizeof(key) + sizeof(State)
+  uint64_t state_bytes_per_coordinate = 0;  // sizeof(key) + sizeof(State); a compact slot: 8
   // Feature admission (config.admission; 0 when every feature is admitted):
   // sightings of features the model did not hold, and how many got in.
   uint64_t admission_sightings = 0;

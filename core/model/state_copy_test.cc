@@ -27,6 +27,10 @@ std::vector<ModelConfig> AllConfigs() {
     c.num_shards = 4;
     configs.push_back(c);
   }
+  ModelConfig compact;  // FTRL in the compact encoding
+  compact.memory.encoding = StateEncoding::kCompact;
+  compact.num_shards = 4;
+  configs.push_back(compact);
   ModelConfig with_dense;  // FTRL with a dense block
   with_dense.dense_namespaces = {{"emb", 2}};
   with_dense.dense_optimizer.type = DenseOptimizerType::kAdaDiag;
