@@ -151,10 +151,11 @@ TEST(MemoryBudget, ACompactModelSnapshotsAndRestartsToTheSameState) {
     auto server = Start(dir, *port);
     ASSERT_NE(server, nullptr);
     auto client = Connect(*server);
-    const std::string create = absl::StrCat(CLICKCTL_PATH, " models create --json --server=",
-                                            server->address(), " --state_encoding=compact");
-    const CommandResult refused = RunCommand(create + " --model=ada --optimizer=adagrad",
-                                             absl::Seconds(120));
+    const std::string create =
+        absl::StrCat(CLICKCTL_PATH, " models create --json --server=", server->address(),
+                     " --state_encoding=compact");
+    const CommandResult refused =
+        RunCommand(create + " --model=ada --optimizer=adagrad", absl::Seconds(120));
     EXPECT_NE(refused.exit_code, 0);
     EXPECT_NE(refused.err.find("memory.encoding"), std::string::npos) << refused.err;
     const CommandResult created = RunCommand(create + " --model=compact", absl::Seconds(120));

@@ -141,7 +141,8 @@ TEST(CompactModel, ABudgetBoundsTheTablesUnderEndlessNewFeatures) {
   std::vector<HashedFeature> features(20);
   for (int i = 0; i < 30000; ++i) {  // 600,000 coordinates' worth
     features[0] = {static_cast<uint64_t>(i % 10), 1.0f};
-    for (size_t k = 1; k < features.size(); ++k) features[k] = {next++ * 0x9E3779B97F4A7C15ull, 1.0f};
+    for (size_t k = 1; k < features.size(); ++k)
+      features[k] = {next++ * 0x9E3779B97F4A7C15ull, 1.0f};
     model->Learn(features, i % 10 < 5 ? 1 : 0, 1.0);
     if (i % 1000 == 0) ASSERT_LE(model->Stats().bytes, config.memory.max_bytes);
   }

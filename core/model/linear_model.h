@@ -45,9 +45,9 @@ namespace clickd {
 template <typename Optimizer>
 inline constexpr bool kCompactEncoding = std::is_same_v<Optimizer, CompactFtrl>;
 template <typename Optimizer>
-using TableFor = std::conditional_t<kCompactEncoding<Optimizer>,
-                                    CompactTable<typename Optimizer::State>,
-                                    FlatTable<typename Optimizer::State>>;
+using TableFor =
+    std::conditional_t<kCompactEncoding<Optimizer>, CompactTable<typename Optimizer::State>,
+                       FlatTable<typename Optimizer::State>>;
 
 // An optimizer whose step needs quantities of the whole example (PA's hinge
 // loss and ||x||^2, CW's margin variance), not only each coordinate's
@@ -292,14 +292,13 @@ class LinearModel final : public Model {
     if (dense_block() != nullptr) {
       if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
     }
-    store_.Clear();
-    for (size_t at = 0; at < in.coordinates.size(); at += kRecord) {
-      uint64_t key;
-      CoordinateState state;
-      std::memcpy(&key, in.coordinates.data() + at, sizeof(key));
-      std::memcpy(&state, in.coordinates.data() + at + sizeof(key), sizeof(state));
-      store_.Mutate(key, [&state](CoordinateState& s) { s = state; });
-    }
+    store_.Assign(in.coordinates.size() / kRecord, [&in](size_t i) {
+      std::pair<uint64_t, CoordinateState> out;
+      const char* record = in.coordinates.data() + i * kRecord;
+      std::memcpy(&out.first, record, sizeof(uint64_t));
+      std::memcpy(&out.second, record + sizeof(uint64_t), sizeof(CoordinateState));
+      return out;
+    });
     MutexLock lock(&round_mu_);
     round_ = in.round;
     return absl::OkStatus();

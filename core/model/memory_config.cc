@@ -30,8 +30,8 @@ absl::Status ParseStateEncoding(std::string_view name, StateEncoding* encoding) 
       return absl::OkStatus();
     }
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("memory.encoding \"", std::string(name), "\" is unknown; one of: float, compact"));
+  return absl::InvalidArgumentError(absl::StrCat("memory.encoding \"", std::string(name),
+                                                 "\" is unknown; one of: float, compact"));
 }
 
 namespace {
@@ -43,12 +43,13 @@ absl::Status ValidateEncoding(const ModelConfig& config) {
     case StateEncoding::kCompact:
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("memory.encoding is ", static_cast<uint32_t>(config.memory.encoding),
-                       "; must be float (0) or compact (1)"));
+      return absl::InvalidArgumentError(absl::StrCat("memory.encoding is ",
+                                                     static_cast<uint32_t>(config.memory.encoding),
+                                                     "; must be float (0) or compact (1)"));
   }
   bool all_ftrl = config.optimizer.type == OptimizerType::kFtrl;
-  for (const ModelVariant& v : config.variants) all_ftrl &= v.optimizer.type == OptimizerType::kFtrl;
+  for (const ModelVariant& v : config.variants)
+    all_ftrl &= v.optimizer.type == OptimizerType::kFtrl;
   if (!all_ftrl) {
     return absl::InvalidArgumentError(
         "memory.encoding compact holds FTRL's z and n in 16 bits; the model's optimizer and "

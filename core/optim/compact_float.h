@@ -36,7 +36,8 @@ class CompactFloat {
     const uint32_t field = code & kMagnitudeMask;
     const uint32_t e = field >> kMantissaBits;
     const double sign_factor = kSigned && (code >> 15) ? -1.0 : 1.0;
-    if (e == 0) return sign_factor * std::ldexp(static_cast<double>(field), kMinExponent - kMantissaBits);
+    if (e == 0)
+      return sign_factor * std::ldexp(static_cast<double>(field), kMinExponent - kMantissaBits);
     const uint64_t exponent = static_cast<uint64_t>(static_cast<int>(e) - 1 + kMinExponent + 1023);
     const uint64_t mantissa = static_cast<uint64_t>(field & ((1u << kMantissaBits) - 1))
                               << (52 - kMantissaBits);

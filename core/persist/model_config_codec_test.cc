@@ -79,8 +79,7 @@ TEST(ModelConfigEncoding, RoundTripsTheStateEncoding) {
   EncodeModelConfig(config, &bytes);
   refused = DecodeModelConfig(bytes);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(refused.status().message().find("must be ftrl"), std::string::npos)
-      << refused.status();
+  EXPECT_NE(refused.status().message().find("must be ftrl"), std::string::npos) << refused.status();
 }
 
 }  // namespace

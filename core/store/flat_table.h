@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "core/store/shard_limits.h"
@@ -67,6 +68,9 @@ class FlatTable {
 
   // Requests the key's slot from memory (a read that follows soon).
   void Prefetch(uint64_t key) const { map_.prefetch(key); }
+
+  // Room for `keys` (distinct, the table empty): one allocation.
+  void Presize(const std::vector<uint64_t>& keys) { map_.reserve(keys.size()); }
 
   // One key: room for it and its slot requested.
   void Prepare(uint64_t key, size_t new_keys) {
