@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Offline training against Vowpal Wabbit, in one run (issue 16, item 4):
-# `clickctl replay --offline` with and without --read_ahead and `vw` on the
+# `clickctl replay --offline` with and without --read_ahead (and with it in
+# the compact encoding, --state_encoding=compact) and `vw` on the
 # same synthetic click log (2M examples x 40 features + bias, VW text),
 # FTRL-Proximal with logistic loss at the same alpha and beta, text parsing
 # included, alternated REPEATS times so that each figure has the others
@@ -52,6 +53,8 @@ timed() {  # NAME COMMAND...: one table row
 for round in $(seq 1 "$repeats"); do
   timed "clickd --read_ahead" "$clickctl" replay --offline --format=vw --optimizer=ftrl \
     --progress_every=0 --json --read_ahead=true "$log"
+  timed "clickd --read_ahead compact" "$clickctl" replay --offline --format=vw --optimizer=ftrl \
+    --progress_every=0 --json --read_ahead=true --state_encoding=compact "$log"
   timed "clickd one thread" "$clickctl" replay --offline --format=vw --optimizer=ftrl \
     --progress_every=0 --json --read_ahead=false "$log"
   if [[ -n ${VW_BIN:-} ]]; then

@@ -6,10 +6,12 @@
 // of 65,536 subtables spread over the shards (subtable h belongs to shard
 // h mod num_shards, which ShardedStore computes from the same bits), and
 // the next 32 bits are what a slot stores. A slot is those 4 bytes and the
-// State; each subtable is an open-addressing array with linear probing, an
-// occupancy bitmap and at most 87.5 % load. So two keys whose mixed top 48
-// bits agree share a coordinate: among 10M random keys the chance that any
-// two do is about 1 in 6 (n^2 / 2^49), against 1 in 3.7e5 for 64-bit keys.
+// State; each subtable is an open-addressing array with linear probing and
+// at most 87.5 % load, whose size and capacity sit in its directory entry.
+// So two keys whose mixed top 48 bits agree share a coordinate: among 10M
+// random keys the chance that any two do is about 1 in 6 (n^2 / 2^49),
+// against 1 in 3.7e5 for 64-bit keys. (One value of the 32 bits marks an
+// empty slot; a key with it shares the identity below it: kEmpty.)
 // Iteration returns each coordinate's canonical key, Canonical(key): the
 // key whose mixed form is the identity followed by 16 zero bits. It maps to
 // the same coordinate, so snapshots hold canonical keys and restore them
@@ -19,13 +21,12 @@
 // state is 16 bytes (the pair is padded to 8-byte alignment), plus a
 // control byte, at 7/16 to 7/8 load: 19-39 bytes per coordinate. Here a
 // slot is 8 bytes at 80-87.5 % load (each subtable grows by 1.25x, and
-// they grow at different times): ~9.6 bytes, plus 1/8 byte of bitmap, plus
-// a 16-byte header per subtable and an 8-byte pointer per subtable. The
-// high load is affordable because slots are small: a lookup of an absent
-// key scans ~20 slots (160 bytes, 3 cache lines) on average, of a present
-// one ~4. Growth by 1.25x (not 2x) also keeps glibc's heap from holding
-// the freed smaller blocks: measured at 10M coordinates, 1.41x growth at
-// 80 % left 14.7 MB free in the heap against 12.0 MB (docs/memory.md).
+// they grow at different times): ~9.6 bytes, plus a 16-byte directory
+// entry per subtable (0.1 byte per coordinate at 10M). The high load is
+// affordable because slots are small: a lookup of an absent key scans ~20
+// slots (160 bytes, 3 cache lines) on average, of a present one ~4. Growth
+// by 1.25x (not 2x) also leaves less of glibc's heap free in the smaller
+// blocks the subtables grew out of (docs/memory.md).
 //
 // A subtable's slot position (not the identity) is computed with a
 // per-process random seed, so that callers who choose their keys (packed
@@ -78,9 +79,13 @@ class CompactTable {
   static constexpr uint32_t kSubtables = 1u << 16;
 
   struct Slot {
-    uint32_t low;  // bits 16..47 of the mixed key
+    uint32_t low;  // bits 16..47 of the mixed key; kEmpty in an empty slot
     State state;
   };
+  // The one value of `low` no key has: it marks an empty slot (instead of a
+  // bitmap, which would be another cache line per probe). A key whose bits
+  // are this value takes the identity of the value below it: 1 key in 2^32.
+  static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
 
   CompactTable() = default;
   CompactTable(const CompactTable&) = delete;
@@ -89,8 +94,7 @@ class CompactTable {
 
   // The key iteration returns for `key`'s coordinate.
   static uint64_t Canonical(uint64_t key) {
-    using namespace compact_table_internal;
-    return ((key * kMix) >> 16 << 16) * kUnmix;
+    return (uint64_t{High(key)} << 48 | uint64_t{Low(key)} << 16) * compact_table_internal::kUnmix;
   }
 
   // The limits of each of `num_shards` tables under a budget of max_bytes
@@ -101,24 +105,23 @@ class CompactTable {
     const uint64_t shards = static_cast<uint64_t>(std::max(1, num_shards));
     const uint64_t per_shard = max_bytes / shards;
     const uint64_t fixed = FixedBytes(num_shards);
-    // Per coordinate, in eighths of a byte: 5/4 slots and their bitmap
-    // bits, rounded up.
-    const uint64_t per_coordinate_x8 = (sizeof(Slot) * 8 + 1) * kGrowth.num / kGrowth.den + 1;
+    // Per coordinate: 5/4 slots, rounded up (in quarters of a byte).
+    const uint64_t per_coordinate_x4 = sizeof(Slot) * 4 * kGrowth.num / kGrowth.den + 1;
     ShardLimits limits;
     limits.bounded = true;
-    limits.max_count = per_shard <= fixed ? 0 : (per_shard - fixed) * 8 / per_coordinate_x8;
+    limits.max_count = per_shard <= fixed ? 0 : (per_shard - fixed) * 4 / per_coordinate_x4;
     limits.low_water = limits.max_count - limits.max_count / 10;
     return limits;
   }
 
   // What a budget must give each of `num_shards` tables before its first
-  // coordinate: a subtable holds at most GrowCapacity(its coordinates + 4)
-  // slots between eviction passes (each pass shrinks it to fit), and costs
-  // its header, a bitmap word beyond the first, and the directory's pointer.
+  // coordinate: the directory, and room for a subtable's rounding and a
+  // step's keys: a subtable holds at most GrowCapacity(its coordinates + 4)
+  // slots between eviction passes (each pass shrinks it to fit).
   static uint64_t FixedBytes(int num_shards) {
     const uint64_t shards = static_cast<uint64_t>(std::max(1, num_shards));
     const uint64_t subtables = (kSubtables + shards - 1) / shards;
-    return subtables * (sizeof(Block*) + kHeaderBytes + 8 + (GrowCapacity(4) + 2) * sizeof(Slot));
+    return subtables * (sizeof(Subtable) + (GrowCapacity(4) + 2) * sizeof(Slot));
   }
 
   // Which shard of `num_shards` this table is: sizes its directory.
@@ -128,20 +131,20 @@ class CompactTable {
     // Lemire's exact division for 32-bit numerators, as ShardedStore's
     // remainder: ceil(2^64 / num_shards), unused for one shard.
     divisor_ = UINT64_MAX / num_shards_ + 1;
-    directory_.assign((kSubtables - shard_ + num_shards_ - 1) / num_shards_, nullptr);
+    directory_.assign((kSubtables - shard_ + num_shards_ - 1) / num_shards_, Subtable{});
     seed_ = compact_table_internal::PositionSeed();
   }
 
   size_t size() const { return size_; }
 
-  // Bytes of the directory and every subtable's allocation.
-  uint64_t Bytes() const { return directory_.size() * sizeof(Block*) + subtable_bytes_; }
+  // Bytes of the directory and every subtable's slots.
+  uint64_t Bytes() const { return directory_.size() * sizeof(Subtable) + slot_bytes_; }
 
   const State* Find(uint64_t key) const {
-    const Block* b = directory_[LocalIndex(key)];
-    if (b == nullptr) return nullptr;
-    const size_t i = Probe(b, Low(key));
-    return b->Occupied(i) ? &b->slots()[i].state : nullptr;
+    const Subtable& t = directory_[LocalIndex(key)];
+    if (t.capacity == 0) return nullptr;
+    const Slot& slot = t.slots[Probe(t, Low(key))];
+    return slot.low == kEmpty ? nullptr : &slot.state;
   }
   State* Find(uint64_t key) {
     return const_cast<State*>(static_cast<const CompactTable*>(this)->Find(key));
@@ -149,9 +152,12 @@ class CompactTable {
 
   // Requests the key's slot from memory (a read that follows soon).
   void Prefetch(uint64_t key) const {
-    const Block* b = directory_[LocalIndex(key)];
-    if (b != nullptr) __builtin_prefetch(&b->slots()[Home(b->capacity, Low(key))]);
+    const Subtable& t = directory_[LocalIndex(key)];
+    if (t.capacity != 0) __builtin_prefetch(&t.slots[Home(t.capacity, Low(key))]);
   }
+
+  // Subtables grow one by one (Prepare), not the whole table.
+  void ReserveForStep(size_t /*new_keys*/, size_t /*max_count*/) {}
 
   // Room for `keys` (distinct, the table empty): each subtable allocated
   // once at the capacity its count of them needs.
@@ -163,70 +169,67 @@ class CompactTable {
     }
   }
 
-  // Subtables grow one by one (Prepare), not the whole table.
-  void ReserveForStep(size_t /*new_keys*/, size_t /*max_count*/) {}
-
   // Makes room for `new_keys` more keys in `key`'s subtable (growing it if
-  // they would take it past 87.5 % load) and requests the key's slot from
+  // they would take it past 7/8 load) and requests the key's slot from
   // memory. Call before FindOrInsert(key).
   void Prepare(uint64_t key, size_t new_keys) {
-    if (new_keys == 0) new_keys = 1;
-    Block*& b = directory_[LocalIndex(key)];
-    const size_t size = b == nullptr ? 0 : b->size;
-    if (b == nullptr || size + new_keys > MaxLoad(b->capacity)) {
-      Resize(&b, GrowCapacity(size + new_keys));
+    Subtable& t = directory_[LocalIndex(key)];
+    if (t.size + new_keys > MaxLoad(t.capacity)) Resize(&t, GrowCapacity(t.size + new_keys));
+    __builtin_prefetch(&t.slots[Home(t.capacity, Low(key))]);
+  }
+
+  // Prepares every key of a step, each table(key) for the number of the
+  // step's keys in its subtable (counted exactly, so that an example with
+  // many features does not grow every subtable it touches by all of them).
+  // The directory entries are requested from memory first, so that their
+  // misses overlap, then the slots.
+  template <typename KeyRange, typename TableOf>
+  static void PrepareStep(const KeyRange& keys, TableOf&& table_of) {
+    // One counter per subtable, zero between calls: an increment per key
+    // instead of a sort or a map.
+    thread_local std::vector<uint32_t> counts(kSubtables, 0);
+    for (const auto& k : keys) {
+      const CompactTable& table = table_of(k.key);
+      __builtin_prefetch(&table.directory_[table.LocalIndex(k.key)]);
+      ++counts[High(k.key)];
     }
-    __builtin_prefetch(&b->slots()[Home(b->capacity, Low(key))]);
+    for (const auto& k : keys) table_of(k.key).Prepare(k.key, counts[High(k.key)]);
+    for (const auto& k : keys) counts[High(k.key)] = 0;
   }
 
   // Returns {state, inserted}; a new key gets a default State. The room
   // must have been made by Prepare.
   std::pair<State*, bool> FindOrInsert(uint64_t key) {
-    Block* b = directory_[LocalIndex(key)];
+    Subtable& t = directory_[LocalIndex(key)];
     const uint32_t low = Low(key);
-    const size_t i = Probe(b, low);
-    Slot& slot = b->slots()[i];
-    if (b->Occupied(i)) return {&slot.state, false};
-    b->SetOccupied(i, true);
+    Slot& slot = t.slots[Probe(t, low)];
+    if (slot.low != kEmpty) return {&slot.state, false};
     slot.low = low;
     slot.state = State{};
-    ++b->size;
+    ++t.size;
     ++size_;
     return {&slot.state, true};
   }
 
   // Removes the key; false if absent. Moves other states of its subtable.
   bool Erase(uint64_t key) {
-    Block* b = directory_[LocalIndex(key)];
-    if (b == nullptr) return false;
-    size_t hole = Probe(b, Low(key));
-    if (!b->Occupied(hole)) return false;
+    Subtable& t = directory_[LocalIndex(key)];
+    if (t.capacity == 0) return false;
+    size_t hole = Probe(t, Low(key));
+    if (t.slots[hole].low == kEmpty) return false;
     // Backward-shift deletion: move each later entry of the run whose home
     // does not lie cyclically in (hole, at] into the hole.
-    for (size_t at = Next(b, hole); b->Occupied(at); at = Next(b, at)) {
-      const size_t home = Home(b->capacity, b->slots()[at].low);
+    for (size_t at = Next(t, hole); t.slots[at].low != kEmpty; at = Next(t, at)) {
+      const size_t home = Home(t.capacity, t.slots[at].low);
       const bool stays = hole <= at ? (hole < home && home <= at) : (hole < home || home <= at);
       if (stays) continue;
-      b->slots()[hole] = b->slots()[at];
+      t.slots[hole] = t.slots[at];
       hole = at;
     }
-    b->SetOccupied(hole, false);
-    --b->size;
+    t.slots[hole].low = kEmpty;
+    --t.size;
     --size_;
     return true;
-  }
-
-  // Prepares every key of a step, each table(key) for the number of the
-  // step's keys in its subtable (counted exactly, so that an example with
-  // many features does not grow every subtable it touches by all of them).
-  template <typename KeyRange, typename TableOf>
-  static void PrepareStep(const KeyRange& keys, TableOf&& table_of) {
-    // One counter per subtable, zero between calls: an increment per key
-    // instead of a sort or a map.
-    thread_local std::vector<uint32_t> counts(kSubtables, 0);
-    for (const auto& k : keys) ++counts[High(k.key)];
-    for (const auto& k : keys) table_of(k.key).Prepare(k.key, counts[High(k.key)]);
-    for (const auto& k : keys) counts[High(k.key)] = 0;
   }
 
   // Calls fn(canonical key, const State&) for every coordinate.
@@ -234,13 +237,12 @@ class CompactTable {
   void ForEach(Fn&& fn) const {
     using compact_table_internal::kUnmix;
     for (size_t local = 0; local < directory_.size(); ++local) {
-      const Block* b = directory_[local];
-      if (b == nullptr) continue;
+      const Subtable& t = directory_[local];
       const uint64_t high = static_cast<uint64_t>(local) * num_shards_ + shard_;
-      for (size_t i = 0; i < b->capacity; ++i) {
-        if (!b->Occupied(i)) continue;
-        const uint64_t mixed = (high << 48) | (static_cast<uint64_t>(b->slots()[i].low) << 16);
-        fn(mixed * kUnmix, b->slots()[i].state);
+      for (size_t i = 0; i < t.capacity; ++i) {
+        if (t.slots[i].low == kEmpty) continue;
+        const uint64_t mixed = (high << 48) | (static_cast<uint64_t>(t.slots[i].low) << 16);
+        fn(mixed * kUnmix, t.slots[i].state);
       }
     }
   }
@@ -249,52 +251,32 @@ class CompactTable {
   // and frees empty ones: after evictions, so that the budget's bound on
   // Bytes() holds again (Limits).
   void Shrink() {
-    for (Block*& b : directory_) {
-      if (b == nullptr) continue;
-      if (b->size == 0) {
-        Free(&b);
-      } else if (b->capacity > GrowCapacity(b->size)) {
-        Resize(&b, GrowCapacity(b->size));
+    for (Subtable& t : directory_) {
+      if (t.capacity == 0) continue;
+      if (t.size == 0) {
+        Free(&t);
+      } else if (t.capacity > GrowCapacity(t.size)) {
+        Resize(&t, GrowCapacity(t.size));
       }
     }
   }
 
   void Clear() {
-    for (Block*& b : directory_) Free(&b);
+    for (Subtable& t : directory_) Free(&t);
     size_ = 0;
   }
 
  private:
-  static constexpr size_t kHeaderBytes = 8;
-
-  // A subtable: header, occupancy bitmap, slots, in one allocation.
-  struct Block {
-    uint32_t size;
-    uint32_t capacity;
-    uint64_t* bitmap() { return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(this) + 8); }
-    const uint64_t* bitmap() const {
-      return reinterpret_cast<const uint64_t*>(reinterpret_cast<const char*>(this) + 8);
-    }
-    Slot* slots() { return reinterpret_cast<Slot*>(bitmap() + BitmapWords(capacity)); }
-    const Slot* slots() const {
-      return reinterpret_cast<const Slot*>(bitmap() + BitmapWords(capacity));
-    }
-    bool Occupied(size_t i) const { return (bitmap()[i / 64] >> (i % 64)) & 1; }
-    void SetOccupied(size_t i, bool on) {
-      if (on) {
-        bitmap()[i / 64] |= uint64_t{1} << (i % 64);
-      } else {
-        bitmap()[i / 64] &= ~(uint64_t{1} << (i % 64));
-      }
-    }
+  // A directory entry: its subtable's size and capacity sit beside the
+  // pointer, so that a lookup's first miss (this entry) tells where its
+  // second (the slot) is.
+  struct Subtable {
+    Slot* slots = nullptr;
+    uint32_t size = 0;
+    uint32_t capacity = 0;
   };
-  static_assert(sizeof(Block) == kHeaderBytes);
-  static_assert(alignof(Slot) <= 8);
+  static_assert(sizeof(Subtable) == 16);
 
-  static size_t BitmapWords(size_t capacity) { return (capacity + 63) / 64; }
-  static size_t BlockBytes(size_t capacity) {
-    return kHeaderBytes + BitmapWords(capacity) * 8 + capacity * sizeof(Slot);
-  }
   // At most 7/8 of the slots hold keys, so that probes stay short.
   static constexpr size_t MaxLoad(size_t capacity) { return capacity * 7 / 8; }
   // The capacity for `count` keys: 5/4 of them (load 80 %), at least 4.
@@ -307,7 +289,8 @@ class CompactTable {
     return static_cast<uint32_t>((key * compact_table_internal::kMix) >> 48);
   }
   static uint32_t Low(uint64_t key) {
-    return static_cast<uint32_t>((key * compact_table_internal::kMix) >> 16);
+    const uint32_t low = static_cast<uint32_t>((key * compact_table_internal::kMix) >> 16);
+    return low == kEmpty ? kEmpty - 1 : low;
   }
   // The subtable's index in this shard's directory: (mixed >> 48) / num_shards.
   size_t LocalIndex(uint64_t key) const {
@@ -319,53 +302,45 @@ class CompactTable {
     const uint64_t h = ((low ^ seed_) * compact_table_internal::kMix) >> 32;
     return static_cast<size_t>((h * capacity) >> 32);
   }
-  static size_t Next(const Block* b, size_t i) { return i + 1 == b->capacity ? 0 : i + 1; }
+  static size_t Next(const Subtable& t, size_t i) { return i + 1 == t.capacity ? 0 : i + 1; }
 
   // The slot holding `low`, or the empty slot where it would go. A subtable
-  // always has an empty slot (load <= 87.5 %), so the loop ends.
-  size_t Probe(const Block* b, uint32_t low) const {
-    size_t i = Home(b->capacity, low);
-    while (b->Occupied(i) && b->slots()[i].low != low) i = Next(b, i);
+  // always has an empty slot (load <= 7/8), so the loop ends.
+  size_t Probe(const Subtable& t, uint32_t low) const {
+    size_t i = Home(t.capacity, low);
+    while (t.slots[i].low != low && t.slots[i].low != kEmpty) i = Next(t, i);
     return i;
   }
 
-  void Resize(Block** b, size_t capacity) {
+  // Gives the subtable `capacity` slots and re-inserts its keys.
+  void Resize(Subtable* t, size_t capacity) {
     capacity = std::min<size_t>(capacity, std::numeric_limits<uint32_t>::max());
-    Block* grown = static_cast<Block*>(std::malloc(BlockBytes(capacity)));
-    if (grown == nullptr) std::abort();
-    grown->size = 0;
-    grown->capacity = static_cast<uint32_t>(capacity);
-    std::memset(grown->bitmap(), 0, BitmapWords(capacity) * 8);
-    if (Block* old = *b; old != nullptr) {
-      for (size_t i = 0; i < old->capacity; ++i) {
-        if (!old->Occupied(i)) continue;
-        const size_t at = Probe(grown, old->slots()[i].low);
-        grown->SetOccupied(at, true);
-        grown->slots()[at] = old->slots()[i];
-        ++grown->size;
-      }
-      subtable_bytes_ -= BlockBytes(old->capacity);
-      std::free(old);
+    Slot* slots = static_cast<Slot*>(std::malloc(capacity * sizeof(Slot)));
+    if (slots == nullptr) std::abort();
+    for (size_t i = 0; i < capacity; ++i) slots[i].low = kEmpty;
+    Subtable grown{slots, t->size, static_cast<uint32_t>(capacity)};
+    for (size_t i = 0; i < t->capacity; ++i) {
+      if (t->slots[i].low != kEmpty) slots[Probe(grown, t->slots[i].low)] = t->slots[i];
     }
-    subtable_bytes_ += BlockBytes(capacity);
-    *b = grown;
+    slot_bytes_ += (capacity - t->capacity) * sizeof(Slot);
+    std::free(t->slots);
+    *t = grown;
   }
 
-  void Free(Block** b) {
-    if (*b == nullptr) return;
-    size_ -= (*b)->size;
-    subtable_bytes_ -= BlockBytes((*b)->capacity);
-    std::free(*b);
-    *b = nullptr;
+  void Free(Subtable* t) {
+    size_ -= t->size;
+    slot_bytes_ -= t->capacity * sizeof(Slot);
+    std::free(t->slots);
+    *t = Subtable{};
   }
 
   uint32_t shard_ = 0;
   uint32_t num_shards_ = 1;
   uint64_t divisor_ = 0;
   uint64_t seed_ = 0;
-  std::vector<Block*> directory_;
+  std::vector<Subtable> directory_;
   size_t size_ = 0;
-  uint64_t subtable_bytes_ = 0;
+  uint64_t slot_bytes_ = 0;
 };
 
 }  // namespace clickd
