@@ -86,7 +86,7 @@ std::vector<GoldenCase> Cases() {
     // Recorded when the compact encoding was added (after 73bb0dc).
     ModelConfig c = WithOptimizer(OptimizerType::kFtrl);
     c.memory.encoding = StateEncoding::kCompact;
-    cases.push_back({"ftrl_compact", c, "3376e8d796d612c5"});
+    cases.push_back({"ftrl_compact", c, "d30673d845ba9452"});
   }
   cases.push_back({"ftrl_squared", WithOptimizer(OptimizerType::kFtrl, LossType::kSquared),
                    "a6676f8f84637176"});
