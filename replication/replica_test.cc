@@ -173,6 +173,52 @@ TEST_F(ReplicaTest, ANewReplicaStartsFromThePublishedSnapshot) {
   }
 }
 
+// The compact encoding's rounding bits come from the key and the round, so
+// replicas applying one stream hold the same codes, and a replica started
+// from a published snapshot (canonical keys) holds them too.
+TEST_F(ReplicaTest, CompactModelsLearnAlikeOnEveryReplica) {
+  Node* a = StartNode("a", server_.dir() + "/a");
+  Node* b = StartNode("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ModelConfig config = Config("compact");
+  config.memory.encoding = StateEncoding::kCompact;
+  CreateEverywhere(*a, {a, b}, config);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    Replica* replica = (t == 0 ? a : b)->replica.get();
+    threads.emplace_back([replica, t] {
+      for (int i = 0; i < 10; ++i) {
+        const Batch batch = MakeBatch(t * 1000 + i, 8);
+        EXPECT_TRUE(replica->Learn("compact", batch.training, "").ok());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // Two published snapshots, so that the log is purged below the older one
+  // and a new replica must start from a snapshot.
+  for (int round = 0; round < 2; ++round) {
+    const Batch batch = MakeBatch(50 + round, 8);
+    ASSERT_TRUE(a->replica->Learn("compact", batch.training, "").ok());
+    CatchUp(*a);
+    auto snapshot = a->replica->Snapshot(/*publish=*/true);
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  }
+  const Batch more = MakeBatch(77, 8);
+  ASSERT_TRUE(b->replica->Learn("compact", more.training, "").ok());
+  const std::string empty_dir = server_.dir() + "/c";
+  std::filesystem::create_directories(empty_dir);
+  Node* c = StartNode("c", empty_dir);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->report.source, "published snapshot");
+  for (Node* node : {a, b, c}) CatchUp(*node);
+  EXPECT_EQ(UpdatesOf(*a, "compact"), 23u * 8);
+  EXPECT_FALSE(StateOf(*a, "compact").empty());
+  EXPECT_TRUE(StateOf(*b, "compact") == StateOf(*a, "compact"));
+  EXPECT_TRUE(StateOf(*c, "compact") == StateOf(*a, "compact"));
+  EXPECT_EQ(c->registry->Get("compact")->model().config().memory.encoding, StateEncoding::kCompact);
+}
+
 TEST_F(ReplicaTest, ADamagedRecordIsSkippedByEveryReplicaAlike) {
   Node* a = StartNode("a");
   Node* b = StartNode("b");

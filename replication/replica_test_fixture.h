@@ -142,7 +142,12 @@ class ReplicaTest : public ::testing::Test {
   // Creates `name` through `via` and waits until every node in `all` has it.
   static uint64_t CreateEverywhere(Node& via, const std::vector<Node*>& all,
                                    const std::string& name) {
-    auto created = via.replica->Create(Config(name));
+    return CreateEverywhere(via, all, Config(name));
+  }
+  static uint64_t CreateEverywhere(Node& via, const std::vector<Node*>& all,
+                                   const ModelConfig& config) {
+    const std::string& name = config.name;
+    auto created = via.replica->Create(config);
     EXPECT_TRUE(created.ok()) << created.status();
     const uint64_t sequence = via.replica->model_version(name);
     EXPECT_GT(sequence, 0u);

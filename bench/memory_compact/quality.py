@@ -96,7 +96,7 @@ def plot(rows):
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("compact vs float, % change")
-    ax.set_title("FTRL logloss: compact encoding (16-bit z, n; 48-bit keys) against float")
+    ax.set_title("FTRL logloss: compact encoding (32-bit state: omega, sqrt n; 48-bit keys) against float")
     ax.legend(fontsize=8)
     fig.tight_layout()
     os.makedirs(os.path.join(ROOT, "docs", "img"), exist_ok=True)

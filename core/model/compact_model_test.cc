@@ -35,7 +35,7 @@ std::vector<Labeled> ClickStream(int n, uint64_t seed) {
     double score = -2.0;
     for (int k = 0; k < 20; ++k) {
       const uint64_t r = next();
-      const uint64_t id = (r % 5000) * (r % 13 == 0 ? 997 : 1) + uint64_t{k} * 1000003;
+      const uint64_t id = (r % 5000) * (r % 13 == 0 ? 997 : 1) + static_cast<uint64_t>(k) * 1000003;
       l.features.push_back({id * 0x2545F4914F6CDD1Dull, 1.0f});
       score += (id % 7 == 0 ? 0.9 : (id % 5 == 0 ? -0.6 : 0.0));
     }
