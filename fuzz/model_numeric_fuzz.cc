@@ -102,6 +102,11 @@ ModelConfig AnyConfig(FuzzedDataProvider& in) {
     MaybeSet(in, f);
   }
   o.ftrl.lambda1_times_t = in.ConsumeBool();
+  // FTRL in the compact encoding too: its 32-bit codes must saturate where
+  // the floats do, whatever the parameters.
+  if (o.type == OptimizerType::kFtrl && in.ConsumeBool()) {
+    c.memory.encoding = StateEncoding::kCompact;
+  }
   DenseOptimizerConfig& d = c.dense_optimizer;
   for (double* f : {&d.eta, &d.delta, &d.weight_power, &d.diameter, &d.gradient_bound}) {
     MaybeSet(in, f);
@@ -158,7 +163,22 @@ void Require(bool ok) {
 }
 
 void CheckModel(const Model& model) {
-  Require(StateIsFinite(model.ExportState()));
+  const Model::State state = model.ExportState();
+  if (model.config().memory.encoding == StateEncoding::kFloat) {
+    Require(StateIsFinite(state));
+  } else {
+    // Compact codes are not floats: every coordinate's weight must be.
+    std::vector<HashedFeature> keys;
+    const size_t record = sizeof(uint64_t) + state.state_size;
+    for (size_t at = 0; at + record <= state.coordinates.size(); at += record) {
+      uint64_t key;
+      std::memcpy(&key, state.coordinates.data() + at, sizeof(key));
+      keys.push_back({key, 1.0f});
+    }
+    std::vector<double> weights(keys.size());
+    model.Weights(keys, absl::MakeSpan(weights));
+    for (double w : weights) Require(std::isfinite(w));
+  }
   Example unseen;
   unseen.namespaces.push_back({"z", {Feature::Named("never seen")}});
   Require(std::isfinite(model.Predict(unseen)));

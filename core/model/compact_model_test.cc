@@ -144,7 +144,9 @@ TEST(CompactModel, ABudgetBoundsTheTablesUnderEndlessNewFeatures) {
     for (size_t k = 1; k < features.size(); ++k)
       features[k] = {next++ * 0x9E3779B97F4A7C15ull, 1.0f};
     model->Learn(features, i % 10 < 5 ? 1 : 0, 1.0);
-    if (i % 1000 == 0) ASSERT_LE(model->Stats().bytes, config.memory.max_bytes);
+    if (i % 1000 == 0) {
+      ASSERT_LE(model->Stats().bytes, config.memory.max_bytes);
+    }
   }
   const ModelStats stats = model->Stats();
   EXPECT_LE(stats.bytes, config.memory.max_bytes);
@@ -164,8 +166,10 @@ TEST(CompactModel, ConfigsTheEncodingCannotServeAreRefused) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("memory.encoding"), std::string::npos);
   ModelConfig variant = Config(StateEncoding::kCompact);
-  variant.variants.push_back({.name = "ada"});
-  variant.variants.back().optimizer.type = OptimizerType::kAdagrad;
+  ModelVariant ada;
+  ada.name = "ada";
+  ada.optimizer.type = OptimizerType::kAdagrad;
+  variant.variants.push_back(ada);
   EXPECT_EQ(CreateModel(variant).status().code(), absl::StatusCode::kInvalidArgument);
   ModelConfig small = Config(StateEncoding::kCompact);
   small.memory.max_bytes = 1 << 20;  // below the tables' fixed part
@@ -177,8 +181,10 @@ TEST(CompactModel, ConfigsTheEncodingCannotServeAreRefused) {
   EXPECT_EQ(CreateModel(unknown).status().code(), absl::StatusCode::kInvalidArgument);
   // Compact FTRL variants of a compact FTRL model are fine.
   ModelConfig ftrl_variant = Config(StateEncoding::kCompact);
-  ftrl_variant.variants.push_back({.name = "fast"});
-  ftrl_variant.variants.back().optimizer.ftrl.alpha = 0.5;
+  ModelVariant fast;
+  fast.name = "fast";
+  fast.optimizer.ftrl.alpha = 0.5;
+  ftrl_variant.variants.push_back(fast);
   EXPECT_TRUE(CreateModel(ftrl_variant).ok());
 }
 
