@@ -4,7 +4,10 @@
 // /metrics), keeps serving, and a SIGKILL restart (update-log replay)
 // rebuilds the same state, evictions included. And the compact encoding
 // (`--state_encoding=compact`): created, refused where it cannot serve,
-// snapshotted, and restarted after SIGKILL to the same state.
+// snapshotted, and restarted after SIGKILL to the same state. And Bloom
+// filter admission (`--admission=bloom`, docs/admission.md): its counts are
+// in the snapshot, so a SIGKILL restart (snapshot, then log replay) is the
+// same model.
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
@@ -190,6 +193,77 @@ TEST(MemoryBudget, ACompactModelSnapshotsAndRestartsToTheSameState) {
   auto scored = client->Predict(predict);
   ASSERT_TRUE(scored.ok()) << scored.status();
   EXPECT_EQ(scored->predictions(0).prediction(), prediction);
+}
+
+// 100 impressions whose ad ids repeat across batches (each about 4 times in
+// 100 batches), so that a Bloom filter with min_count 3 admits some.
+v1::UpdateRequest RepeatingBatch(int batch, const std::string& model) {
+  v1::UpdateRequest r = Batch(batch, model);
+  for (int i = 0; i < r.impressions_size(); ++i) {
+    auto* ad =
+        r.mutable_impressions(i)->mutable_candidates(0)->mutable_example()->mutable_namespaces(0);
+    ad->mutable_features(0)->set_id(static_cast<uint64_t>(batch * 37 + i * 101) % 2500);
+  }
+  return r;
+}
+
+TEST(BloomAdmission, SnapshotsAndRestartsAfterSigkillToTheSameState) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/bloom_admission_test_", getpid());
+  std::filesystem::remove_all(dir);
+  std::string digest;
+  uint64_t coordinates = 0;
+  {
+    auto port = testing::FindFreePort();
+    ASSERT_TRUE(port.ok()) << port.status();
+    auto server = Start(dir, *port);
+    ASSERT_NE(server, nullptr);
+    auto client = Connect(*server);
+    const std::string create =
+        absl::StrCat(CLICKCTL_PATH, " models create --json --server=", server->address(),
+                     " --model=bloom --admission=bloom");
+    const CommandResult refused =
+        RunCommand(create + " --admission_min_count=0", absl::Seconds(120));
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("--admission_min_count is 0; must be in 1..255"), std::string::npos)
+        << refused.err;
+    const CommandResult created =
+        RunCommand(create +
+                       " --admission_min_count=3 --admission_counters=65536 "
+                       "--admission_generation_sightings=4000",
+                   absl::Seconds(120));
+    ASSERT_EQ(created.exit_code, 0) << created.err;
+    for (int b = 0; b < 60; ++b) ASSERT_TRUE(client->Update(RepeatingBatch(b, "bloom")).ok()) << b;
+    auto snapshot = client->SnapshotModel("bloom");
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+    // These reach only the update log: the restart replays them onto the
+    // snapshot's filter.
+    for (int b = 60; b < 100; ++b) {
+      ASSERT_TRUE(client->Update(RepeatingBatch(b, "bloom")).ok()) << b;
+    }
+    auto info = client->GetModel("bloom");
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->updates(), 10'000u);
+    coordinates = info->coordinates();
+    // Rare ads stay out: fewer coordinates than the 2,500 ads, 5 sites and
+    // the bias.
+    EXPECT_GT(coordinates, 6u);
+    EXPECT_LT(coordinates, 2'506u);
+    digest = *client->StateDigest("bloom");
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  auto port = testing::FindFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  auto server = Start(dir, *port);
+  ASSERT_NE(server, nullptr);
+  auto client = Connect(*server);
+  EXPECT_EQ(*client->StateDigest("bloom"), digest);
+  auto info = client->GetModel("bloom");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->coordinates(), coordinates);
+  EXPECT_EQ(info->config().admission().min_count(), 3u);
+  EXPECT_EQ(info->config().admission().counters(), 65536u);
+  EXPECT_EQ(info->config().admission().generation_sightings(), 4000u);
 }
 
 }  // namespace

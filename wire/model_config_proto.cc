@@ -130,11 +130,33 @@ void WriteOptimizerParams(const OptimizerConfig& o, Proto* out) {
 }
 
 // 0 (unset) and 1 both admit every feature; anything else is
-// probabilistic inclusion, and out-of-range values fail validation.
-void ReadAdmission(const v1::Admission& p, AdmissionOptions* out) {
-  if (p.probability() != 0 && p.probability() != 1) {
+// probabilistic inclusion; min_count set is Bloom filter inclusion (not
+// with a probability). Out-of-range values fail validation.
+absl::Status ReadAdmission(const v1::Admission& p, absl::string_view field, AdmissionOptions* out) {
+  const bool poisson = p.probability() != 0 && p.probability() != 1;
+  if (poisson && p.min_count() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": probability and min_count are two policies; set one"));
+  }
+  if (poisson) {
     out->policy = AdmissionOptions::Policy::kPoisson;
     out->probability = p.probability();
+  }
+  if (p.min_count() != 0) {
+    out->policy = AdmissionOptions::Policy::kBloom;
+    out->min_count = p.min_count();
+    if (p.counters() != 0) out->counters = p.counters();
+    if (p.generation_sightings() != 0) out->generation_sightings = p.generation_sightings();
+  }
+  return absl::OkStatus();
+}
+
+void WriteAdmission(const AdmissionOptions& a, v1::Admission* out) {
+  if (a.policy == AdmissionOptions::Policy::kPoisson) out->set_probability(a.probability);
+  if (a.policy == AdmissionOptions::Policy::kBloom) {
+    out->set_min_count(a.min_count);
+    out->set_counters(a.counters);
+    out->set_generation_sightings(a.generation_sightings);
   }
 }
 
@@ -155,7 +177,11 @@ absl::Status ToVariants(const v1::ModelConfig& p, ModelConfig* c) {
     }
     v.optimizer.type = *type;
     ReadOptimizerParams(pv, &v.optimizer);
-    ReadAdmission(pv.admission(), &v.admission);
+    if (absl::Status s = ReadAdmission(
+            pv.admission(), absl::StrCat("config.variants[", i, "].admission"), &v.admission);
+        !s.ok()) {
+      return s;
+    }
     c->variants.push_back(std::move(v));
   }
   return absl::OkStatus();
@@ -203,7 +229,9 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
                      : static_cast<int>(std::min<uint32_t>(p.num_shards(), 1u << 20));
   if (absl::Status s = ToDenseConfig(p, &c); !s.ok()) return s;
   if (absl::Status s = ToVariants(p, &c); !s.ok()) return s;
-  ReadAdmission(p.admission(), &c.admission);
+  if (absl::Status s = ReadAdmission(p.admission(), "config.admission", &c.admission); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = ToFeedbackConfig(p.feedback(), &c.feedback); !s.ok()) return s;
   c.calibration.enabled = p.calibration().enabled();
   if (p.calibration().has_half_life()) c.calibration.half_life = p.calibration().half_life();
@@ -231,8 +259,8 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     for (const std::string& n : names) i->add_namespaces(n);
   }
   p.set_num_shards(static_cast<uint32_t>(c.num_shards));
-  if (c.admission.policy == AdmissionOptions::Policy::kPoisson) {
-    p.mutable_admission()->set_probability(c.admission.probability);
+  if (c.admission.policy != AdmissionOptions::Policy::kAll) {
+    WriteAdmission(c.admission, p.mutable_admission());
   }
   if (c.memory.max_bytes != 0) p.mutable_memory()->set_max_bytes(c.memory.max_bytes);
   if (c.memory.encoding != StateEncoding::kFloat) {
@@ -253,8 +281,8 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     out->set_name(v.name);
     out->set_optimizer(std::string(OptimizerTypeName(v.optimizer.type)));
     WriteOptimizerParams(v.optimizer, out);
-    if (v.admission.policy == AdmissionOptions::Policy::kPoisson) {
-      out->mutable_admission()->set_probability(v.admission.probability);
+    if (v.admission.policy != AdmissionOptions::Policy::kAll) {
+      WriteAdmission(v.admission, out->mutable_admission());
     }
   }
   if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {

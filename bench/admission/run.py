@@ -4,7 +4,9 @@
 For each shared click log (criteo_8k, iPinYou) and a synthetic one, trains
 FTRL at clickd's defaults with `clickctl replay --offline` once per admission
 probability (--admission_probability; 1 = every feature at once, the
-default) and prints the coordinates kept, the store's bytes, and progressive
+default) and with the Bloom filter policy (--admission=bloom, min_count 2
+and 3, the default 2^20 counters per generation: 2 MiB of filter) and
+prints the coordinates kept, the store's bytes, and progressive
 and test logloss and AUC, each beside the run that admits everything. Writes
 the table to bench/out/admission/table.md and every run's JSON to
 bench/out/admission/runs.jsonl.
@@ -26,6 +28,8 @@ BUILD = os.path.join(ROOT, os.environ.get("BUILD_DIR", "build/release"))
 DATA = os.path.abspath(os.path.join(ROOT, os.environ.get("DATA_DIR", "../shared/data")))
 OUT = os.path.join(ROOT, "bench", "out", "admission")
 PROBABILITIES = [1.0, 0.5, 0.3, 0.1, 0.03]
+BLOOM_MIN_COUNTS = [2, 3]
+BLOOM_FILTER_BYTES = 2 * (1 << 20)  # two generations of 2^20 one-byte counters
 
 
 def logs():
@@ -52,10 +56,13 @@ def logs():
     ]
 
 
-def replay(fmt, train, test, p):
+def replay(fmt, train, test, policy):
+    """policy: ("poisson", p) or ("bloom", min_count)."""
+    kind, value = policy
+    flags = ([f"--admission_probability={value:g}"] if kind == "poisson" else
+             ["--admission=bloom", f"--admission_min_count={value}"])
     cmd = [os.path.join(BUILD, "client", "clickctl"), "replay", "--offline", f"--format={fmt}",
-           "--progress_every=0", "--json", f"--admission_probability={p:g}",
-           f"--test_file={test}", train]
+           "--progress_every=0", "--json", *flags, f"--test_file={test}", train]
     run = subprocess.run(cmd, check=True, capture_output=True, text=True)
     result = json.loads(run.stdout.strip().splitlines()[-1])
     result["command"] = " ".join(os.path.relpath(c, ROOT) if os.path.isabs(c) else c for c in cmd)
@@ -68,23 +75,27 @@ def main():
     with open(os.path.join(OUT, "runs.jsonl"), "w") as runs:
         for name, fmt, train, test in logs():
             base = None
-            for p in PROBABILITIES:
-                r = replay(fmt, train, test, p)
-                r["log"], r["probability"] = name, p
+            policies = ([("poisson", p) for p in PROBABILITIES] +
+                        [("bloom", m) for m in BLOOM_MIN_COUNTS])
+            for policy in policies:
+                r = replay(fmt, train, test, policy)
+                r["log"], r["policy"] = name, list(policy)
                 runs.write(json.dumps(r) + "\n")
                 base = base or r
-                rows.append((name, p, r, base))
-    lines = ["| log | admission probability | coordinates | vs all | store bytes | "
+                rows.append((name, policy, r, base))
+    lines = ["| log | admission | coordinates | vs all | store bytes | filter bytes | "
              "progressive logloss | change | progressive AUC | test logloss | change | test AUC |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, p, r, base in rows:
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, (kind, value), r, base in rows:
+        label = f"p = {value:g}" if kind == "poisson" else f"bloom, min_count {value}"
+        filter_bytes = BLOOM_FILTER_BYTES if kind == "bloom" else 0
         def rel(key, part=None):
             a = r[part][key] if part else r[key]
             b = base[part][key] if part else base[key]
             return f"{100 * (a - b) / b:+.2f} %"
         lines.append(
-            f"| {name} | {p:g} | {r['coordinates']:,} | {r['coordinates'] / base['coordinates']:.2f}x"
-            f" | {r['bytes']:,} | {r['logloss']:.5f} | {rel('logloss')} | {r['auc']:.4f} | "
+            f"| {name} | {label} | {r['coordinates']:,} | {r['coordinates'] / base['coordinates']:.2f}x"
+            f" | {r['bytes']:,} | {filter_bytes:,} | {r['logloss']:.5f} | {rel('logloss')} | {r['auc']:.4f} | "
             f"{r['test']['logloss']:.5f} | {rel('logloss', 'test')} | {r['test']['auc']:.4f} |")
     table = "\n".join(lines) + "\n"
     with open(os.path.join(OUT, "table.md"), "w") as f:

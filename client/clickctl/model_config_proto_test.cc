@@ -69,6 +69,35 @@ TEST(ModelConfigToProto, RoundTripsThroughTheServersParser) {
   EXPECT_EQ(back->num_shards, config->num_shards);
 }
 
+TEST(ModelConfigToProto, BloomAdmissionRoundTripsThroughTheServersParser) {
+  ModelFlagValues v;
+  v.admission = "bloom";
+  v.admission_min_count = 3;
+  v.admission_counters = 1 << 16;
+  v.admission_generation_sightings = 777;
+  v.variants = "b:admission=bloom,admission_min_count=5";
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const v1::ModelConfig proto = ModelConfigToProto(*config);
+  EXPECT_EQ(proto.admission().min_count(), 3u);
+  EXPECT_EQ(proto.admission().counters(), 1u << 16);
+  EXPECT_EQ(proto.admission().generation_sightings(), 777u);
+  auto back = ToModelConfig(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->admission.policy, AdmissionOptions::Policy::kBloom);
+  EXPECT_EQ(back->admission.min_count, 3u);
+  EXPECT_EQ(back->admission.counters, 1u << 16);
+  EXPECT_EQ(back->admission.generation_sightings, 777u);
+  EXPECT_EQ(back->variants[0].admission.policy, AdmissionOptions::Policy::kBloom);
+  EXPECT_EQ(back->variants[0].admission.min_count, 5u);
+  EXPECT_EQ(ModelConfigToProto(*back).SerializeAsString(), proto.SerializeAsString());
+  // Both policies at once: refused, naming the field.
+  v1::ModelConfig both = proto;
+  both.mutable_admission()->set_probability(0.5);
+  EXPECT_EQ(ToModelConfig(both).status().message(),
+            "config.admission: probability and min_count are two policies; set one");
+}
+
 TEST(ModelConfigToProto, ClassifierParamsRoundTripThroughTheServersParser) {
   ModelFlagValues v;
   v.optimizer = "cw";

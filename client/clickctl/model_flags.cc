@@ -53,6 +53,14 @@ ABSL_FLAG(int, shards, 16, "store shards");
 ABSL_FLAG(double, admission_probability, 1.0,
           "admit a feature the model does not hold yet at a sighting with this probability, "
           "in (0, 1]; 1: every feature at once (docs/admission.md)");
+ABSL_FLAG(std::string, admission, "",
+          "admission policy: all, poisson (set by --admission_probability) or bloom (a feature "
+          "gets a coordinate at its --admission_min_count-th sighting; docs/admission.md)");
+ABSL_FLAG(uint64_t, admission_min_count, 2, "--admission=bloom: sightings to admit, 1..255");
+ABSL_FLAG(uint64_t, admission_counters, uint64_t{1} << 20,
+          "--admission=bloom: 1-byte counters per generation, a power of 2 in 64..2^32");
+ABSL_FLAG(uint64_t, admission_generation_sightings, uint64_t{1} << 20,
+          "--admission=bloom: sightings a generation counts before the older one is cleared");
 ABSL_FLAG(uint64_t, memory_max_bytes, 0,
           "memory budget of the model's coordinates in bytes, 65536..2^40 (0: unbounded); "
           "beyond it the least useful coordinates are evicted (docs/memory.md)");
@@ -114,6 +122,10 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.interactions = absl::GetFlag(FLAGS_interactions);
   v.shards = absl::GetFlag(FLAGS_shards);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
+  v.admission = absl::GetFlag(FLAGS_admission);
+  v.admission_min_count = absl::GetFlag(FLAGS_admission_min_count);
+  v.admission_counters = absl::GetFlag(FLAGS_admission_counters);
+  v.admission_generation_sightings = absl::GetFlag(FLAGS_admission_generation_sightings);
   v.memory_max_bytes = absl::GetFlag(FLAGS_memory_max_bytes);
   v.state_encoding = absl::GetFlag(FLAGS_state_encoding);
   v.variants = absl::GetFlag(FLAGS_variants);
@@ -177,6 +189,21 @@ absl::Status SetVariantKey(absl::string_view key, absl::string_view value, Model
   if (key == "admission_probability") {
     if (!absl::SimpleAtod(value, &v->admission_probability)) {
       return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not a number"));
+    }
+    return absl::OkStatus();
+  }
+  if (key == "admission") {
+    v->admission = std::string(value);
+    return absl::OkStatus();
+  }
+  const std::pair<absl::string_view, uint64_t*> counts[] = {
+      {"admission_min_count", &v->admission_min_count},
+      {"admission_counters", &v->admission_counters},
+      {"admission_generation_sightings", &v->admission_generation_sightings}};
+  for (const auto& [name, field] : counts) {
+    if (key != name) continue;
+    if (!absl::SimpleAtoi(value, field)) {
+      return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not a count"));
     }
     return absl::OkStatus();
   }
@@ -262,6 +289,45 @@ absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
   return out;
 }
 
+namespace {
+
+// The admission flags; errors name the flags, not the config's fields.
+absl::StatusOr<AdmissionOptions> BuildAdmission(const ModelFlagValues& v) {
+  AdmissionOptions a;
+  const bool poisson = v.admission_probability != 1.0;
+  if (v.admission == "bloom") {
+    if (poisson) {
+      return absl::InvalidArgumentError(
+          "--admission=bloom and --admission_probability are two policies; set one");
+    }
+    if (v.admission_min_count < 1 || v.admission_min_count > 255) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--admission_min_count is ", v.admission_min_count, "; must be in 1..255"));
+    }
+    a.policy = AdmissionOptions::Policy::kBloom;
+    a.min_count = static_cast<uint32_t>(v.admission_min_count);
+    a.counters = v.admission_counters;
+    a.generation_sightings = v.admission_generation_sightings;
+    return a;
+  }
+  if (!v.admission.empty() && v.admission != "all" && v.admission != "poisson") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--admission is \"", v.admission, "\"; expected all, poisson or bloom"));
+  }
+  if (v.admission == "all" && poisson) {
+    return absl::InvalidArgumentError(
+        "--admission=all admits every feature; drop "
+        "--admission_probability");
+  }
+  if (poisson) {
+    a.policy = AdmissionOptions::Policy::kPoisson;
+    a.probability = v.admission_probability;
+  }
+  return a;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   ModelConfig config;
   if (absl::Status s = SetOptimizerName(v.optimizer, &config); !s.ok()) return s;
@@ -330,10 +396,9 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   if (!interactions.ok()) return interactions.status();
   config.hashing.interactions = *std::move(interactions);
   config.num_shards = v.shards;
-  if (v.admission_probability != 1.0) {
-    config.admission.policy = AdmissionOptions::Policy::kPoisson;
-    config.admission.probability = v.admission_probability;
-  }
+  auto admission = BuildAdmission(v);
+  if (!admission.ok()) return admission.status();
+  config.admission = *admission;
   config.memory.max_bytes = v.memory_max_bytes;
   if (absl::Status e = ParseStateEncoding(v.state_encoding, &config.memory.encoding); !e.ok()) {
     return e;

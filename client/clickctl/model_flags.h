@@ -38,6 +38,10 @@ struct ModelFlagValues {
   std::string interactions;  // "user:ad,user:ad:page"
   int shards = 16;
   double admission_probability = 1.0;
+  std::string admission;  // "" or "poisson" (by admission_probability), "all", "bloom"
+  uint64_t admission_min_count = 2;
+  uint64_t admission_counters = uint64_t{1} << 20;
+  uint64_t admission_generation_sightings = uint64_t{1} << 20;
   uint64_t memory_max_bytes = 0;  // 0: unbounded
   std::string state_encoding = "float";
   // "name:key=value,key=value;name2:..." (docs/variants.md): keys are

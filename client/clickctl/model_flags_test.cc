@@ -25,6 +25,43 @@ TEST(ModelFlags, AdmissionProbability) {
             std::string::npos);
 }
 
+TEST(ModelFlags, AdmissionBloom) {
+  ModelFlagValues v;
+  v.admission = "bloom";
+  v.admission_min_count = 3;
+  v.admission_counters = 4096;
+  v.admission_generation_sightings = 500;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->admission.policy, AdmissionOptions::Policy::kBloom);
+  EXPECT_EQ(config->admission.min_count, 3u);
+  EXPECT_EQ(config->admission.counters, 4096u);
+  EXPECT_EQ(config->admission.generation_sightings, 500u);
+  v.admission_counters = 1000;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("admission.counters is 1000"),
+            std::string::npos);
+  v.admission_counters = 4096;
+  v.admission_min_count = 256;
+  EXPECT_EQ(BuildModelConfig(v).status().message(),
+            "--admission_min_count is 256; must be in 1..255");
+  v.admission_min_count = 2;
+  v.admission_probability = 0.5;
+  EXPECT_EQ(BuildModelConfig(v).status().message(),
+            "--admission=bloom and --admission_probability are two policies; set one");
+  v.admission_probability = 1;
+  v.admission = "sometimes";
+  EXPECT_EQ(BuildModelConfig(v).status().message(),
+            "--admission is \"sometimes\"; expected all, poisson or bloom");
+  v.admission = "";
+  v.variants = "few:admission=bloom,admission_min_count=4";
+  config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->variants.size(), 1u);
+  EXPECT_EQ(config->variants[0].admission.policy, AdmissionOptions::Policy::kBloom);
+  EXPECT_EQ(config->variants[0].admission.min_count, 4u);
+  EXPECT_EQ(config->admission.policy, AdmissionOptions::Policy::kAll);
+}
+
 TEST(ModelFlags, MemoryMaxBytes) {
   ModelFlagValues v;
   v.memory_max_bytes = 1 << 20;

@@ -261,6 +261,7 @@ class LinearModel final : public Model {
       AppendBytes(&out.coordinates, state);
     });
     if (dense_block() != nullptr) out.dense_state = dense_block()->SerializeState();
+    if (KeepsAdmissionState()) out.admission = admission_.Encode();
     return out;
   }
 
@@ -269,6 +270,8 @@ class LinearModel final : public Model {
     header.round = CurrentRound();
     header.state_size = sizeof(CoordinateState);
     if (dense_block() != nullptr) header.dense_state = dense_block()->SerializeState();
+    // Learners are held off now, so the filter agrees with the coordinates.
+    if (KeepsAdmissionState()) header.admission = admission_.Encode();
     if (store_.BeginCopy()) return std::make_unique<CoordinateCopy>(*this, std::move(header));
     // Another copy is open: copy every shard now, while learners are held off.
     return std::make_unique<CoordinateCopy>(*this, std::move(header), store_.CopyAll());
@@ -289,9 +292,14 @@ class LinearModel final : public Model {
                                      ? "the state has no dense block; this model has one"
                                      : "the state has a dense block; this model has none");
     }
+    // Decoded before anything changes, so that a damaged filter leaves the
+    // model as it was.
+    absl::StatusOr<std::unique_ptr<FeatureAdmission>> admission = DecodeAdmission(in.admission);
+    if (!admission.ok()) return admission.status();
     if (dense_block() != nullptr) {
       if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
     }
+    if (*admission != nullptr) admission_.Replace(admission->get());
     store_.Assign(in.coordinates.size() / kRecord, [&in](size_t i) {
       std::pair<uint64_t, CoordinateState> out;
       const char* record = in.coordinates.data() + i * kRecord;
@@ -310,6 +318,7 @@ class LinearModel final : public Model {
     AppendBytes(&out, state.round);
     out += state.coordinates;
     out += state.dense_state;
+    out += state.admission;
     return out;
   }
 
@@ -372,6 +381,29 @@ class LinearModel final : public Model {
       AppendBytes(&header.coordinates, state);
     }
     return header;
+  }
+
+  // Whether the admission policy decides by counts that are model state.
+  bool KeepsAdmissionState() const {
+    return config().admission.policy == AdmissionOptions::Policy::kBloom;
+  }
+
+  // The filter of an imported state's `bytes` (nullptr for a policy that
+  // keeps none); DataLoss if they are missing, damaged or of other options.
+  absl::StatusOr<std::unique_ptr<FeatureAdmission>> DecodeAdmission(std::string_view bytes) const {
+    if (!KeepsAdmissionState()) {
+      if (!bytes.empty()) {
+        return absl::DataLossError("the state has an admission filter; this model keeps none");
+      }
+      return std::unique_ptr<FeatureAdmission>();
+    }
+    if (bytes.empty()) {
+      return absl::DataLossError(
+          "the state has no admission filter; this model's policy needs one");
+    }
+    auto decoded = FeatureAdmission::Decode(config().admission, bytes);
+    if (!decoded.ok()) return absl::DataLossError(decoded.status().message());
+    return decoded;
   }
 
   template <typename T>

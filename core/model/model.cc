@@ -157,10 +157,6 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
         " is a binary classifier and takes loss hinge (labels -1/+1, prediction the margin)"));
   }
   if (absl::Status s = ValidateDenseParts(config); !s.ok()) return s;
-  if (config.admission.policy == AdmissionOptions::Policy::kBloom) {
-    return absl::InvalidArgumentError(
-        "admission: the Bloom filter policy is not offered (its counts are not in snapshots)");
-  }
   if (absl::Status s = ValidateAdmissionOptions(config.admission, "admission"); !s.ok()) return s;
   if (config.admission.policy != AdmissionOptions::Policy::kAll &&
       config.optimizer.type == OptimizerType::kDense) {

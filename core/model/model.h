@@ -113,6 +113,11 @@ class Model {
     // order, and the champion selection's bytes. Empty otherwise.
     std::vector<State> variants;
     std::string selection;
+    // The feature admission filter's counts (FeatureAdmission::Encode) for
+    // a policy that decides by them (kBloom); empty otherwise. Without them
+    // a restored model would admit features a model that never restarted
+    // keeps out.
+    std::string admission;
   };
   virtual State ExportState() const = 0;
 

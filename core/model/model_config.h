@@ -24,8 +24,8 @@ namespace clickd {
 struct ModelVariant {
   std::string name;
   OptimizerConfig optimizer;
-  // Which new features get a coordinate in this variant's store (policy
-  // kAll or kPoisson, as the model's own).
+  // Which new features get a coordinate in this variant's store (any
+  // policy, as the model's own; a Bloom filter of its own).
   AdmissionOptions admission;
 };
 

@@ -66,12 +66,6 @@ absl::Status ValidateVariants(const ModelConfig& config) {
     if (absl::Status s = ValidateOptimizerConfig(v.optimizer); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".", s.message()));
     }
-    if (v.admission.policy == AdmissionOptions::Policy::kBloom) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field,
-                       ".admission: the Bloom filter policy is not offered (its counts are not in "
-                       "snapshots)"));
-    }
     if (absl::Status s = ValidateAdmissionOptions(v.admission, field + ".admission"); !s.ok()) {
       return s;
     }

@@ -224,10 +224,11 @@ TEST(VariantModel, ValidationNamesTheField) {
   c = ThreeVariants();
   c.variants[1].admission = {.policy = AdmissionOptions::Policy::kPoisson, .probability = 1.5};
   EXPECT_EQ(error(c).rfind("variants[1].admission", 0), 0u) << error(c);
+  // A variant may keep a Bloom filter of its own; its ranges are checked.
   c.variants[1].admission = {.policy = AdmissionOptions::Policy::kBloom};
-  EXPECT_EQ(error(c),
-            "variants[1].admission: the Bloom filter policy is not offered (its counts are not in "
-            "snapshots)");
+  EXPECT_EQ(error(c), "");
+  c.variants[1].admission.generation_sightings = 0;
+  EXPECT_EQ(error(c), "variants[1].admission.generation_sightings is 0; must be >= 1");
   c = ThreeVariants();
   c.variants.resize(kMaxVariants + 1, c.variants[0]);
   EXPECT_EQ(error(c), "variants: 9 variants; at most 8");

@@ -15,7 +15,7 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 10;
+constexpr uint32_t kConfigVersion = 11;
 
 // The same message prefix as the rest of a snapshot's checks: a bad config
 // is a corrupt snapshot (or update-log header).
@@ -99,12 +99,15 @@ void WriteOptimizer(const OptimizerConfig& o, std::string* out) {
 // Reads an admission policy and probability (version 5 on for the model's,
 // 7 for a variant's). One encoding per config: admitting every feature is
 // probability 1.
-absl::Status ReadAdmission(Decoder* in, AdmissionOptions* admission) {
+absl::Status ReadAdmission(Decoder* in, uint32_t version, AdmissionOptions* admission) {
   uint32_t policy = 0;
   in->GetFixed32(&policy);
   in->GetDouble(&admission->probability);
-  if (policy > static_cast<uint32_t>(AdmissionOptions::Policy::kPoisson) ||
-      (policy == 0 && admission->probability != 1.0)) {
+  // The Bloom filter's parameters came with version 11, and the policy
+  // with them.
+  const auto newest =
+      version >= 11 ? AdmissionOptions::Policy::kBloom : AdmissionOptions::Policy::kPoisson;
+  if (policy > static_cast<uint32_t>(newest) || (policy == 0 && admission->probability != 1.0)) {
     return Corrupt("the admission policy is out of range");
   }
   admission->policy = static_cast<AdmissionOptions::Policy>(policy);
@@ -114,6 +117,20 @@ absl::Status ReadAdmission(Decoder* in, AdmissionOptions* admission) {
 void WriteAdmission(const AdmissionOptions& admission, std::string* out) {
   coding::PutFixed32(out, static_cast<uint32_t>(admission.policy));
   coding::PutDouble(out, admission.probability);
+}
+
+// Version 11's tail: the Bloom filter's parameters of the model's admission
+// and then of each variant's (ranges are ValidateAdmissionOptions').
+void ReadBloomParams(Decoder* in, AdmissionOptions* admission) {
+  in->GetFixed32(&admission->min_count);
+  in->GetFixed64(&admission->counters);
+  in->GetFixed64(&admission->generation_sightings);
+}
+
+void WriteBloomParams(const AdmissionOptions& admission, std::string* out) {
+  coding::PutFixed32(out, admission.min_count);
+  coding::PutFixed64(out, admission.counters);
+  coding::PutFixed64(out, admission.generation_sightings);
 }
 
 // Reads the variants (version 7 on): a count, then per variant its name,
@@ -133,7 +150,7 @@ absl::Status ReadVariants(Decoder* in, uint32_t version, ModelConfig* c) {
     }
     v.optimizer.type = static_cast<OptimizerType>(fields.type);
     v.optimizer.ftrl.lambda1_times_t = fields.times_t != 0;
-    if (absl::Status s = ReadAdmission(in, &v.admission); !s.ok()) return s;
+    if (absl::Status s = ReadAdmission(in, version, &v.admission); !s.ok()) return s;
     c->variants.push_back(std::move(v));
   }
   return absl::OkStatus();
@@ -282,6 +299,9 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   coding::PutFixed64(out, c.memory.max_bytes);
   // Version 10: the state encoding (older encodings read as float).
   coding::PutFixed32(out, static_cast<uint32_t>(c.memory.encoding));
+  // Version 11: the Bloom filter admission's parameters.
+  WriteBloomParams(c.admission, out);
+  for (const ModelVariant& v : c.variants) WriteBloomParams(v.admission, out);
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -299,7 +319,7 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     if (absl::Status s = ReadDenseBlock(&in, &c); !s.ok()) return s;
   }
   if (*version >= 5) {
-    if (absl::Status s = ReadAdmission(&in, &c.admission); !s.ok()) return s;
+    if (absl::Status s = ReadAdmission(&in, *version, &c.admission); !s.ok()) return s;
   }
   if (*version >= 7) {
     if (absl::Status s = ReadVariants(&in, *version, &c); !s.ok()) return s;
@@ -313,6 +333,10 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     uint32_t encoding = 0;
     in.GetFixed32(&encoding);
     c.memory.encoding = static_cast<StateEncoding>(encoding);  // validated below
+  }
+  if (*version >= 11) {
+    ReadBloomParams(&in, &c.admission);
+    for (ModelVariant& v : c.variants) ReadBloomParams(&in, &v.admission);
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

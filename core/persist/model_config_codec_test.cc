@@ -1,6 +1,6 @@
 // The config encoding's memory budget (version 9) and state encoding
 // (version 10): round trips, and older encodings read as unbounded and
-// float. The other fields' tests are in snapshot_test.cc.
+// float. Version 11 appends 20 bytes of Bloom filter parameters after them. The other fields' tests are in snapshot_test.cc.
 #include "core/persist/model_config_codec.h"
 
 #include <string>
@@ -16,7 +16,7 @@ TEST(ModelConfigEncoding, RoundTripsTheMemoryBudget) {
   config.memory.max_bytes = uint64_t{3} << 30;
   std::string bytes;
   EncodeModelConfig(config, &bytes);
-  ASSERT_EQ(bytes[4], 10);
+  ASSERT_EQ(bytes[4], 11);
   auto decoded = DecodeModelConfig(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->memory.max_bytes, uint64_t{3} << 30);
@@ -25,7 +25,8 @@ TEST(ModelConfigEncoding, RoundTripsTheMemoryBudget) {
   EXPECT_EQ(again, bytes);
   // Out of range is a corrupt config.
   std::string small = bytes;
-  small.replace(small.size() - 12, 8, std::string("\x10\x00\x00\x00\x00\x00\x00\x00", 8));
+  // The budget is followed by the encoding (4) and the Bloom parameters (20).
+  small.replace(small.size() - 32, 8, std::string("\x10\x00\x00\x00\x00\x00\x00\x00", 8));
   auto refused = DecodeModelConfig(small);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(refused.status().message().find("memory.max_bytes is 16"), std::string::npos)
@@ -37,8 +38,9 @@ TEST(ModelConfigEncoding, VersionEightReadsAsUnbounded) {
   ModelConfig config;
   config.name = "old";
   config.memory.max_bytes = 1 << 20;
-  std::string v10;
-  EncodeModelConfig(config, &v10);
+  std::string v11;
+  EncodeModelConfig(config, &v11);
+  std::string v10 = v11.substr(0, v11.size() - 20);
   std::string v9 = v10.substr(0, v10.size() - 4);
   v9[4] = 9;
   std::string v8 = v9.substr(0, v9.size() - 8);
@@ -62,14 +64,14 @@ TEST(ModelConfigEncoding, RoundTripsTheStateEncoding) {
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->memory.encoding, StateEncoding::kCompact);
   // Version 9 (written before the encoding) reads as float.
-  std::string v9 = bytes.substr(0, bytes.size() - 4);
+  std::string v9 = bytes.substr(0, bytes.size() - 24);
   v9[4] = 9;
   decoded = DecodeModelConfig(v9);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->memory.encoding, StateEncoding::kFloat);
   // An unknown encoding, or compact for another optimizer, is a corrupt config.
   std::string unknown = bytes;
-  unknown[unknown.size() - 4] = 7;
+  unknown[unknown.size() - 24] = 7;
   auto refused = DecodeModelConfig(unknown);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(refused.status().message().find("memory.encoding is 7"), std::string::npos)

@@ -5,6 +5,7 @@
 #include "core/base/crc32c.h"
 #include "core/eval/online_calibration.h"
 #include "core/persist/model_config_codec.h"
+#include "core/store/feature_admission.h"
 
 namespace clickd {
 namespace {
@@ -107,9 +108,21 @@ enum Section : uint32_t {
   kFeedbackSection = 2,
   kIdempotencySection = 4,
   kCalibrationSection = 8,
+  kAdmissionSection = 16,
 };
 // Any other bit is a section this build cannot read: refused, never skipped.
-constexpr uint32_t kKnownSections = 15;
+constexpr uint32_t kKnownSections = 31;
+
+// Whether the config's admission policy (the primary's or a variant's)
+// keeps counts in the learned state: exactly then the snapshot holds the
+// admission section, so a model without one writes what earlier builds did.
+bool KeepsAdmissionState(const ModelConfig& config) {
+  if (config.admission.policy == AdmissionOptions::Policy::kBloom) return true;
+  for (const auto& v : config.variants) {
+    if (v.admission.policy == AdmissionOptions::Policy::kBloom) return true;
+  }
+  return false;
+}
 
 // Only a model configured for calibration has one: the bytes of any other
 // are left out, so that its snapshot is the file earlier builds wrote.
@@ -122,7 +135,10 @@ bool HasCalibration(const SnapshotContents& c) {
 // version 2 (the layout builds before version 3 wrote; the config inside is
 // in the current config encoding).
 uint32_t FormatVersionFor(const SnapshotContents& c) {
-  if (c.config.feedback.enabled() || !c.idempotency.empty() || HasCalibration(c)) return 4;
+  if (c.config.feedback.enabled() || !c.idempotency.empty() || HasCalibration(c) ||
+      KeepsAdmissionState(c.config)) {
+    return 4;
+  }
   return c.state.variants.empty() ? 2 : 3;
 }
 
@@ -130,7 +146,8 @@ uint32_t SectionsOf(const SnapshotContents& c) {
   return (c.state.variants.empty() ? 0 : kVariantsSection) |
          (c.config.feedback.enabled() ? kFeedbackSection : 0) |
          (c.idempotency.empty() ? 0 : kIdempotencySection) |
-         (HasCalibration(c) ? kCalibrationSection : 0);
+         (HasCalibration(c) ? kCalibrationSection : 0) |
+         (KeepsAdmissionState(c.config) ? kAdmissionSection : 0);
 }
 
 // One checked piece: length u64, then the bytes.
@@ -185,6 +202,14 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
   }
   if (sections & kCalibrationSection) {
     if (absl::Status s = EmitBytes(c.calibration, emit); !s.ok()) return s;
+  }
+  // The admission filters: the primary's, then each variant's in config
+  // order, one checked piece each (empty for a policy without counts).
+  if (sections & kAdmissionSection) {
+    if (absl::Status s = EmitBytes(c.state.admission, emit); !s.ok()) return s;
+    for (const Model::State& v : c.state.variants) {
+      if (absl::Status s = EmitBytes(v.admission, emit); !s.ok()) return s;
+    }
   }
   piece.assign(kFooterMagic);
   std::string totals;
@@ -367,7 +392,8 @@ absl::StatusOr<uint32_t> ReadSections(Decoder* in, const ModelConfig& config) {
   }
   if (((sections & kFeedbackSection) != 0) != config.feedback.enabled() ||
       ((sections & kVariantsSection) != 0) != !config.variants.empty() ||
-      ((sections & kCalibrationSection) != 0 && !config.calibration.enabled)) {
+      ((sections & kCalibrationSection) != 0 && !config.calibration.enabled) ||
+      ((sections & kAdmissionSection) != 0) != KeepsAdmissionState(config)) {
     return Corrupt("section bits do not match the model's config");
   }
   return sections;
@@ -378,6 +404,43 @@ absl::Status ReadCalibration(Decoder* in, std::string* bytes) {
   if (absl::Status s = ReadBytes(in, "calibration", bytes); !s.ok()) return s;
   auto calibrator = OnlineCalibrator::Deserialize(*bytes);
   if (!calibrator.ok()) return Corrupt(std::string(calibrator.status().message()));
+  return absl::OkStatus();
+}
+
+// Reads one admission filter's piece and checks that it decodes for
+// `options` (empty exactly when the policy keeps no counts).
+absl::Status ReadAdmission(Decoder* in, const AdmissionOptions& options, std::string_view what,
+                           std::string* bytes) {
+  if (absl::Status s = ReadBytes(in, what, bytes); !s.ok()) return s;
+  const bool keeps = options.policy == AdmissionOptions::Policy::kBloom;
+  if (keeps != !bytes->empty()) {
+    return Corrupt(absl::StrCat(std::string(what), keeps ? " missing" : " unexpected"));
+  }
+  if (!keeps) return absl::OkStatus();
+  auto admission = FeatureAdmission::Decode(options, *bytes);
+  if (!admission.ok()) {
+    return Corrupt(absl::StrCat(std::string(what), ": ", admission.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+// Reads the admission section: the primary's filter, then each variant's.
+absl::Status ReadAdmissions(Decoder* in, const ModelConfig& config, Model::State* state) {
+  if (state->variants.size() != config.variants.size()) {
+    return Corrupt("admission section: variant count differs from the config");
+  }
+  if (absl::Status s = ReadAdmission(in, config.admission, "admission filter", &state->admission);
+      !s.ok()) {
+    return s;
+  }
+  for (size_t i = 0; i < config.variants.size(); ++i) {
+    if (absl::Status s = ReadAdmission(in, config.variants[i].admission,
+                                       absl::StrCat("variant ", i + 1, " admission filter"),
+                                       &state->variants[i].admission);
+        !s.ok()) {
+      return s;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -427,6 +490,9 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   }
   if (sections & kCalibrationSection) {
     if (absl::Status s = ReadCalibration(&in, &out.calibration); !s.ok()) return s;
+  }
+  if (sections & kAdmissionSection) {
+    if (absl::Status s = ReadAdmissions(&in, out.config, &out.state); !s.ok()) return s;
   }
   if (absl::Status s = ReadFooter(&in, *count); !s.ok()) return s;
   return out;

@@ -115,11 +115,12 @@ TEST(ModelConfigEncoding, RoundTripsAdmissionAndRefusesANonCanonicalOne) {
   // not an encoding this build writes.
   std::string all_with_p = bytes;
   // policy, probability, variant count, feedback (ttl, budget, policy),
-  // calibration (enabled, half-life), memory budget
-  all_with_p[all_with_p.size() - 60] = 0;
+  // calibration (enabled, half-life), memory budget, encoding, Bloom
+  // parameters (min_count, counters, generation_sightings)
+  all_with_p[all_with_p.size() - 80] = 0;
   EXPECT_EQ(DecodeModelConfig(all_with_p).status().code(), absl::StatusCode::kDataLoss);
   std::string unknown = bytes;
-  unknown[unknown.size() - 60] = 2;
+  unknown[unknown.size() - 80] = 3;
   EXPECT_EQ(DecodeModelConfig(unknown).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -131,9 +132,12 @@ TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   config.optimizer.cw.a = 2.5;
   config.optimizer.metagrad_diag = {.diameter = 1.5, .gradient_bound = 0.75};
   config.optimizer.ftrl.decay = 0.99;
-  std::string v10;
-  EncodeModelConfig(config, &v10);
-  ASSERT_EQ(v10[4], 10);
+  std::string v11;
+  EncodeModelConfig(config, &v11);
+  ASSERT_EQ(v11[4], 11);
+  // v10 = v11 with version 10 and without the Bloom filter parameters.
+  std::string v10 = v11.substr(0, v11.size() - 20);
+  v10[4] = 10;
   // v9 = v10 with version 9 and without the state encoding at the end.
   std::string v9 = v10.substr(0, v10.size() - 4);
   v9[4] = 9;
@@ -180,7 +184,7 @@ TEST(ModelConfigEncoding, ReadsVersionsFiveAndThree) {
   // Re-encoded, it is the current version.
   std::string again;
   EncodeModelConfig(*decoded, &again);
-  EXPECT_EQ(again[4], 10);
+  EXPECT_EQ(again[4], 11);
 }
 
 TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
@@ -196,10 +200,11 @@ TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
   EXPECT_EQ(decoded->feedback.max_buffer_bytes, uint64_t{1} << 20);
   EXPECT_EQ(decoded->feedback.policy, FeedbackConfig::Policy::kFakeNegativeWeighted);
   std::string bad_policy = bytes;
-  bad_policy[bad_policy.size() - 28] = 9;
+  // Counted from the end, past version 11's 20 bytes of Bloom parameters.
+  bad_policy[bad_policy.size() - 48] = 9;
   EXPECT_EQ(DecodeModelConfig(bad_policy).status().code(), absl::StatusCode::kDataLoss);
   std::string bad_ttl = bytes;
-  bad_ttl[bad_ttl.size() - 37] = 0x7f;  // the TTL's high byte
+  bad_ttl[bad_ttl.size() - 57] = 0x7f;  // the TTL's high byte
   EXPECT_EQ(DecodeModelConfig(bad_ttl).status().code(), absl::StatusCode::kDataLoss);
   config.calibration = {.enabled = true, .half_life = 5e4};
   bytes.clear();
@@ -209,7 +214,7 @@ TEST(ModelConfigEncoding, RoundTripsTheFeedbackLoopAndRefusesOutOfRange) {
   EXPECT_TRUE(decoded->calibration.enabled);
   EXPECT_EQ(decoded->calibration.half_life, 5e4);
   bad_ttl = bytes;
-  bad_ttl[bad_ttl.size() - 24] = 2;  // enabled is 0 or 1
+  bad_ttl[bad_ttl.size() - 44] = 2;  // enabled is 0 or 1
   EXPECT_EQ(DecodeModelConfig(bad_ttl).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -227,9 +232,10 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   // and 6), and without version 3's dense block config (count, type, 5 doubles,
   // tau), version 5's admission (policy, probability), version 7's
   // variant count, version 8's feedback and calibration settings and
-  // version 9's memory budget and version 10's state encoding at the end.
+  // version 9's memory budget, version 10's state encoding and version
+  // 11's Bloom filter parameters at the end.
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4) + (4 + 8) + 8 + 4;
+  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4) + (4 + 8) + 8 + 4 + 20;
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
       v2.substr(twelve_end + 6 * 8, v2.size() - kDenseTail - (twelve_end + 6 * 8));
@@ -243,9 +249,9 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   pa_v1[4 + config.name.size() + 4] = static_cast<char>(OptimizerType::kPa);
   EXPECT_EQ(DecodeModelConfig(pa_v1).status().code(), absl::StatusCode::kDataLoss);
   // An unknown encoding version is refused.
-  std::string v11 = v2;
-  v11[4] = 11;
-  EXPECT_EQ(DecodeModelConfig(v11).status().code(), absl::StatusCode::kDataLoss);
+  std::string v12 = v2;
+  v12[4] = 12;
+  EXPECT_EQ(DecodeModelConfig(v12).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(Snapshot, EmptyModelAndManyBlocks) {
@@ -482,11 +488,77 @@ TEST(Snapshot, SectionBitsRefuseCalibrationWithoutTheConfigAndUnknownSections) {
   ASSERT_TRUE(as_keys.ok()) << as_keys.status();
   EXPECT_EQ(as_keys->idempotency, contents.calibration);
   const auto unknown =
-      DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 8 | 16)).status();
+      DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 8 | 32)).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(unknown.message(),
-            "snapshot is corrupt: section bits 24 name sections this build does not know (a "
+            "snapshot is corrupt: section bits 40 name sections this build does not know (a "
             "newer build's?)");
+}
+
+ModelConfig BloomConfig() {
+  ModelConfig config;
+  config.admission.policy = AdmissionOptions::Policy::kBloom;
+  config.admission.min_count = 3;
+  config.admission.counters = 1 << 10;
+  config.admission.generation_sightings = 400;
+  return config;
+}
+
+TEST(ModelConfigEncoding, RoundTripsTheBloomFilterParameters) {
+  ModelConfig config = BloomConfig();
+  config.variants.push_back({"b"});
+  config.variants[0].admission = config.admission;
+  config.variants[0].admission.min_count = 2;
+  std::string bytes;
+  EncodeModelConfig(config, &bytes);
+  auto decoded = DecodeModelConfig(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  for (const auto& [got, want] :
+       {std::pair{decoded->admission, config.admission},
+        std::pair{decoded->variants[0].admission, config.variants[0].admission}}) {
+    EXPECT_EQ(got.policy, AdmissionOptions::Policy::kBloom);
+    EXPECT_EQ(got.min_count, want.min_count);
+    EXPECT_EQ(got.counters, want.counters);
+    EXPECT_EQ(got.generation_sightings, want.generation_sightings);
+  }
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, bytes);
+}
+
+// A Bloom model's filter rides in the admission section: the restored model
+// is the model, and any damage to the section is DataLoss.
+TEST(Snapshot, BloomFilterRoundTripsAndDamageIsDataLoss) {
+  auto model = TrainedModel(BloomConfig(), 600);
+  ASSERT_GT(model->Stats().admission_sightings, model->Stats().admission_admitted);
+  const SnapshotContents contents = ContentsOf(*model, 4);
+  ASSERT_FALSE(contents.state.admission.empty());
+  const std::string bytes = EncodeSnapshot(contents);
+  EXPECT_EQ(bytes[8], 4);
+  auto decoded = DecodeSnapshot(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->state.admission, contents.state.admission);
+  auto restored = *CreateModel(decoded->config);
+  ASSERT_TRUE(restored->ImportState(decoded->state).ok());
+  EXPECT_EQ(restored->SerializeState(), model->SerializeState());
+  // The section (length u64, bytes, crc) comes last, before the footer.
+  const size_t section = contents.state.admission.size() + 8 + 4;
+  const size_t first = bytes.size() - 20 - section;
+  for (size_t i = first; i < first + section; i += 7) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x08;
+    const auto s = DecodeSnapshot(damaged).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << "flip at " << i;
+    EXPECT_TRUE(absl::StrContains(s.message(), "admission filter")) << s;
+  }
+  // A section whose CRC holds but whose bytes are no filter.
+  SnapshotContents bad = contents;
+  bad.state.admission = "not a filter";
+  const auto s = DecodeSnapshot(EncodeSnapshot(bad)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(s.message(), "admission filter")) << s;
+  // A model without the filter keeps writing format 2.
+  EXPECT_EQ(EncodeSnapshot(ContentsOf(*TrainedModel(ModelConfig{}, 5), 3))[8], 2);
 }
 
 TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {

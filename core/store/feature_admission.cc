@@ -189,4 +189,14 @@ absl::StatusOr<std::unique_ptr<FeatureAdmission>> FeatureAdmission::Decode(
   return admission;
 }
 
+void FeatureAdmission::Replace(FeatureAdmission* from) {
+  MutexLock from_lock(&from->mu_);
+  MutexLock lock(&mu_);
+  for (int g = 0; g < 2; ++g) generations_[g].swap(from->generations_[g]);
+  current_ = from->current_;
+  current_sightings_ = from->current_sightings_;
+  sightings_.store(from->sightings_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  admitted_.store(from->admitted_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 }  // namespace clickd

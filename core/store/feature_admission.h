@@ -77,6 +77,11 @@ class FeatureAdmission {
   static absl::StatusOr<std::unique_ptr<FeatureAdmission>> Decode(const AdmissionOptions& options,
                                                                   std::string_view bytes);
 
+  // Takes `from`'s state (counts, generation, statistics), which must be of
+  // the same options: a model decodes first and replaces only once every
+  // part of a restored state has decoded, so a damaged one changes nothing.
+  void Replace(FeatureAdmission* from);
+
  private:
   static constexpr int kHashes = 3;
   uint32_t Count(uint64_t key) const ABSL_SHARED_LOCKS_REQUIRED(mu_);

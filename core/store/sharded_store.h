@@ -197,8 +197,14 @@ class ShardedStore {
     template <typename Admit>
     std::pair<State*, bool> IfAdmitted(uint64_t key,
                                        Admit&& admit) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      Map& map = store->UnsafeMap(store->ShardIndex(key));
-      if (State* found = map.Find(key); found != nullptr) return {found, false};
+      const int s = store->ShardIndex(key);
+      Map& map = store->UnsafeMap(s);
+      // A stored key is about to change: an open copy needs its state first,
+      // as operator() keeps it.
+      if (State* found = map.Find(key); found != nullptr) {
+        store->UnsafeKeepForCopy(s, Table::Canonical(key), false, *found);
+        return {found, false};
+      }
       // A full shard refuses before admission is asked, so that "admitted"
       // counts only features that got a coordinate.
       if (map.size() >= store->limits_.max_count || !admit()) return {nullptr, false};
