@@ -1,6 +1,7 @@
 // The config encoding's memory budget (version 9) and state encoding
 // (version 10): round trips, and older encodings read as unbounded and
-// float. Version 11 appends 20 bytes of Bloom filter parameters after them. The other fields' tests are in snapshot_test.cc.
+// float. Version 11 appends 20 bytes of Bloom filter parameters after them. The other fields' tests
+// are in snapshot_test.cc.
 #include "core/persist/model_config_codec.h"
 
 #include <string>

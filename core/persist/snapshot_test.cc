@@ -235,7 +235,8 @@ TEST(ModelConfigEncoding, ReadsVersionOne) {
   // version 9's memory budget, version 10's state encoding and version
   // 11's Bloom filter parameters at the end.
   const size_t twelve_end = 8 + 4 + config.name.size() + 4 + 4 + 12 * 8;
-  constexpr size_t kDenseTail = 4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4) + (4 + 8) + 8 + 4 + 20;
+  constexpr size_t kDenseTail =
+      4 + 4 + 5 * 8 + 4 + (4 + 8) + 4 + (8 + 8 + 4) + (4 + 8) + 8 + 4 + 20;
   const std::string v1 =
       v2.substr(8, twelve_end - 8) +
       v2.substr(twelve_end + 6 * 8, v2.size() - kDenseTail - (twelve_end + 6 * 8));
