@@ -116,9 +116,9 @@ struct ModelConfig {
   // concatenation (unused without namespaces).
   std::vector<DenseNamespace> dense_namespaces;
   DenseOptimizerConfig dense_optimizer;
-  // Which new features get a coordinate (core/store/feature_admission.h).
-  // Policy kAll or kPoisson: the Bloom filter's counts are not yet part of
-  // snapshots, so a model cannot use it.
+  // Which new features get a coordinate (core/store/feature_admission.h):
+  // kAll, kPoisson, or kBloom, whose filter counts are model state that
+  // snapshots carry (docs/admission.md).
   AdmissionOptions admission;
   // Variants learning side by side with the model's own optimizer (whose
   // variant is named kPrimaryVariant); Predict serves the champion.
