@@ -21,7 +21,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -29,6 +28,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/throughput/bench_util.h"
 #include "core/model/model.h"
 #include "core/persist/snapshot.h"
 
@@ -45,15 +45,6 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// Resident memory in bytes (VmRSS).
-uint64_t ResidentBytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
-  return 0;
-}
-
 int Main() {
   ModelConfig config;
   config.name = "bench";
@@ -65,7 +56,7 @@ int Main() {
   const uint64_t target = absl::GetFlag(FLAGS_coordinates);
   std::vector<HashedFeature> features(absl::GetFlag(FLAGS_features));
   std::mt19937_64 rng(1);
-  const uint64_t rss_before = ResidentBytes();
+  const uint64_t rss_before = bench::ResidentBytes();
   std::unique_ptr<Model> model = *CreateModel(config);
   const Clock::time_point learn_start = Clock::now();
   uint64_t examples = 0;
@@ -75,7 +66,7 @@ int Main() {
     model->Learn(absl::MakeConstSpan(features.data(), n), examples % 30 == 0 ? 1 : 0, 1.0);
   }
   const double learn_seconds = Seconds(learn_start);
-  const uint64_t rss_after = ResidentBytes();
+  const uint64_t rss_after = bench::ResidentBytes();
   // glibc's view: what the heap holds, and how much of it is free.
   const struct mallinfo2 heap = mallinfo2();
   const ModelStats stats = model->Stats();

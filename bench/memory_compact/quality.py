@@ -13,9 +13,11 @@ docs/img/compact_quality.png.
 
     bash scripts/build.sh release && /usr/bin/python3 bench/memory_compact/quality.py
 
-The synthetic log is bench/admission's: gen_click_log, 250,000 lines,
-seed 1, split in file order into 200,000 training and 50,000 held-back.
+The logs are bench/admission's (its logs(): the synthetic one is
+gen_click_log, 250,000 lines, seed 1, split in file order into 200,000
+training and 50,000 held-back lines, written to bench/out/admission/).
 """
+import importlib.util
 import json
 import os
 import subprocess
@@ -33,25 +35,13 @@ HASH_SEEDS = [1, 2, 3, 4, 5]
 
 
 def logs():
-    synthetic_train = os.path.join(OUT, "synthetic_train.vw")
-    synthetic_test = os.path.join(OUT, "synthetic_test.vw")
-    gen = os.path.join(BUILD, "bench", "throughput", "gen_click_log")
-    if not os.path.exists(synthetic_test):
-        whole = os.path.join(OUT, "synthetic_250k.vw")
-        subprocess.run([gen, "--examples=250000", "--seed=1", whole], check=True,
-                       capture_output=True)
-        with open(whole) as f, open(synthetic_train, "w") as train, \
-                open(synthetic_test, "w") as test:
-            for i, line in enumerate(f):
-                (train if i < 200000 else test).write(line)
-        os.remove(whole)
-    return [
-        ("criteo_8k", "criteo", os.path.join(DATA, "criteo_8k", "train.csv"),
-         os.path.join(DATA, "criteo_8k", "test.csv")),
-        ("ipinyou", "libsvm", os.path.join(DATA, "ipinyou", "train.fm.txt"),
-         os.path.join(DATA, "ipinyou", "test.fm.txt")),
-        ("synthetic 200k", "vw", synthetic_train, synthetic_test),
-    ]
+    """The admission study's logs (bench/admission/run.py): the same three, split alike."""
+    spec = importlib.util.spec_from_file_location(
+        "admission_run", os.path.join(ROOT, "bench", "admission", "run.py"))
+    admission = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(admission)
+    os.makedirs(admission.OUT, exist_ok=True)
+    return admission.logs()
 
 
 def replay(fmt, train, test, encoding, flags):

@@ -54,14 +54,23 @@ void PrintStageTable(const std::vector<StageResult>& stages) {
   }
 }
 
-uint64_t PeakRssBytes() {
+namespace {
+
+// A "Name: N kB" field of /proc/self/status in bytes, 0 if absent.
+uint64_t StatusBytes(const std::string& field) {
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    if (line.rfind(field, 0) == 0) return std::stoull(line.substr(field.size())) * 1024;
   }
   return 0;
 }
+
+}  // namespace
+
+uint64_t PeakRssBytes() { return StatusBytes("VmHWM:"); }
+
+uint64_t ResidentBytes() { return StatusBytes("VmRSS:"); }
 
 std::string MachineLoad() {
   std::ifstream loadavg("/proc/loadavg");

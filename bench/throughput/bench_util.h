@@ -68,6 +68,8 @@ void PrintStageTable(const std::vector<StageResult>& stages);
 
 // The process's peak resident set (VmHWM from /proc/self/status), 0 if unknown.
 uint64_t PeakRssBytes();
+// The process's resident set now (VmRSS), 0 if unknown.
+uint64_t ResidentBytes();
 
 // "load average 1.0 0.9 0.8, cpu pressure 12.3%": what else the machine was
 // doing (/proc/loadavg; the share of the last 60 s in which some runnable

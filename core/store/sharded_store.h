@@ -121,7 +121,7 @@ class ShardedStore {
     MutexLock lock(&shard.mu);
     shard.map.Prepare(key, 1);
     auto [state, inserted] = shard.map.FindOrInsert(key);
-    KeepForCopy(shard, Table::Canonical(key), inserted, *state);
+    KeepForCopy(shard, key, inserted, *state);
     fn(*state);
     return inserted;
   }
@@ -187,11 +187,11 @@ class ShardedStore {
       if (map.size() >= store->limits_.max_count) {
         State* found = map.Find(key);
         if (found == nullptr) return {nullptr, false};
-        store->UnsafeKeepForCopy(s, Table::Canonical(key), false, *found);
+        store->UnsafeKeepForCopy(s, key, false, *found);
         return {found, false};
       }
       auto [state, inserted] = map.FindOrInsert(key);
-      store->UnsafeKeepForCopy(s, Table::Canonical(key), inserted, *state);
+      store->UnsafeKeepForCopy(s, key, inserted, *state);
       return {state, inserted};
     }
     template <typename Admit>
@@ -202,7 +202,7 @@ class ShardedStore {
       // A stored key is about to change: an open copy needs its state first,
       // as operator() keeps it.
       if (State* found = map.Find(key); found != nullptr) {
-        store->UnsafeKeepForCopy(s, Table::Canonical(key), false, *found);
+        store->UnsafeKeepForCopy(s, key, false, *found);
         return {found, false};
       }
       // A full shard refuses before admission is asked, so that "admitted"
@@ -471,7 +471,10 @@ class ShardedStore {
   static void KeepForCopy(Shard& shard, uint64_t key, bool inserted, const State& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu) {
     if (!shard.copying) return;
-    shard.before.try_emplace(key, inserted ? std::nullopt : std::optional<State>(state));
+    // Under the key a copy's reads give it (a CompactTable's canonical
+    // key), computed only while a copy is open: not on every step.
+    shard.before.try_emplace(Table::Canonical(key),
+                             inserted ? std::nullopt : std::optional<State>(state));
   }
   // KeepForCopy for shard s, whose lock WithKeysLocked holds.
   void UnsafeKeepForCopy(int s, uint64_t key, bool inserted,
