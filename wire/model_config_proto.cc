@@ -238,6 +238,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   c.memory.max_bytes = p.memory().max_bytes();
   // An unknown number stays unknown: validation names memory.encoding.
   c.memory.encoding = static_cast<StateEncoding>(p.memory().encoding());
+  c.memory.ttl_rounds = p.memory().ttl_rounds();
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -263,6 +264,7 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     WriteAdmission(c.admission, p.mutable_admission());
   }
   if (c.memory.max_bytes != 0) p.mutable_memory()->set_max_bytes(c.memory.max_bytes);
+  if (c.memory.ttl_rounds != 0) p.mutable_memory()->set_ttl_rounds(c.memory.ttl_rounds);
   if (c.memory.encoding != StateEncoding::kFloat) {
     p.mutable_memory()->set_encoding(static_cast<v1::StateEncoding>(c.memory.encoding));
   }

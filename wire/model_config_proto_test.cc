@@ -72,6 +72,21 @@ TEST(Convert, MemoryBudgetRoundTripsAndIsCheckedByName) {
             "config.memory.max_bytes is 1000; must be 0 (unbounded) or in 65536..1099511627776");
 }
 
+TEST(Convert, TtlRoundTripsAndIsCheckedByName) {
+  v1::ModelConfig p;
+  p.set_name("ctr");
+  p.mutable_memory()->set_ttl_rounds(1'000'000);
+  auto c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->memory.ttl_rounds, 1'000'000u);
+  EXPECT_EQ(ModelConfigToProto(*c).memory().ttl_rounds(), 1'000'000u);
+  p.mutable_memory()->set_ttl_rounds(5);
+  const absl::Status s = ToModelConfig(p).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "config.memory.ttl_rounds is 5; must be 0 (no TTL) or in 64..281474976710656 (2^48)");
+}
+
 TEST(Convert, ClassifierParamsRoundTrip) {
   v1::ModelConfig p;
   p.set_name("pa");

@@ -6,12 +6,18 @@
 // the p99.9 step (one Learn call: where an eviction pass lands), the
 // coordinates held and evicted, and the tables' bytes.
 //
+// With --ttl_rounds (0: skipped) a third run learns the stream into a model
+// without a budget but with that TTL (docs/memory.md, "TTL eviction"): its
+// examples/s against the unbounded run's are the cost of the marks and
+// sweeps, its longest step is a shard's sweep, and it prints the
+// coordinates expired and the marks' bytes.
+//
 // The stream: each example has --frequent features from a pool of 100,000
 // keys (Zipf-like: a square of a uniform draw) and --fresh features never
 // seen before, so the store meets --examples x --fresh new keys.
 //
 // Usage: memory_budget_bench [--coordinates=10000000] [--examples=1500000]
-//        [--frequent=20] [--fresh=20] [--shards=16]
+//        [--frequent=20] [--fresh=20] [--shards=16] [--ttl_rounds=100000]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +36,7 @@ ABSL_FLAG(int, examples, 1'500'000, "examples learned per run");
 ABSL_FLAG(int, frequent, 20, "features per example from the pool of 100,000 keys");
 ABSL_FLAG(int, fresh, 20, "features per example never seen before");
 ABSL_FLAG(int, shards, 16, "store shards");
+ABSL_FLAG(uint64_t, ttl_rounds, 100'000, "the TTL run's memory.ttl_rounds (0: no TTL run)");
 
 namespace clickd {
 namespace {
@@ -54,11 +61,12 @@ struct Run {
   ModelStats stats;
 };
 
-Run Learn(uint64_t max_bytes) {
+Run Learn(uint64_t max_bytes, uint64_t ttl_rounds = 0) {
   ModelConfig config;
   config.name = "bench";
   config.num_shards = absl::GetFlag(FLAGS_shards);
   config.memory.max_bytes = max_bytes;
+  config.memory.ttl_rounds = ttl_rounds;
   auto model = *CreateModel(config);
   const int examples = absl::GetFlag(FLAGS_examples);
   const int frequent = absl::GetFlag(FLAGS_frequent);
@@ -104,12 +112,14 @@ Run Learn(uint64_t max_bytes) {
 void Print(const char* name, uint64_t max_bytes, const Run& run) {
   std::printf(
       "%-10s budget %11llu B  %9.0f examples/s  longest step %8.1f ms  p99.9 step %7.1f us  "
-      "coordinates %9llu  evicted %9llu  bytes %11llu\n",
+      "coordinates %9llu  evicted %9llu  expired %9llu  bytes %11llu  marks %9llu\n",
       name, static_cast<unsigned long long>(max_bytes), absl::GetFlag(FLAGS_examples) / run.seconds,
       run.longest_step_us / 1000, run.p999_step_us,
       static_cast<unsigned long long>(run.stats.coordinates),
       static_cast<unsigned long long>(run.stats.coordinates_evicted),
-      static_cast<unsigned long long>(run.stats.bytes));
+      static_cast<unsigned long long>(run.stats.coordinates_expired),
+      static_cast<unsigned long long>(run.stats.bytes),
+      static_cast<unsigned long long>(run.stats.recency_bytes));
 }
 
 }  // namespace
@@ -124,5 +134,9 @@ int main(int argc, char** argv) {
               absl::GetFlag(FLAGS_fresh), absl::GetFlag(FLAGS_shards));
   clickd::Print("unbounded", 0, clickd::Learn(0));
   clickd::Print("budgeted", budget, clickd::Learn(budget));
+  if (const uint64_t ttl = absl::GetFlag(FLAGS_ttl_rounds); ttl != 0) {
+    std::printf("ttl: memory.ttl_rounds %llu\n", static_cast<unsigned long long>(ttl));
+    clickd::Print("ttl", 0, clickd::Learn(0, ttl));
+  }
   return 0;
 }

@@ -64,6 +64,9 @@ ABSL_FLAG(uint64_t, admission_generation_sightings, uint64_t{1} << 20,
 ABSL_FLAG(uint64_t, memory_max_bytes, 0,
           "memory budget of the model's coordinates in bytes, 65536..2^40 (0: unbounded); "
           "beyond it the least useful coordinates are evicted (docs/memory.md)");
+ABSL_FLAG(uint64_t, memory_ttl_rounds, 0,
+          "TTL eviction: a coordinate not learned for more than this many examples is evicted "
+          "(by 1.25x it but for shared marks), 64..2^48 (0: never; docs/memory.md)");
 ABSL_FLAG(std::string, state_encoding, "float",
           "how the model stores its coordinates: float (exact) or compact (FTRL only: 16-bit z "
           "and n, 48-bit key identities, ~11 bytes per coordinate; docs/memory.md)");
@@ -127,6 +130,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.admission_counters = absl::GetFlag(FLAGS_admission_counters);
   v.admission_generation_sightings = absl::GetFlag(FLAGS_admission_generation_sightings);
   v.memory_max_bytes = absl::GetFlag(FLAGS_memory_max_bytes);
+  v.memory_ttl_rounds = absl::GetFlag(FLAGS_memory_ttl_rounds);
   v.state_encoding = absl::GetFlag(FLAGS_state_encoding);
   v.variants = absl::GetFlag(FLAGS_variants);
   v.feedback_ttl_seconds = absl::GetFlag(FLAGS_feedback_ttl_seconds);
@@ -400,6 +404,7 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   if (!admission.ok()) return admission.status();
   config.admission = *admission;
   config.memory.max_bytes = v.memory_max_bytes;
+  config.memory.ttl_rounds = v.memory_ttl_rounds;
   if (absl::Status e = ParseStateEncoding(v.state_encoding, &config.memory.encoding); !e.ok()) {
     return e;
   }

@@ -42,7 +42,8 @@ struct ModelFlagValues {
   uint64_t admission_min_count = 2;
   uint64_t admission_counters = uint64_t{1} << 20;
   uint64_t admission_generation_sightings = uint64_t{1} << 20;
-  uint64_t memory_max_bytes = 0;  // 0: unbounded
+  uint64_t memory_max_bytes = 0;   // 0: unbounded
+  uint64_t memory_ttl_rounds = 0;  // 0: no TTL
   std::string state_encoding = "float";
   // "name:key=value,key=value;name2:..." (docs/variants.md): keys are
   // `optimizer` and the hyperparameter flags' names (alpha, eta, ...).

@@ -73,6 +73,17 @@ TEST(ModelFlags, MemoryMaxBytes) {
             std::string::npos);
 }
 
+TEST(ModelFlags, MemoryTtlRounds) {
+  ModelFlagValues v;
+  v.memory_ttl_rounds = 100000;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->memory.ttl_rounds, 100000u);
+  v.memory_ttl_rounds = 10;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("memory.ttl_rounds is 10"),
+            std::string::npos);
+}
+
 TEST(ModelFlags, HyperparametersGoToTheSelectedOptimizer) {
   ModelFlagValues v;
   v.optimizer = "pc_ogd";

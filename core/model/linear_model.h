@@ -72,7 +72,9 @@ class LinearModel final : public Model {
   LinearModel(ModelConfig config, const typename Optimizer::Params& params)
       : Model(std::move(config)),
         optimizer_(params),
-        store_(this->config().num_shards, this->config().memory.max_bytes),
+        store_(this->config().num_shards, this->config().memory.max_bytes,
+               /*track_recency=*/this->config().memory.ttl_rounds != 0),
+        ttl_(this->config().memory.ttl_rounds, this->config().num_shards),
         admission_(this->config().admission) {}
 
   double Margin(absl::Span<const HashedFeature> features) const override {
@@ -133,6 +135,11 @@ class LinearModel final : public Model {
                         double label, double importance) override {
     double margin = 0;
     DenseBlock* block = dense != nullptr ? dense_block() : nullptr;
+    // With a TTL, every key the step stores is marked as learned in this
+    // round's epoch, and the shards due for a sweep at the new round are
+    // swept once the step's locks are released.
+    const uint8_t recency_code = ttl_.enabled() ? ttl_.CodeAt(CurrentRound().t) : 0;
+    uint64_t learned_round = 0;
     // Holding every touched shard across both phases makes the step atomic
     // for readers, and one lookup per key serves the weight and the update.
     store_.WithKeysLocked(
@@ -186,6 +193,7 @@ class LinearModel final : public Model {
           // Every key is inserted, even with a zero gradient: the example's
           // attributes have been seen (global OGD's diameter counts them).
           const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
+          learned_round = round.t;
           if constexpr (PerExampleOptimizer<Optimizer>) {
             const typename Optimizer::Step step =
                 optimizer_.PrepareStep(margin, label, importance, states, features);
@@ -229,7 +237,9 @@ class LinearModel final : public Model {
           return [this, round = CurrentRound()](const CoordinateState& s) {
             return RankForEviction(optimizer_, s, round);
           };
-        });
+        },
+        recency_code);
+    ttl_.ForEachDue(learned_round, [&](int s) { store_.Expire(s, ttl_.CodeAt(learned_round)); });
     return margin;
   }
 
@@ -240,6 +250,8 @@ class LinearModel final : public Model {
     stats.coordinates = store.coordinates;
     stats.bytes = store.bytes;
     stats.coordinates_evicted = store.evicted;
+    stats.coordinates_expired = store.expired;
+    stats.recency_bytes = store.recency_bytes;
     // A slot's bytes: a compact slot keeps 4 bytes of the key.
     stats.state_bytes_per_coordinate = kCompactEncoding<Optimizer>
                                            ? sizeof(typename Table::Slot)
@@ -247,6 +259,7 @@ class LinearModel final : public Model {
     const AdmissionStats admission = admission_.Stats();
     stats.admission_sightings = admission.sightings;
     stats.admission_admitted = admission.admitted;
+    stats.admission_bytes = admission.bytes;
     return stats;
   }
 
@@ -262,6 +275,7 @@ class LinearModel final : public Model {
     });
     if (dense_block() != nullptr) out.dense_state = dense_block()->SerializeState();
     if (KeepsAdmissionState()) out.admission = admission_.Encode();
+    if (ttl_.enabled()) out.recency = store_.EncodeRecency();
     return out;
   }
 
@@ -272,6 +286,7 @@ class LinearModel final : public Model {
     if (dense_block() != nullptr) header.dense_state = dense_block()->SerializeState();
     // Learners are held off now, so the filter agrees with the coordinates.
     if (KeepsAdmissionState()) header.admission = admission_.Encode();
+    if (ttl_.enabled()) header.recency = store_.EncodeRecency();
     if (store_.BeginCopy()) return std::make_unique<CoordinateCopy>(*this, std::move(header));
     // Another copy is open: copy every shard now, while learners are held off.
     return std::make_unique<CoordinateCopy>(*this, std::move(header), store_.CopyAll());
@@ -296,6 +311,8 @@ class LinearModel final : public Model {
     // model as it was.
     absl::StatusOr<std::unique_ptr<FeatureAdmission>> admission = DecodeAdmission(in.admission);
     if (!admission.ok()) return admission.status();
+    absl::StatusOr<std::vector<RecencyMarks>> recency = DecodeMarks(in.recency);
+    if (!recency.ok()) return recency.status();
     if (dense_block() != nullptr) {
       if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
     }
@@ -307,6 +324,7 @@ class LinearModel final : public Model {
       std::memcpy(&out.second, record + sizeof(uint64_t), sizeof(CoordinateState));
       return out;
     });
+    if (ttl_.enabled()) store_.AssignRecency(*std::move(recency));
     MutexLock lock(&round_mu_);
     round_ = in.round;
     return absl::OkStatus();
@@ -319,6 +337,7 @@ class LinearModel final : public Model {
     out += state.coordinates;
     out += state.dense_state;
     out += state.admission;
+    out += state.recency;
     return out;
   }
 
@@ -406,6 +425,21 @@ class LinearModel final : public Model {
     return decoded;
   }
 
+  // The recency marks of an imported state's `bytes`, one per shard (none
+  // without a TTL); DataLoss if they are missing, damaged or unexpected.
+  absl::StatusOr<std::vector<RecencyMarks>> DecodeMarks(std::string_view bytes) const {
+    if (!ttl_.enabled()) {
+      if (!bytes.empty()) {
+        return absl::DataLossError("the state has recency marks; this model has no TTL");
+      }
+      return std::vector<RecencyMarks>();
+    }
+    if (bytes.empty()) {
+      return absl::DataLossError("the state has no recency marks; this model's TTL needs them");
+    }
+    return DecodeRecency(bytes, store_.num_shards());
+  }
+
   template <typename T>
   static void AppendBytes(std::string* out, const T& value) {
     out->append(reinterpret_cast<const char*>(&value), sizeof(T));
@@ -426,6 +460,9 @@ class LinearModel final : public Model {
 
   const Optimizer optimizer_;
   ShardedStore<CoordinateState, Table> store_;
+  // When each shard is swept for coordinates older than the TTL
+  // (config().memory.ttl_rounds; disabled without one).
+  const TtlSchedule ttl_;
   // Which features not stored yet get a coordinate (config().admission);
   // with policy kAll, Learn never asks it.
   FeatureAdmission admission_;

@@ -58,10 +58,26 @@ absl::Status ValidateEncoding(const ModelConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateTtl(const ModelConfig& config) {
+  const uint64_t ttl = config.memory.ttl_rounds;
+  if (ttl == 0) return absl::OkStatus();
+  if (ttl < kMinTtlRounds || ttl > kMaxTtlRounds) {
+    return absl::InvalidArgumentError(absl::StrCat("memory.ttl_rounds is ", ttl,
+                                                   "; must be 0 (no TTL) or in ", kMinTtlRounds,
+                                                   "..", kMaxTtlRounds, " (2^48)"));
+  }
+  if (config.optimizer.type == OptimizerType::kDense) {
+    return absl::InvalidArgumentError(
+        "memory.ttl_rounds evicts the sparse optimizers' coordinates; a dense learner has none");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateMemoryConfig(const ModelConfig& config) {
   if (absl::Status s = ValidateEncoding(config); !s.ok()) return s;
+  if (absl::Status s = ValidateTtl(config); !s.ok()) return s;
   const uint64_t max_bytes = config.memory.max_bytes;
   if (max_bytes == 0) return absl::OkStatus();
   if (max_bytes < kMinMemoryBytes || max_bytes > kMaxMemoryBytes) {

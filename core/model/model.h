@@ -35,9 +35,15 @@ struct ModelStats {
   // sightings of features the model did not hold, and how many got in.
   uint64_t admission_sightings = 0;
   uint64_t admission_admitted = 0;
+  uint64_t admission_bytes = 0;  // the Bloom filter's counters (kBloom only)
   // Memory budget (config.memory): coordinates evicted since the model was
   // built in this process (a restart's log replay evicts again and counts).
   uint64_t coordinates_evicted = 0;
+  // TTL eviction (config.memory.ttl_rounds): coordinates evicted for not
+  // being learned within the TTL since the model was built in this process,
+  // and the bytes of the marks that track it (core/store/recency.h).
+  uint64_t coordinates_expired = 0;
+  uint64_t recency_bytes = 0;
 };
 
 class Model {
@@ -118,6 +124,10 @@ class Model {
     // a restored model would admit features a model that never restarted
     // keeps out.
     std::string admission;
+    // The recency marks (ShardedStore::EncodeRecency) of a model with a
+    // TTL; empty otherwise. Without them a restored model would keep (or
+    // evict) other coordinates than a model that never restarted.
+    std::string recency;
   };
   virtual State ExportState() const = 0;
 

@@ -98,6 +98,11 @@ absl::Status ParseStateEncoding(std::string_view name, StateEncoding* encoding);
 struct MemoryConfig {
   uint64_t max_bytes = 0;
   StateEncoding encoding = StateEncoding::kFloat;
+  // TTL eviction: a coordinate not learned for more than this many rounds
+  // (examples learned by the model; the clock would make replicas and
+  // replays disagree) is evicted, by 1.25x it but for shared marks
+  // (core/store/recency.h). 0: off.
+  uint64_t ttl_rounds = 0;
 };
 
 inline constexpr uint64_t kMinMemoryBytes = uint64_t{64} << 10;  // 64 KiB
@@ -105,6 +110,10 @@ inline constexpr uint64_t kMaxMemoryBytes = uint64_t{1} << 40;   // 1 TiB
 // The least budget one shard of one store may get: a table of a few
 // hundred coordinates, so that eviction passes stay rare.
 inline constexpr uint64_t kMinShardMemoryBytes = 4096;
+// memory.ttl_rounds' range (besides 0): at least one round per epoch of
+// each shard's sweep, and far below a round counter's range.
+inline constexpr uint64_t kMinTtlRounds = 64;
+inline constexpr uint64_t kMaxTtlRounds = uint64_t{1} << 48;
 
 struct ModelConfig {
   std::string name = "default";

@@ -157,7 +157,10 @@ ModelStats VariantModel::Stats() const {
     total.bytes += m.bytes;
     total.admission_sightings += m.admission_sightings;
     total.admission_admitted += m.admission_admitted;
+    total.admission_bytes += m.admission_bytes;
     total.coordinates_evicted += m.coordinates_evicted;
+    total.coordinates_expired += m.coordinates_expired;
+    total.recency_bytes += m.recency_bytes;
   }
   return total;
 }

@@ -15,7 +15,10 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 11;
+constexpr uint32_t kConfigVersion = 12;
+// The version a config without a TTL is written in, so that builds that
+// know only version 11 still read it (version 12 adds memory.ttl_rounds).
+constexpr uint32_t kConfigVersionWithoutTtl = 11;
 
 // The same message prefix as the rest of a snapshot's checks: a bad config
 // is a corrupt snapshot (or update-log header).
@@ -254,8 +257,9 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
 }  // namespace
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
+  const bool ttl = c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
-  coding::PutFixed32(out, kConfigVersion);
+  coding::PutFixed32(out, ttl ? kConfigVersion : kConfigVersionWithoutTtl);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
   WriteOptimizer(c.optimizer, out);
@@ -302,6 +306,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   // Version 11: the Bloom filter admission's parameters.
   WriteBloomParams(c.admission, out);
   for (const ModelVariant& v : c.variants) WriteBloomParams(v.admission, out);
+  // Version 12: the TTL, only when there is one.
+  if (ttl) coding::PutFixed64(out, c.memory.ttl_rounds);
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -337,6 +343,13 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   if (*version >= 11) {
     ReadBloomParams(&in, &c.admission);
     for (ModelVariant& v : c.variants) ReadBloomParams(&in, &v.admission);
+  }
+  if (*version >= 12) {
+    in.GetFixed64(&c.memory.ttl_rounds);
+    // One encoding per config: without a TTL, version 11.
+    if (in.ok() && c.memory.ttl_rounds == 0) {
+      return Corrupt("model config encoding version 12 without a TTL");
+    }
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

@@ -1,7 +1,8 @@
 // The config encoding's memory budget (version 9) and state encoding
 // (version 10): round trips, and older encodings read as unbounded and
-// float. Version 11 appends 20 bytes of Bloom filter parameters after them. The other fields' tests
-// are in snapshot_test.cc.
+// float. Version 11 appends 20 bytes of Bloom filter parameters after them,
+// and version 12 (written only for a model with a TTL) 8 bytes of
+// memory.ttl_rounds. The other fields' tests are in snapshot_test.cc.
 #include "core/persist/model_config_codec.h"
 
 #include <string>
@@ -32,6 +33,40 @@ TEST(ModelConfigEncoding, RoundTripsTheMemoryBudget) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(refused.status().message().find("memory.max_bytes is 16"), std::string::npos)
       << refused.status();
+}
+
+TEST(ModelConfigEncoding, TheTtlNeedsVersionTwelveAndOnlyItHasOne) {
+  ModelConfig config;
+  config.name = "ttl";
+  config.memory.ttl_rounds = 5000;
+  std::string v12;
+  EncodeModelConfig(config, &v12);
+  ASSERT_EQ(v12[4], 12);
+  auto decoded = DecodeModelConfig(v12);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->memory.ttl_rounds, 5000u);
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v12);
+  // Without its last 8 bytes it is version 11's encoding: no TTL.
+  std::string v11 = v12.substr(0, v12.size() - 8);
+  v11[4] = 11;
+  decoded = DecodeModelConfig(v11);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->memory.ttl_rounds, 0u);
+  // Version 12 with a TTL of 0 (one config, two encodings) or of 10, or cut
+  // short, is corrupt.
+  std::string zero = v12;
+  zero.replace(zero.size() - 8, 8, std::string(8, '\0'));
+  EXPECT_EQ(DecodeModelConfig(zero).status().code(), absl::StatusCode::kDataLoss);
+  std::string ten = v12;
+  ten.replace(ten.size() - 8, 8, std::string("\x0a\x00\x00\x00\x00\x00\x00\x00", 8));
+  auto refused = DecodeModelConfig(ten);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(refused.status().message().find("memory.ttl_rounds is 10"), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(DecodeModelConfig(v12.substr(0, v12.size() - 3)).status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 // Version 8 (written before the budget) reads as unbounded.

@@ -318,6 +318,22 @@ void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
         return static_cast<double>(m.model().Stats().coordinates_evicted);
       }));
   registry->BuildCallback(
+      "clickd_model_coordinates_expired_total",
+      "Coordinates the TTL evicted (not learned for config memory.ttl_rounds examples) since "
+      "the server started; a restart's log replay evicts and counts again. 0 without a TTL.",
+      MetricType::kCounter, PerModel(models, [](const ServedModel& m) {
+        return static_cast<double>(m.model().Stats().coordinates_expired);
+      }));
+  registry->BuildCallback(
+      "clickd_model_bookkeeping_bytes",
+      "Memory the model keeps beside its coordinate tables (clickd_model_bytes) to decide "
+      "which coordinates to keep: the TTL's recency marks and the Bloom admission filter's "
+      "counters (docs/memory.md). 0 with neither.",
+      MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
+        const ModelStats stats = m.model().Stats();
+        return static_cast<double>(stats.recency_bytes + stats.admission_bytes);
+      }));
+  registry->BuildCallback(
       "clickd_model_admission_sightings_total",
       "Sightings of features the model did not hold yet, with feature admission on "
       "(docs/admission.md); 0 without it.",

@@ -43,7 +43,8 @@ TEST(ModelMetrics, OneSeriesPerModelThatFollowTheRegistry) {
         "clickd_model_progressive_examples", "clickd_model_coordinates", "clickd_model_bytes",
         "clickd_model_updates", "clickd_model_admission_sightings_total",
         "clickd_model_admission_admitted_total", "clickd_model_memory_budget_bytes",
-        "clickd_model_coordinates_evicted_total"}) {
+        "clickd_model_coordinates_evicted_total", "clickd_model_coordinates_expired_total",
+        "clickd_model_bookkeeping_bytes"}) {
     ASSERT_TRUE(values.count(name)) << name;
     EXPECT_TRUE(values[name].empty()) << name;
   }
@@ -113,6 +114,39 @@ TEST(ModelMetrics, MemoryBudgetAndEvictions) {
       values["clickd_model_coordinates"][S] + values["clickd_model_coordinates_evicted_total"][S],
       20'000);
   EXPECT_EQ(values["clickd_model_coordinates_evicted_total"][P], 0);
+}
+
+// A model with a TTL counts what it expired and the bytes of its marks;
+// a Bloom filter's counters are bookkeeping bytes too.
+TEST(ModelMetrics, TtlExpiriesAndBookkeepingBytes) {
+  ModelRegistry models;
+  Registry registry;
+  RegisterModelMetrics(&registry, &models);
+  ModelConfig with_ttl = Named("ttl");
+  with_ttl.memory.ttl_rounds = 1000;
+  auto ttl = models.Create(with_ttl);
+  ASSERT_TRUE(ttl.ok()) << ttl.status();
+  ModelConfig bloom = Named("bloom");
+  bloom.admission.policy = AdmissionOptions::Policy::kBloom;
+  bloom.admission.counters = 1 << 12;
+  ASSERT_TRUE(models.Create(bloom).ok());
+  for (uint64_t k = 0; k < 5'000; ++k) {
+    const HashedFeature f[] = {{k * 0x9E3779B97F4A7C15ull, 1.0f}};
+    (*ttl)->model().Learn(f, k % 2, 1.0);
+  }
+  auto values = Values(registry);
+  const Labels T = {{"model", "ttl"}}, B = {{"model", "bloom"}};
+  const ModelStats stats = (*ttl)->model().Stats();
+  ASSERT_GT(stats.coordinates_expired, 3'000u);
+  EXPECT_EQ(values["clickd_model_coordinates_expired_total"][T],
+            static_cast<double>(stats.coordinates_expired));
+  EXPECT_EQ(
+      values["clickd_model_coordinates"][T] + values["clickd_model_coordinates_expired_total"][T],
+      5'000);
+  EXPECT_EQ(values["clickd_model_bookkeeping_bytes"][T], static_cast<double>(stats.recency_bytes));
+  EXPECT_GT(stats.recency_bytes, 0u);
+  EXPECT_EQ(values["clickd_model_coordinates_expired_total"][B], 0);
+  EXPECT_EQ(values["clickd_model_bookkeeping_bytes"][B], 2 << 12);
 }
 
 TEST(ModelMetrics, NonLogisticModelsHaveNoLoglossOrCalibration) {
