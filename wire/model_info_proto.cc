@@ -14,7 +14,6 @@ v1::ModelInfo ToModelInfo(const ModelConfig& config, const ModelStats& stats,
   info.set_bytes(stats.bytes);
   info.set_coordinates_evicted(stats.coordinates_evicted);
   info.set_coordinates_expired(stats.coordinates_expired);
-  info.set_recency_bytes(stats.recency_bytes);
   *info.mutable_metrics() = MetricsToProto(progressive);
   return info;
 }

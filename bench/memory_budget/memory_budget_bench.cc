@@ -112,14 +112,13 @@ Run Learn(uint64_t max_bytes, uint64_t ttl_rounds = 0) {
 void Print(const char* name, uint64_t max_bytes, const Run& run) {
   std::printf(
       "%-10s budget %11llu B  %9.0f examples/s  longest step %8.1f ms  p99.9 step %7.1f us  "
-      "coordinates %9llu  evicted %9llu  expired %9llu  bytes %11llu  marks %9llu\n",
+      "coordinates %9llu  evicted %9llu  expired %9llu  bytes %11llu\n",
       name, static_cast<unsigned long long>(max_bytes), absl::GetFlag(FLAGS_examples) / run.seconds,
       run.longest_step_us / 1000, run.p999_step_us,
       static_cast<unsigned long long>(run.stats.coordinates),
       static_cast<unsigned long long>(run.stats.coordinates_evicted),
       static_cast<unsigned long long>(run.stats.coordinates_expired),
-      static_cast<unsigned long long>(run.stats.bytes),
-      static_cast<unsigned long long>(run.stats.recency_bytes));
+      static_cast<unsigned long long>(run.stats.bytes));
 }
 
 }  // namespace

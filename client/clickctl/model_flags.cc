@@ -66,7 +66,8 @@ ABSL_FLAG(uint64_t, memory_max_bytes, 0,
           "beyond it the least useful coordinates are evicted (docs/memory.md)");
 ABSL_FLAG(uint64_t, memory_ttl_rounds, 0,
           "TTL eviction: a coordinate not learned for more than this many examples is evicted "
-          "(by 1.25x it but for shared marks), 64..2^48 (0: never; docs/memory.md)");
+          "(within 1.25x it), 64..2^48 (0: never); FTRL only, 4 more bytes per coordinate "
+          "(docs/memory.md)");
 ABSL_FLAG(std::string, state_encoding, "float",
           "how the model stores its coordinates: float (exact) or compact (FTRL only: 16-bit z "
           "and n, 48-bit key identities, ~11 bytes per coordinate; docs/memory.md)");

@@ -105,9 +105,6 @@ absl::Status DenseModel::ImportState(const State& in) {
   if (!in.admission.empty()) {
     return absl::DataLossError("the state has an admission filter; this dense model has none");
   }
-  if (!in.recency.empty()) {
-    return absl::DataLossError("the state has recency marks; this dense model has none");
-  }
   MutexLock lock(&learn_mu_);
   if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
   round_ = in.round;

@@ -29,21 +29,29 @@
 #include "core/base/mutex.h"
 #include "core/model/eviction_rank.h"
 #include "core/model/model.h"
+#include "core/model/ttl_schedule.h"
 #include "core/optim/compact_ftrl.h"
 #include "core/optim/loss.h"
 #include "core/optim/numeric_bounds.h"
 #include "core/optim/round.h"
+#include "core/optim/stamped.h"
 #include "core/store/compact_table.h"
 #include "core/store/flat_table.h"
 #include "core/store/sharded_store.h"
 
 namespace clickd {
 
-// The table an optimizer's states live in: the compact encoding's 16-bit
-// states go with the compact table's 4-byte key remainders (8-byte slots);
-// every other state with full keys.
+// The table an optimizer's states live in: the compact encoding's 32-bit
+// states (with a TTL's stamp, 64) go with the compact table's 4-byte key
+// remainders; every other state with full keys.
 template <typename Optimizer>
-inline constexpr bool kCompactEncoding = std::is_same_v<Optimizer, CompactFtrl>;
+inline constexpr bool kCompactEncoding =
+    std::is_same_v<Optimizer, CompactFtrl> || std::is_same_v<Optimizer, Stamped<CompactFtrl>>;
+// An optimizer whose states carry the epoch of their last step: a model
+// with a TTL (core/optim/stamped.h).
+template <typename Optimizer>
+inline constexpr bool kStamped = std::is_same_v<Optimizer, Stamped<FtrlProximal>> ||
+                                 std::is_same_v<Optimizer, Stamped<CompactFtrl>>;
 template <typename Optimizer>
 using TableFor =
     std::conditional_t<kCompactEncoding<Optimizer>, CompactTable<typename Optimizer::State>,
@@ -72,9 +80,9 @@ class LinearModel final : public Model {
   LinearModel(ModelConfig config, const typename Optimizer::Params& params)
       : Model(std::move(config)),
         optimizer_(params),
-        store_(this->config().num_shards, this->config().memory.max_bytes,
-               /*track_recency=*/this->config().memory.ttl_rounds != 0),
-        ttl_(this->config().memory.ttl_rounds, this->config().num_shards),
+        store_(this->config().num_shards, this->config().memory.max_bytes),
+        ttl_(kStamped<Optimizer> ? this->config().memory.ttl_rounds : 0, this->config().num_shards,
+             kStampModulus),
         admission_(this->config().admission) {}
 
   double Margin(absl::Span<const HashedFeature> features) const override {
@@ -135,10 +143,8 @@ class LinearModel final : public Model {
                         double label, double importance) override {
     double margin = 0;
     DenseBlock* block = dense != nullptr ? dense_block() : nullptr;
-    // With a TTL, every key the step stores is marked as learned in this
-    // round's epoch, and the shards due for a sweep at the new round are
-    // swept once the step's locks are released.
-    const uint8_t recency_code = ttl_.enabled() ? ttl_.CodeAt(CurrentRound().t) : 0;
+    // With a TTL: the round this step reaches, whose due shards are swept
+    // once the step's locks are released.
     uint64_t learned_round = 0;
     // Holding every touched shard across both phases makes the step atomic
     // for readers, and one lookup per key serves the weight and the update.
@@ -172,6 +178,12 @@ class LinearModel final : public Model {
           }
           const absl::Span<const HashedFeature> features =
               filtering ? absl::Span<const HashedFeature>(admitted) : all_features;
+          if constexpr (kStamped<Optimizer>) {
+            // Every coordinate of the step has a step now (a zero gradient
+            // too: its feature was seen).
+            const uint32_t epoch = ttl_.EpochAt(before.t);
+            for (CoordinateState* state : states) state->stamp = epoch;
+          }
           // The weights in a loop of their own: each is a chain of a square
           // root and divisions, and with no lookup between them the CPU
           // works on many at once. The margin sums in feature order as before.
@@ -237,9 +249,8 @@ class LinearModel final : public Model {
           return [this, round = CurrentRound()](const CoordinateState& s) {
             return RankForEviction(optimizer_, s, round);
           };
-        },
-        recency_code);
-    ttl_.ForEachDue(learned_round, [&](int s) { store_.Expire(s, ttl_.CodeAt(learned_round)); });
+        });
+    if constexpr (kStamped<Optimizer>) ExpireDue(learned_round);
     return margin;
   }
 
@@ -251,7 +262,6 @@ class LinearModel final : public Model {
     stats.bytes = store.bytes;
     stats.coordinates_evicted = store.evicted;
     stats.coordinates_expired = store.expired;
-    stats.recency_bytes = store.recency_bytes;
     // A slot's bytes: a compact slot keeps 4 bytes of the key.
     stats.state_bytes_per_coordinate = kCompactEncoding<Optimizer>
                                            ? sizeof(typename Table::Slot)
@@ -275,7 +285,6 @@ class LinearModel final : public Model {
     });
     if (dense_block() != nullptr) out.dense_state = dense_block()->SerializeState();
     if (KeepsAdmissionState()) out.admission = admission_.Encode();
-    if (ttl_.enabled()) out.recency = store_.EncodeRecency();
     return out;
   }
 
@@ -286,7 +295,6 @@ class LinearModel final : public Model {
     if (dense_block() != nullptr) header.dense_state = dense_block()->SerializeState();
     // Learners are held off now, so the filter agrees with the coordinates.
     if (KeepsAdmissionState()) header.admission = admission_.Encode();
-    if (ttl_.enabled()) header.recency = store_.EncodeRecency();
     if (store_.BeginCopy()) return std::make_unique<CoordinateCopy>(*this, std::move(header));
     // Another copy is open: copy every shard now, while learners are held off.
     return std::make_unique<CoordinateCopy>(*this, std::move(header), store_.CopyAll());
@@ -311,8 +319,6 @@ class LinearModel final : public Model {
     // model as it was.
     absl::StatusOr<std::unique_ptr<FeatureAdmission>> admission = DecodeAdmission(in.admission);
     if (!admission.ok()) return admission.status();
-    absl::StatusOr<std::vector<RecencyMarks>> recency = DecodeMarks(in.recency);
-    if (!recency.ok()) return recency.status();
     if (dense_block() != nullptr) {
       if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
     }
@@ -324,7 +330,6 @@ class LinearModel final : public Model {
       std::memcpy(&out.second, record + sizeof(uint64_t), sizeof(CoordinateState));
       return out;
     });
-    if (ttl_.enabled()) store_.AssignRecency(*std::move(recency));
     MutexLock lock(&round_mu_);
     round_ = in.round;
     return absl::OkStatus();
@@ -337,13 +342,13 @@ class LinearModel final : public Model {
     out += state.coordinates;
     out += state.dense_state;
     out += state.admission;
-    out += state.recency;
     return out;
   }
 
  private:
   using Table = TableFor<Optimizer>;
   using Coordinates = typename ShardedStore<CoordinateState, Table>::Coordinates;
+  static constexpr uint64_t kStampModulus = Stamped<FtrlProximal>::kStampModulus;
 
   // BeginStateCopy's copy: the store's copy-on-write copy, or the shards
   // already copied (`eager`).
@@ -425,19 +430,15 @@ class LinearModel final : public Model {
     return decoded;
   }
 
-  // The recency marks of an imported state's `bytes`, one per shard (none
-  // without a TTL); DataLoss if they are missing, damaged or unexpected.
-  absl::StatusOr<std::vector<RecencyMarks>> DecodeMarks(std::string_view bytes) const {
-    if (!ttl_.enabled()) {
-      if (!bytes.empty()) {
-        return absl::DataLossError("the state has recency marks; this model has no TTL");
-      }
-      return std::vector<RecencyMarks>();
-    }
-    if (bytes.empty()) {
-      return absl::DataLossError("the state has no recency marks; this model's TTL needs them");
-    }
-    return DecodeRecency(bytes, store_.num_shards());
+  // Sweeps the shards due once the model has learned `round` examples:
+  // each loses the coordinates whose last step is too old (TtlSchedule).
+  void ExpireDue(uint64_t round) {
+    ttl_.ForEachDue(round, [&](int s) {
+      const uint32_t now = ttl_.EpochAt(round);
+      store_.EvictWhere(s, [now](const CoordinateState& state) {
+        return !TtlSchedule::Kept(Optimizer::Age(state.stamp, now));
+      });
+    });
   }
 
   template <typename T>
@@ -460,8 +461,8 @@ class LinearModel final : public Model {
 
   const Optimizer optimizer_;
   ShardedStore<CoordinateState, Table> store_;
-  // When each shard is swept for coordinates older than the TTL
-  // (config().memory.ttl_rounds; disabled without one).
+  // When each shard is swept for coordinates past the TTL
+  // (config().memory.ttl_rounds; disabled for an unstamped optimizer).
   const TtlSchedule ttl_;
   // Which features not stored yet get a coordinate (config().admission);
   // with policy kAll, Learn never asks it.

@@ -66,9 +66,13 @@ absl::Status ValidateTtl(const ModelConfig& config) {
                                                    "; must be 0 (no TTL) or in ", kMinTtlRounds,
                                                    "..", kMaxTtlRounds, " (2^48)"));
   }
-  if (config.optimizer.type == OptimizerType::kDense) {
+  bool all_ftrl = config.optimizer.type == OptimizerType::kFtrl;
+  for (const ModelVariant& v : config.variants)
+    all_ftrl &= v.optimizer.type == OptimizerType::kFtrl;
+  if (!all_ftrl) {
     return absl::InvalidArgumentError(
-        "memory.ttl_rounds evicts the sparse optimizers' coordinates; a dense learner has none");
+        "memory.ttl_rounds stamps FTRL's states with the epoch of their last step; the model's "
+        "optimizer and every variant's must be ftrl");
   }
   return absl::OkStatus();
 }

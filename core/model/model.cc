@@ -198,11 +198,16 @@ namespace {
 absl::StatusOr<std::unique_ptr<Model>> CreateLinearModel(const ModelConfig& config) {
   const OptimizerConfig& o = config.optimizer;
   switch (o.type) {
-    case OptimizerType::kFtrl:
+    case OptimizerType::kFtrl: {
+      // A TTL stamps every state with the epoch of its last step.
+      const bool ttl = config.memory.ttl_rounds != 0;
       if (config.memory.encoding == StateEncoding::kCompact) {
+        if (ttl) return std::make_unique<LinearModel<Stamped<CompactFtrl>>>(config, o.ftrl);
         return std::make_unique<LinearModel<CompactFtrl>>(config, o.ftrl);
       }
+      if (ttl) return std::make_unique<LinearModel<Stamped<FtrlProximal>>>(config, o.ftrl);
       return std::make_unique<LinearModel<FtrlProximal>>(config, o.ftrl);
+    }
     case OptimizerType::kAdagrad:
       return std::make_unique<LinearModel<AdagradCmd>>(config, o.adagrad);
     case OptimizerType::kAdagradDa:

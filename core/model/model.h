@@ -40,10 +40,8 @@ struct ModelStats {
   // built in this process (a restart's log replay evicts again and counts).
   uint64_t coordinates_evicted = 0;
   // TTL eviction (config.memory.ttl_rounds): coordinates evicted for not
-  // being learned within the TTL since the model was built in this process,
-  // and the bytes of the marks that track it (core/store/recency.h).
+  // being learned within the TTL since the model was built in this process.
   uint64_t coordinates_expired = 0;
-  uint64_t recency_bytes = 0;
 };
 
 class Model {
@@ -124,10 +122,6 @@ class Model {
     // a restored model would admit features a model that never restarted
     // keeps out.
     std::string admission;
-    // The recency marks (ShardedStore::EncodeRecency) of a model with a
-    // TTL; empty otherwise. Without them a restored model would keep (or
-    // evict) other coordinates than a model that never restarted.
-    std::string recency;
   };
   virtual State ExportState() const = 0;
 

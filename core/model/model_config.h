@@ -100,8 +100,8 @@ struct MemoryConfig {
   StateEncoding encoding = StateEncoding::kFloat;
   // TTL eviction: a coordinate not learned for more than this many rounds
   // (examples learned by the model; the clock would make replicas and
-  // replays disagree) is evicted, by 1.25x it but for shared marks
-  // (core/store/recency.h). 0: off.
+  // replays disagree) is evicted, within 1.25x it (core/model/ttl_schedule.h).
+  // FTRL only, whose states then carry a stamp (core/optim/stamped.h). 0: off.
   uint64_t ttl_rounds = 0;
 };
 

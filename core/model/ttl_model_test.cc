@@ -1,9 +1,11 @@
 // TTL eviction inside a model (ModelConfig::memory.ttl_rounds,
-// core/store/recency.h): a coordinate is kept while it is learned within
-// the TTL and evicted some time after it stops being learned; a stream of
-// ever new features stays bounded; every optimizer and the compact
-// encoding take part; restores and point-in-time copies carry the marks,
-// and damaged marks change nothing.
+// core/model/ttl_schedule.h, core/optim/stamped.h): a coordinate is kept
+// while it is learned within the TTL and evicted within 1.25x it after it
+// stops being learned, even beside keys learned every round; a stream of
+// ever new features stays bounded; float and compact FTRL and variants
+// take part; restores and point-in-time copies carry the stamps.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -106,26 +108,32 @@ TEST(TtlModel, AKeyLearnedAgainIsKept) {
   EXPECT_EQ(model->Stats().coordinates_expired, 0u);
 }
 
-TEST(TtlModel, EveryOptimizerStaysBoundedUnderEverNewFeatures) {
-  for (const char* optimizer : {"ftrl", "adagrad", "adagrad_da", "pc_ogd", "global_ogd", "sgd",
-                                "pa", "cw", "metagrad_diag"}) {
-    SCOPED_TRACE(optimizer);
-    auto model = Create(Config(1000, optimizer));
-    const bool hinge = model->config().loss == LossType::kHinge;
-    uint64_t most = 0;
+// Each round learns the 20 hot keys and 5 keys never seen before: the
+// hot keys stay, and every new key leaves between 1000 and 1250 rounds
+// after its step (10 epochs of 125), however many hot keys there are.
+TEST(TtlModel, StaysBoundedUnderEverNewFeaturesBesideHotOnes) {
+  for (const bool compact : {false, true}) {
+    SCOPED_TRACE(compact ? "compact" : "float");
+    ModelConfig config = Config(1000);
+    if (compact) config.memory.encoding = StateEncoding::kCompact;
+    auto model = Create(config);
+    uint64_t fewest = UINT64_MAX, most = 0;
+    std::vector<HashedFeature> f;
     for (int round = 0; round < 20'000; ++round) {
-      const double label = round % 2;
-      model->Learn(Example(round, 5), hinge ? SignedLabel(label) : label, 1.0);
-      if (round % 1000 == 999) most = std::max(most, model->Stats().coordinates);
+      f.clear();
+      for (uint64_t hot = 1; hot <= 20; ++hot) f.push_back({hot * 0x9E3779B97F4A7C15ull, 1.0f});
+      for (int j = 0; j < 5; ++j)
+        f.push_back({1'000'000 + static_cast<uint64_t>(round) * 5 + j, 1.0f});
+      model->Learn(f, round % 2, 1.0);
+      if (round >= 2000) {
+        const uint64_t n = model->Stats().coordinates;
+        fewest = std::min(fewest, n);
+        most = std::max(most, n);
+      }
     }
-    // 5 new keys a round, each kept 1000..~1500 rounds: about 5,000-7,500
-    // at a time (a few more for shared marks), never the 100,000 seen.
-    const ModelStats stats = model->Stats();
-    EXPECT_LT(most, 10'000u);
-    EXPECT_GT(stats.coordinates, 5'000u);
-    EXPECT_GT(stats.coordinates_expired, 80'000u);
-    EXPECT_GT(stats.recency_bytes, 0u);
-    EXPECT_LT(stats.recency_bytes, 2 * most);
+    EXPECT_GE(fewest, 20u + 5u * 1000u);
+    EXPECT_LE(most, 20u + 5u * 1250u);
+    EXPECT_EQ(model->Stats().coordinates + model->Stats().coordinates_expired, 20u + 5u * 20'000u);
   }
 }
 
@@ -157,38 +165,50 @@ TEST(TtlModel, ACopyHoldsItsMomentAcrossSweeps) {
   ASSERT_GT(model->Stats().coordinates_expired, expired_before);
   const Model::State copied = copy->Finish();
   EXPECT_EQ(copied.coordinates, moment.coordinates);
-  EXPECT_EQ(copied.recency, moment.recency);
 }
 
-TEST(TtlModel, MissingDamagedOrUnexpectedMarksChangeNothing) {
-  auto model = Create(Config(kTtl));
-  for (int round = 0; round < 900; ++round) model->Learn(Example(round, 2), round % 2, 1.0);
-  const Model::State good = model->ExportState();
-  auto target = Create(Config(kTtl));
-  target->Learn(Example(0, 1), 1.0, 1.0);
-  const std::string before = StateDigest(*target);
-
-  Model::State missing = good;
-  missing.recency.clear();
-  absl::Status s = target->ImportState(missing);
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find("no recency marks"), std::string::npos) << s;
-
-  Model::State truncated = good;
-  truncated.recency.resize(truncated.recency.size() - 1);
-  s = target->ImportState(truncated);
+// A TTL model's states carry stamps: a state of a model without one does
+// not fit (nor the other way round), and changes nothing.
+TEST(TtlModel, StatesWithAndWithoutStampsDoNotMix) {
+  auto with_ttl = Create(Config(kTtl));
+  auto without = Create(Config(0));
+  for (int round = 0; round < 900; ++round) {
+    with_ttl->Learn(Example(round, 2), round % 2, 1.0);
+    without->Learn(Example(round, 2), round % 2, 1.0);
+  }
+  EXPECT_EQ(with_ttl->Stats().state_bytes_per_coordinate, 8u + 12u);
+  EXPECT_EQ(without->Stats().state_bytes_per_coordinate, 8u + 8u);
+  const std::string before = StateDigest(*with_ttl);
+  absl::Status s = with_ttl->ImportState(without->ExportState());
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
-
-  Model::State bad_log2 = good;
-  bad_log2.recency[4] = 99;  // shard 0's bucket count
-  s = target->ImportState(bad_log2);
+  EXPECT_EQ(StateDigest(*with_ttl), before);
+  s = without->ImportState(with_ttl->ExportState());
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
-  EXPECT_EQ(StateDigest(*target), before);
+}
 
-  auto no_ttl = Create(Config(0));
-  s = no_ttl->ImportState(good);
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(s.message().find("no TTL"), std::string::npos) << s;
+// Until its first eviction a model with a TTL learns exactly as one
+// without: the same weights, bit for bit.
+TEST(TtlModel, LearnsAsAModelWithoutOneUntilItEvicts) {
+  for (const bool compact : {false, true}) {
+    ModelConfig config = Config(kTtl);
+    if (compact) config.memory.encoding = StateEncoding::kCompact;
+    auto with_ttl = Create(config);
+    config.memory.ttl_rounds = 0;
+    auto without = Create(config);
+    for (int round = 0; round < 700; ++round) {
+      with_ttl->Learn(Example(round, 3), round % 2, 1.0);
+      without->Learn(Example(round, 3), round % 2, 1.0);
+    }
+    ASSERT_EQ(with_ttl->Stats().coordinates_expired, 0u);
+    const std::vector<uint64_t> keys = Keys(*without);
+    ASSERT_EQ(Keys(*with_ttl), keys);
+    std::vector<HashedFeature> features;
+    for (uint64_t k : keys) features.push_back({k, 1.0f});
+    std::vector<double> a(keys.size()), b(keys.size());
+    with_ttl->Weights(features, absl::MakeSpan(a));
+    without->Weights(features, absl::MakeSpan(b));
+    EXPECT_EQ(a, b) << (compact ? "compact" : "float");
+  }
 }
 
 TEST(TtlModel, WithoutATtlNothingChanges) {
@@ -197,14 +217,13 @@ TEST(TtlModel, WithoutATtlNothingChanges) {
   const ModelStats stats = model->Stats();
   EXPECT_EQ(stats.coordinates, 4u + 3u * 3000u);
   EXPECT_EQ(stats.coordinates_expired, 0u);
-  EXPECT_EQ(stats.recency_bytes, 0u);
-  EXPECT_TRUE(model->ExportState().recency.empty());
+  EXPECT_EQ(stats.state_bytes_per_coordinate, 16u);
 }
 
-TEST(TtlModel, VariantsEachKeepTheirMarks) {
+TEST(TtlModel, VariantsEachKeepTheirStamps) {
   ModelConfig config = Config(kTtl);
-  config.variants.push_back({"ada", {}});
-  config.variants.back().optimizer.type = OptimizerType::kAdagrad;
+  config.variants.push_back({"fast", {}, {}});
+  config.variants.back().optimizer.ftrl.alpha = 0.5;
   auto model = Create(config);
   auto straight = Create(config);
   for (int round = 0; round < 2000; ++round) {
@@ -215,8 +234,6 @@ TEST(TtlModel, VariantsEachKeepTheirMarks) {
   EXPECT_GT(stats.coordinates_expired, 2000u);
   const Model::State state = model->ExportState();
   ASSERT_EQ(state.variants.size(), 1u);
-  EXPECT_FALSE(state.recency.empty());
-  EXPECT_FALSE(state.variants[0].recency.empty());
   auto restored = Create(config);
   ASSERT_TRUE(restored->ImportState(state).ok());
   for (int round = 2000; round < 3000; ++round) {
@@ -236,6 +253,16 @@ TEST(TtlModel, ConfigRange) {
   }
   EXPECT_TRUE(CreateModel(Config(64)).ok());
   EXPECT_TRUE(CreateModel(Config(uint64_t{1} << 48)).ok());
+  for (const char* other : {"adagrad", "sgd", "pa"}) {
+    auto model = CreateModel(Config(kTtl, other));
+    ASSERT_FALSE(model.ok()) << other;
+    EXPECT_NE(model.status().message().find("memory.ttl_rounds stamps FTRL"), std::string::npos)
+        << model.status();
+  }
+  ModelConfig variant = Config(kTtl);
+  variant.variants.push_back({"ada", {}, {}});
+  variant.variants.back().optimizer.type = OptimizerType::kAdagrad;
+  EXPECT_FALSE(CreateModel(variant).ok());
 }
 
 }  // namespace

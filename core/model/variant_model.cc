@@ -160,7 +160,6 @@ ModelStats VariantModel::Stats() const {
     total.admission_bytes += m.admission_bytes;
     total.coordinates_evicted += m.coordinates_evicted;
     total.coordinates_expired += m.coordinates_expired;
-    total.recency_bytes += m.recency_bytes;
   }
   return total;
 }

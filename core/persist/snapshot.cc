@@ -6,7 +6,6 @@
 #include "core/eval/online_calibration.h"
 #include "core/persist/model_config_codec.h"
 #include "core/store/feature_admission.h"
-#include "core/store/recency.h"
 
 namespace clickd {
 namespace {
@@ -110,13 +109,8 @@ constexpr uint32_t kFeedbackSection = 2;
 constexpr uint32_t kIdempotencySection = 4;
 constexpr uint32_t kCalibrationSection = 8;
 constexpr uint32_t kAdmissionSection = 16;
-constexpr uint32_t kRecencySection = 32;
 // Any other bit is a section this build cannot read: refused, never skipped.
-constexpr uint32_t kKnownSections = 63;
-
-// Whether the model has a TTL, whose recency marks are learned state:
-// exactly then the snapshot holds the recency section.
-bool KeepsRecency(const ModelConfig& config) { return config.memory.ttl_rounds != 0; }
+constexpr uint32_t kKnownSections = 31;
 
 // Whether the config's admission policy (the primary's or a variant's)
 // keeps counts in the learned state: exactly then the snapshot holds the
@@ -141,7 +135,7 @@ bool HasCalibration(const SnapshotContents& c) {
 // in the current config encoding).
 uint32_t FormatVersionFor(const SnapshotContents& c) {
   if (c.config.feedback.enabled() || !c.idempotency.empty() || HasCalibration(c) ||
-      KeepsAdmissionState(c.config) || KeepsRecency(c.config)) {
+      KeepsAdmissionState(c.config)) {
     return 4;
   }
   return c.state.variants.empty() ? 2 : 3;
@@ -152,8 +146,7 @@ uint32_t SectionsOf(const SnapshotContents& c) {
          (c.config.feedback.enabled() ? kFeedbackSection : 0) |
          (c.idempotency.empty() ? 0 : kIdempotencySection) |
          (HasCalibration(c) ? kCalibrationSection : 0) |
-         (KeepsAdmissionState(c.config) ? kAdmissionSection : 0) |
-         (KeepsRecency(c.config) ? kRecencySection : 0);
+         (KeepsAdmissionState(c.config) ? kAdmissionSection : 0);
 }
 
 // One checked piece: length u64, then the bytes.
@@ -215,14 +208,6 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
     if (absl::Status s = EmitBytes(c.state.admission, emit); !s.ok()) return s;
     for (const Model::State& v : c.state.variants) {
       if (absl::Status s = EmitBytes(v.admission, emit); !s.ok()) return s;
-    }
-  }
-  // The recency marks of a model with a TTL: the primary's, then each
-  // variant's, one checked piece each.
-  if (sections & kRecencySection) {
-    if (absl::Status s = EmitBytes(c.state.recency, emit); !s.ok()) return s;
-    for (const Model::State& v : c.state.variants) {
-      if (absl::Status s = EmitBytes(v.recency, emit); !s.ok()) return s;
     }
   }
   piece.assign(kFooterMagic);
@@ -407,8 +392,7 @@ absl::StatusOr<uint32_t> ReadSections(Decoder* in, const ModelConfig& config) {
   if (((sections & kFeedbackSection) != 0) != config.feedback.enabled() ||
       ((sections & kVariantsSection) != 0) != !config.variants.empty() ||
       ((sections & kCalibrationSection) != 0 && !config.calibration.enabled) ||
-      ((sections & kAdmissionSection) != 0) != KeepsAdmissionState(config) ||
-      ((sections & kRecencySection) != 0) != KeepsRecency(config)) {
+      ((sections & kAdmissionSection) != 0) != KeepsAdmissionState(config)) {
     return Corrupt("section bits do not match the model's config");
   }
   return sections;
@@ -455,23 +439,6 @@ absl::Status ReadAdmissions(Decoder* in, const ModelConfig& config, Model::State
         !s.ok()) {
       return s;
     }
-  }
-  return absl::OkStatus();
-}
-
-// Reads the recency section: the primary's marks, then each variant's,
-// each checked to decode for the config's shards.
-absl::Status ReadRecencySection(Decoder* in, const ModelConfig& config, Model::State* state) {
-  if (state->variants.size() != config.variants.size()) {
-    return Corrupt("recency section: variant count differs from the config");
-  }
-  for (size_t i = 0; i <= config.variants.size(); ++i) {
-    const std::string what =
-        i == 0 ? std::string("recency marks") : absl::StrCat("variant ", i, " recency marks");
-    std::string* bytes = i == 0 ? &state->recency : &state->variants[i - 1].recency;
-    if (absl::Status s = ReadBytes(in, what, bytes); !s.ok()) return s;
-    auto marks = DecodeRecency(*bytes, config.num_shards);
-    if (!marks.ok()) return Corrupt(absl::StrCat(what, ": ", marks.status().message()));
   }
   return absl::OkStatus();
 }
@@ -525,9 +492,6 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   }
   if (sections & kAdmissionSection) {
     if (absl::Status s = ReadAdmissions(&in, out.config, &out.state); !s.ok()) return s;
-  }
-  if (sections & kRecencySection) {
-    if (absl::Status s = ReadRecencySection(&in, out.config, &out.state); !s.ok()) return s;
   }
   if (absl::Status s = ReadFooter(&in, *count); !s.ok()) return s;
   return out;

@@ -489,10 +489,10 @@ TEST(Snapshot, SectionBitsRefuseCalibrationWithoutTheConfigAndUnknownSections) {
   ASSERT_TRUE(as_keys.ok()) << as_keys.status();
   EXPECT_EQ(as_keys->idempotency, contents.calibration);
   const auto unknown =
-      DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 8 | 64)).status();
+      DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 8 | 32)).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(unknown.message(),
-            "snapshot is corrupt: section bits 72 name sections this build does not know (a "
+            "snapshot is corrupt: section bits 40 name sections this build does not know (a "
             "newer build's?)");
 }
 
@@ -563,51 +563,34 @@ TEST(Snapshot, BloomFilterRoundTripsAndDamageIsDataLoss) {
 }
 
 // A model with a TTL: its config is written in encoding version 12 (one
-// without stays 11), and its recency marks ride in the recency section,
-// the primary's then each variant's; damage there is DataLoss.
-TEST(Snapshot, RecencyMarksRoundTripAndDamageIsDataLoss) {
+// without stays 11), and its states carry their stamps (12-byte FTRL
+// states), so its snapshot restores the model that learned, stamps and all.
+TEST(Snapshot, TtlStampsRoundTrip) {
   ModelConfig config;
   config.memory.ttl_rounds = 200;
-  config.variants.push_back({"ada", {}, {}});
-  config.variants[0].optimizer.type = OptimizerType::kAdagrad;
+  config.variants.push_back({"fast", {}, {}});
+  config.variants[0].optimizer.ftrl.alpha = 0.5;
   auto model = TrainedModel(config, 900);
   ASSERT_GT(model->Stats().coordinates_expired, 0u);
   const SnapshotContents contents = ContentsOf(*model, 4);
-  ASSERT_FALSE(contents.state.recency.empty());
-  ASSERT_FALSE(contents.state.variants[0].recency.empty());
+  EXPECT_EQ(contents.state.state_size, 12u);
   std::string config_bytes;
   EncodeModelConfig(config, &config_bytes);
   EXPECT_EQ(config_bytes[4], 12);
-  config.memory.ttl_rounds = 0;
+  ModelConfig without = config;
+  without.memory.ttl_rounds = 0;
   config_bytes.clear();
-  EncodeModelConfig(config, &config_bytes);
+  EncodeModelConfig(without, &config_bytes);
   EXPECT_EQ(config_bytes[4], 11);
 
   const std::string bytes = EncodeSnapshot(contents);
-  EXPECT_EQ(bytes[8], 4);
+  EXPECT_EQ(bytes[8], 3);  // the variants; a TTL needs no section of its own
   auto decoded = DecodeSnapshot(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->config.memory.ttl_rounds, 200u);
   auto restored = *CreateModel(decoded->config);
   ASSERT_TRUE(restored->ImportState(decoded->state).ok());
   EXPECT_EQ(restored->SerializeState(), model->SerializeState());
-  // The section's two pieces (length u64, bytes, crc each) come last.
-  const size_t section =
-      contents.state.recency.size() + contents.state.variants[0].recency.size() + 2 * (8 + 4);
-  const size_t first = bytes.size() - 20 - section;
-  for (size_t i = first; i < first + section; i += 5) {
-    std::string damaged = bytes;
-    damaged[i] ^= 0x10;
-    const auto s = DecodeSnapshot(damaged).status();
-    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << "flip at " << i;
-    EXPECT_TRUE(absl::StrContains(s.message(), "recency marks")) << s;
-  }
-  // Pieces whose CRC holds but whose bytes are no marks.
-  SnapshotContents bad = contents;
-  bad.state.variants[0].recency = "no marks";
-  auto s = DecodeSnapshot(EncodeSnapshot(bad)).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_TRUE(absl::StrContains(s.message(), "variant 1 recency marks")) << s;
 }
 
 TEST(Snapshot, NewerFormatVersionIsRefusedClearly) {

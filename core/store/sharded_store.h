@@ -20,10 +20,9 @@
 // choice depends only on the shard's contents and the step, so the same
 // steps on the same state evict the same coordinates.
 //
-// A store that tracks recency (TTL eviction, core/store/recency.h) keeps
-// each shard's RecencyMarks under the shard's lock: WithKeysLocked marks
-// every key a step stores, and Expire(s, now) evicts shard s's keys not
-// marked within the window.
+// EvictWhere(s, stale) evicts the coordinates of shard s whose state a
+// predicate calls stale: TTL eviction, whose stamps are in the states
+// (core/optim/stamped.h).
 #ifndef CLICKD_CORE_STORE_SHARDED_STORE_H_
 #define CLICKD_CORE_STORE_SHARDED_STORE_H_
 
@@ -39,20 +38,17 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "core/base/coding.h"
 #include "core/base/mutex.h"
 #include "core/store/flat_table.h"
-#include "core/store/recency.h"
 #include "core/store/shard_limits.h"
 
 namespace clickd {
 
 struct StoreStats {
   uint64_t coordinates = 0;
-  uint64_t bytes = 0;          // table memory: slots + control bytes
-  uint64_t evicted = 0;        // coordinates evicted by the budget since the store was built
-  uint64_t expired = 0;        // coordinates evicted by Expire (the TTL) since then
-  uint64_t recency_bytes = 0;  // the recency marks, if tracked
+  uint64_t bytes = 0;    // table memory: slots + control bytes
+  uint64_t evicted = 0;  // coordinates evicted by the budget since the store was built
+  uint64_t expired = 0;  // coordinates evicted by EvictWhere (the TTL) since then
 };
 
 // How useful a coordinate is, for the budget's evictions: the least useful
@@ -67,12 +63,11 @@ class ShardedStore {
  public:
   using Map = Table;
 
-  // max_bytes 0: unbounded. track_recency: keep RecencyMarks (a TTL).
-  explicit ShardedStore(int num_shards, uint64_t max_bytes = 0, bool track_recency = false)
+  // max_bytes 0: unbounded.
+  explicit ShardedStore(int num_shards, uint64_t max_bytes = 0)
       : num_shards_(std::max(1, num_shards)),
         shard_divisor_(UINT64_MAX / static_cast<uint64_t>(num_shards_) + 1),
         limits_(Table::Limits(max_bytes, num_shards_)),
-        track_recency_(track_recency),
         shards_(std::make_unique<Shard[]>(static_cast<size_t>(num_shards_))) {
     for (int s = 0; s < num_shards_; ++s) {
       MutexLock lock(&shards_[s].mu);
@@ -84,7 +79,6 @@ class ShardedStore {
   ShardedStore& operator=(const ShardedStore&) = delete;
 
   int num_shards() const { return num_shards_; }
-  bool tracks_recency() const { return track_recency_; }
   const ShardLimits& limits() const { return limits_; }
 
   // Returns true and copies the coordinate's state into *state if present.
@@ -151,17 +145,15 @@ class ShardedStore {
   // sparing the step's keys; make_rank() is called once per eviction pass,
   // under the locks. Only if the step's own keys overfill a shard do both
   // upserts return {nullptr, false} for its keys beyond max_count: the
-  // caller treats them as absent. With recency tracked, a nonzero
-  // `recency_code` (TtlSchedule::CodeAt of the step's round) marks every
-  // key an upsert returns a state for. Shards are locked in ascending index order, so
+  // caller treats them as absent. Shards are locked in ascending index order, so
   // concurrent callers cannot deadlock. This is the learning hot path: one
   // lock per touched shard and one lookup per key, instead of two of each.
   // The analysis cannot follow locks taken and released in loops over a
   // data-dependent set of shards; the ascending-order protocol above is
   // checked by TSan and by ShardedStore.ConcurrentWithKeysLocked instead.
   template <typename KeyRange, typename Fn, typename MakeRank>
-  void WithKeysLocked(const KeyRange& keys, Fn&& fn, MakeRank&& make_rank,
-                      uint8_t recency_code = 0) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  void WithKeysLocked(const KeyRange& keys, Fn&& fn,
+                      MakeRank&& make_rank) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     thread_local std::vector<int> touched;
     thread_local std::vector<uint32_t> per_shard;
     per_shard.assign(num_shards_, 0);
@@ -179,7 +171,7 @@ class ShardedStore {
     // Room for the step's keys, and each key's slot requested from memory
     // so that the step's cache misses overlap instead of coming one by one.
     Table::PrepareStep(keys, [this](uint64_t key) -> Table& { return UnsafeMap(ShardIndex(key)); });
-    Upserter upsert{this, track_recency_ ? recency_code : uint8_t{0}};
+    Upserter upsert{this};
     fn(upsert);
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
   }
@@ -194,7 +186,6 @@ class ShardedStore {
   // WithKeysLocked's upsert; every call is made under the key's shard lock.
   struct Upserter {
     ShardedStore* store;
-    uint8_t recency_code = 0;  // 0: no marks
     std::pair<State*, bool> operator()(uint64_t key) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
       const int s = store->ShardIndex(key);
       Map& map = store->UnsafeMap(s);
@@ -202,12 +193,10 @@ class ShardedStore {
         State* found = map.Find(key);
         if (found == nullptr) return {nullptr, false};
         store->UnsafeKeepForCopy(s, key, false, *found);
-        Mark(s, key);
         return {found, false};
       }
       auto [state, inserted] = map.FindOrInsert(key);
       store->UnsafeKeepForCopy(s, key, inserted, *state);
-      Mark(s, key);
       return {state, inserted};
     }
     template <typename Admit>
@@ -219,7 +208,6 @@ class ShardedStore {
       // as operator() keeps it.
       if (State* found = map.Find(key); found != nullptr) {
         store->UnsafeKeepForCopy(s, key, false, *found);
-        Mark(s, key);
         return {found, false};
       }
       // A full shard refuses before admission is asked, so that "admitted"
@@ -227,61 +215,28 @@ class ShardedStore {
       if (map.size() >= store->limits_.max_count || !admit()) return {nullptr, false};
       return (*this)(key);
     }
-
-   private:
-    void Mark(int s, uint64_t key) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      if (recency_code == 0) return;
-      Shard& shard = store->shards_[s];
-      shard.recency.Mark(Table::Canonical(key), recency_code, shard.map.size());
-    }
   };
 
-  // --- TTL eviction (core/store/recency.h) ---
-
-  // Evicts shard s's coordinates not marked within the window ending in
-  // the epoch of code `now` (RecencyMarks::Recent), keeping their states
-  // for an open copy as the budget's evictions do, then refits the
-  // shard's marks to its size. Returns how many it evicted.
-  uint64_t Expire(int s, uint8_t now) {
+  // Evicts the coordinates of shard s for which stale(state) is true,
+  // keeping their states for an open copy as the budget's evictions do.
+  // Returns how many it evicted (counted in StoreStats.expired).
+  template <typename Stale>
+  uint64_t EvictWhere(int s, Stale&& stale) {
     Shard& shard = shards_[s];
     MutexLock lock(&shard.mu);
     Map& map = shard.map;
-    const RecencyMarks& marks = shard.recency;
-    thread_local std::vector<uint64_t> stale;
-    stale.clear();
-    // (The analysis does not carry the lock into the lambda, which runs
-    // within ForEach, under it.)
-    map.ForEach([&](uint64_t key, const State&) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      if (!marks.Recent(key, now)) stale.push_back(key);
+    thread_local std::vector<uint64_t> doomed;
+    doomed.clear();
+    map.ForEach([&](uint64_t key, const State& state) {
+      if (stale(state)) doomed.push_back(key);
     });
-    for (uint64_t key : stale) {
+    for (uint64_t key : doomed) {
       KeepForCopy(shard, key, false, *map.Find(key));
       map.Erase(key);
     }
-    if (!stale.empty()) map.Shrink();
-    shard.recency.Refit(map.size(), now);
-    expired_.fetch_add(stale.size(), std::memory_order_relaxed);
-    return stale.size();
-  }
-
-  // Every shard's marks (DecodeRecency reads them), each shard's under its
-  // reader lock: a point-in-time view if no learner runs meanwhile.
-  std::string EncodeRecency() const {
-    std::string out;
-    coding::PutFixed32(&out, static_cast<uint32_t>(num_shards_));
-    for (int s = 0; s < num_shards_; ++s) {
-      ReaderMutexLock lock(&shards_[s].mu);
-      shards_[s].recency.AppendTo(&out);
-    }
-    return out;
-  }
-
-  // Replaces every shard's marks (`marks` has one per shard; a restore).
-  void AssignRecency(std::vector<RecencyMarks> marks) {
-    for (int s = 0; s < num_shards_; ++s) {
-      MutexLock lock(&shards_[s].mu);
-      shards_[s].recency = std::move(marks[s]);
-    }
+    if (!doomed.empty()) map.Shrink();
+    expired_.fetch_add(doomed.size(), std::memory_order_relaxed);
+    return doomed.size();
   }
 
   // Calls fn(key, const State&) for every coordinate in ascending key order.
@@ -443,7 +398,6 @@ class ShardedStore {
       ReaderMutexLock lock(&shard.mu);
       stats.coordinates += shard.map.size();
       stats.bytes += shard.map.Bytes();
-      if (track_recency_) stats.recency_bytes += shard.recency.Bytes();
     }
     return stats;
   }
@@ -538,8 +492,6 @@ class ShardedStore {
     // states it needs of keys changed since: nullopt for a key inserted since.
     mutable bool copying ABSL_GUARDED_BY(mu) = false;
     mutable absl::flat_hash_map<uint64_t, std::optional<State>> before ABSL_GUARDED_BY(mu);
-    // Which keys were learned lately (kept only if track_recency_).
-    RecencyMarks recency ABSL_GUARDED_BY(mu);
   };
 
   // Keeps `state` (or "absent" if the key was just `inserted`) aside for the
@@ -569,7 +521,6 @@ class ShardedStore {
   // ceil(2^64 / num_shards_), for ShardIndex's remainder.
   const uint64_t shard_divisor_;
   const ShardLimits limits_;
-  const bool track_recency_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint64_t> evicted_{0};
   std::atomic<uint64_t> expired_{0};

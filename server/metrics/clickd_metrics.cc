@@ -325,13 +325,11 @@ void RegisterModelMetrics(Registry* registry, const ModelRegistry* models) {
         return static_cast<double>(m.model().Stats().coordinates_expired);
       }));
   registry->BuildCallback(
-      "clickd_model_bookkeeping_bytes",
-      "Memory the model keeps beside its coordinate tables (clickd_model_bytes) to decide "
-      "which coordinates to keep: the TTL's recency marks and the Bloom admission filter's "
-      "counters (docs/memory.md). 0 with neither.",
+      "clickd_model_admission_filter_bytes",
+      "The Bloom admission filter's counters (docs/admission.md): memory beside the coordinate "
+      "tables, not in clickd_model_bytes nor charged to the budget. 0 without the filter.",
       MetricType::kGauge, PerModel(models, [](const ServedModel& m) {
-        const ModelStats stats = m.model().Stats();
-        return static_cast<double>(stats.recency_bytes + stats.admission_bytes);
+        return static_cast<double>(m.model().Stats().admission_bytes);
       }));
   registry->BuildCallback(
       "clickd_model_admission_sightings_total",

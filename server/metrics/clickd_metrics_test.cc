@@ -44,7 +44,7 @@ TEST(ModelMetrics, OneSeriesPerModelThatFollowTheRegistry) {
         "clickd_model_updates", "clickd_model_admission_sightings_total",
         "clickd_model_admission_admitted_total", "clickd_model_memory_budget_bytes",
         "clickd_model_coordinates_evicted_total", "clickd_model_coordinates_expired_total",
-        "clickd_model_bookkeeping_bytes"}) {
+        "clickd_model_admission_filter_bytes"}) {
     ASSERT_TRUE(values.count(name)) << name;
     EXPECT_TRUE(values[name].empty()) << name;
   }
@@ -116,9 +116,9 @@ TEST(ModelMetrics, MemoryBudgetAndEvictions) {
   EXPECT_EQ(values["clickd_model_coordinates_evicted_total"][P], 0);
 }
 
-// A model with a TTL counts what it expired and the bytes of its marks;
-// a Bloom filter's counters are bookkeeping bytes too.
-TEST(ModelMetrics, TtlExpiriesAndBookkeepingBytes) {
+// A model with a TTL counts what it expired; a Bloom filter shows its
+// counters' bytes.
+TEST(ModelMetrics, TtlExpiriesAndAdmissionFilterBytes) {
   ModelRegistry models;
   Registry registry;
   RegisterModelMetrics(&registry, &models);
@@ -143,10 +143,9 @@ TEST(ModelMetrics, TtlExpiriesAndBookkeepingBytes) {
   EXPECT_EQ(
       values["clickd_model_coordinates"][T] + values["clickd_model_coordinates_expired_total"][T],
       5'000);
-  EXPECT_EQ(values["clickd_model_bookkeeping_bytes"][T], static_cast<double>(stats.recency_bytes));
-  EXPECT_GT(stats.recency_bytes, 0u);
+  EXPECT_EQ(values["clickd_model_admission_filter_bytes"][T], 0);
   EXPECT_EQ(values["clickd_model_coordinates_expired_total"][B], 0);
-  EXPECT_EQ(values["clickd_model_bookkeeping_bytes"][B], 2 << 12);
+  EXPECT_EQ(values["clickd_model_admission_filter_bytes"][B], 2 << 12);
 }
 
 TEST(ModelMetrics, NonLogisticModelsHaveNoLoglossOrCalibration) {
