@@ -142,7 +142,6 @@ class LinearModel final : public Model {
   double LearnWithDense(absl::Span<const HashedFeature> all_features, const Eigen::VectorXd* dense,
                         double label, double importance) override {
     double margin = 0;
-    DenseBlock* block = dense != nullptr ? dense_block() : nullptr;
     // With a TTL: the round this step reaches, whose due shards are swept
     // once the step's locks are released.
     uint64_t learned_round = 0;
@@ -151,107 +150,31 @@ class LinearModel final : public Model {
     store_.WithKeysLocked(
         all_features,
         [&](auto& upsert) {
-          thread_local std::vector<CoordinateState*> states;
-          thread_local std::vector<HashedFeature> admitted;
-          thread_local std::vector<double> weights;
-          states.clear();
-          weights.clear();
-          const RoundContext before = CurrentRound();
-          uint64_t new_keys = 0;
-          // With feature admission, a feature not stored and not admitted at
-          // this sighting takes no part in the step, as if it were absent; so
-          // does one for which a budgeted shard has no room (only when the
-          // step's own keys fill it).
-          const bool admitting = config().admission.policy != AdmissionOptions::Policy::kAll;
-          const bool filtering = admitting || store_.limits().bounded;
-          admitted.clear();
-          for (const HashedFeature& f : all_features) {
-            auto [state, inserted] =
-                filtering
-                    ? upsert.IfAdmitted(
-                          f.key, [&] { return !admitting || admission_.Admit(f.key, before.t); })
-                    : upsert(f.key);
-            if (state == nullptr) continue;
-            new_keys += inserted;
-            states.push_back(state);
-            if (filtering) admitted.push_back(f);
-          }
-          const absl::Span<const HashedFeature> features =
-              filtering ? absl::Span<const HashedFeature>(admitted) : all_features;
-          if constexpr (kStamped<Optimizer>) {
-            // Every coordinate of the step has a step now (a zero gradient
-            // too: its feature was seen).
-            const uint32_t epoch = ttl_.EpochAt(before.t);
-            for (CoordinateState* state : states) state->stamp = epoch;
-          }
-          // The weights in a loop of their own: each is a chain of a square
-          // root and divisions, and with no lookup between them the CPU
-          // works on many at once. The margin sums in feature order as before.
-          weights.resize(states.size());
-          for (size_t i = 0; i < states.size(); ++i) {
-            weights[i] = optimizer_.Weight(*states[i], before);
-          }
-          for (size_t i = 0; i < states.size(); ++i) margin += weights[i] * features[i].value;
-          if (block != nullptr) margin += block->Margin(*dense);
-          const double dloss = LossGradient(config().loss, margin, label) * importance;
-          // The last line of the numeric invariant (core/optim/numeric_bounds.h):
-          // each coordinate's gradient is clamped and each state saturated, which
-          // leaves ordinary steps bit-identical.
-          double grad_norm_sq = 0;
-          for (const HashedFeature& f : features) {
-            const double g = ClampGradient(dloss * f.value);
-            grad_norm_sq += g * g;
-          }
-          // Every key is inserted, even with a zero gradient: the example's
-          // attributes have been seen (global OGD's diameter counts them).
-          const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
-          learned_round = round.t;
-          if constexpr (PerExampleOptimizer<Optimizer>) {
-            const typename Optimizer::Step step =
-                optimizer_.PrepareStep(margin, label, importance, states, features);
-            for (size_t i = 0; i < features.size(); ++i) {
-              optimizer_.Apply(*states[i], features[i].value, step);
-              SaturateState(*states[i]);
-            }
-          } else if constexpr (kCompactEncoding<Optimizer>) {
-            // Each stored result is rounded with bits drawn from its key and
-            // the round (core/optim/compact_ftrl.h).
-            const bool reuse = optimizer_.WeightIndependentOfRound();
-            for (size_t i = 0; i < features.size(); ++i) {
-              const double g = ClampGradient(dloss * features[i].value);
-              const double w = reuse ? weights[i] : optimizer_.Weight(*states[i], round);
-              optimizer_.ApplyRounded(*states[i], g, w, features[i].key, round);
-            }
-          } else if constexpr (requires { optimizer_.ApplyWithWeight(*states[0], 0.0, 0.0); }) {
-            const bool reuse = optimizer_.WeightIndependentOfRound();
-            for (size_t i = 0; i < features.size(); ++i) {
-              const double g = ClampGradient(dloss * features[i].value);
-              if (reuse) {
-                optimizer_.ApplyWithWeight(*states[i], g, weights[i]);
-              } else {
-                optimizer_.Apply(*states[i], g, round);
-              }
-              SaturateState(*states[i]);
-            }
-          } else {
-            for (size_t i = 0; i < features.size(); ++i) {
-              optimizer_.Apply(*states[i], ClampGradient(dloss * features[i].value), round);
-              SaturateState(*states[i]);
-            }
-          }
-          // Under the shard locks, so that a concurrent learner of the same
-          // keys sees the dense part of this step too (lock order: shards, then
-          // the dense block's).
-          if (block != nullptr) block->Update(*dense, ClampGradient(dloss));
+          margin = Step(upsert, all_features, dense, label, importance, &learned_round);
         },
-        [this] {
-          // Once per eviction pass: every coordinate ranked at the same round.
-          return [this, round = CurrentRound()](const CoordinateState& s) {
-            return RankForEviction(optimizer_, s, round);
-          };
-        });
+        EvictionRanker());
     if constexpr (kStamped<Optimizer>) ExpireDue(learned_round);
     return margin;
+  }
+
+  // Every shard locked once for the batch, and each example's coordinates
+  // requested from memory while the one before learns. A TTL's sweeps take
+  // their shard's lock, so a model with one learns one by one.
+  void LearnExclusive(absl::Span<const LearnItem> examples, absl::Span<double> margins) override {
+    if (ttl_.enabled()) return Model::LearnExclusive(examples, margins);
+    store_.WithAllLocked([&](auto& steps) {
+      uint64_t learned_round = 0;
+      for (size_t i = 0; i < examples.size(); ++i) {
+        if (i + 1 < examples.size()) steps.Prefetch(examples[i + 1].features);
+        const LearnItem& e = examples[i];
+        steps.Step(
+            e.features,
+            [&](auto& upsert) {
+              margins[i] = Step(upsert, e.features, nullptr, e.label, e.importance, &learned_round);
+            },
+            EvictionRanker());
+      }
+    });
   }
 
   ModelStats Stats() const override {
@@ -428,6 +351,119 @@ class LinearModel final : public Model {
     auto decoded = FeatureAdmission::Decode(config().admission, bytes);
     if (!decoded.ok()) return absl::DataLossError(decoded.status().message());
     return decoded;
+  }
+
+  // One learning step under the locks of its shards (WithKeysLocked's or
+  // WithAllLocked's): returns the pre-update margin and sets
+  // *learned_round to the round it reaches.
+  template <typename Upsert>
+  double Step(Upsert& upsert, absl::Span<const HashedFeature> all_features,
+              const Eigen::VectorXd* dense, double label, double importance,
+              uint64_t* learned_round) {
+    double margin = 0;
+    DenseBlock* block = dense != nullptr ? dense_block() : nullptr;
+    thread_local std::vector<CoordinateState*> states;
+    thread_local std::vector<HashedFeature> admitted;
+    thread_local std::vector<double> weights;
+    states.clear();
+    weights.clear();
+    const RoundContext before = CurrentRound();
+    uint64_t new_keys = 0;
+    // With feature admission, a feature not stored and not admitted at
+    // this sighting takes no part in the step, as if it were absent; so
+    // does one for which a budgeted shard has no room (only when the
+    // step's own keys fill it).
+    const bool admitting = config().admission.policy != AdmissionOptions::Policy::kAll;
+    const bool filtering = admitting || store_.limits().bounded;
+    admitted.clear();
+    for (const HashedFeature& f : all_features) {
+      auto [state, inserted] =
+          filtering ? upsert.IfAdmitted(
+                          f.key, [&] { return !admitting || admission_.Admit(f.key, before.t); })
+                    : upsert(f.key);
+      if (state == nullptr) continue;
+      new_keys += inserted;
+      states.push_back(state);
+      if (filtering) admitted.push_back(f);
+    }
+    const absl::Span<const HashedFeature> features =
+        filtering ? absl::Span<const HashedFeature>(admitted) : all_features;
+    if constexpr (kStamped<Optimizer>) {
+      // Every coordinate of the step has a step now (a zero gradient
+      // too: its feature was seen).
+      const uint32_t epoch = ttl_.EpochAt(before.t);
+      for (CoordinateState* state : states) state->stamp = epoch;
+    }
+    // The weights in a loop of their own: each is a chain of a square
+    // root and divisions, and with no lookup between them the CPU
+    // works on many at once. The margin sums in feature order as before.
+    weights.resize(states.size());
+    for (size_t i = 0; i < states.size(); ++i) {
+      weights[i] = optimizer_.Weight(*states[i], before);
+    }
+    for (size_t i = 0; i < states.size(); ++i) margin += weights[i] * features[i].value;
+    if (block != nullptr) margin += block->Margin(*dense);
+    const double dloss = LossGradient(config().loss, margin, label) * importance;
+    // The last line of the numeric invariant (core/optim/numeric_bounds.h):
+    // each coordinate's gradient is clamped and each state saturated, which
+    // leaves ordinary steps bit-identical.
+    double grad_norm_sq = 0;
+    for (const HashedFeature& f : features) {
+      const double g = ClampGradient(dloss * f.value);
+      grad_norm_sq += g * g;
+    }
+    // Every key is inserted, even with a zero gradient: the example's
+    // attributes have been seen (global OGD's diameter counts them).
+    const RoundContext round = AdvanceRound(grad_norm_sq, new_keys);
+    *learned_round = round.t;
+    if constexpr (PerExampleOptimizer<Optimizer>) {
+      const typename Optimizer::Step step =
+          optimizer_.PrepareStep(margin, label, importance, states, features);
+      for (size_t i = 0; i < features.size(); ++i) {
+        optimizer_.Apply(*states[i], features[i].value, step);
+        SaturateState(*states[i]);
+      }
+    } else if constexpr (kCompactEncoding<Optimizer>) {
+      // Each stored result is rounded with bits drawn from its key and
+      // the round (core/optim/compact_ftrl.h).
+      const bool reuse = optimizer_.WeightIndependentOfRound();
+      for (size_t i = 0; i < features.size(); ++i) {
+        const double g = ClampGradient(dloss * features[i].value);
+        const double w = reuse ? weights[i] : optimizer_.Weight(*states[i], round);
+        optimizer_.ApplyRounded(*states[i], g, w, features[i].key, round);
+      }
+    } else if constexpr (requires { optimizer_.ApplyWithWeight(*states[0], 0.0, 0.0); }) {
+      const bool reuse = optimizer_.WeightIndependentOfRound();
+      for (size_t i = 0; i < features.size(); ++i) {
+        const double g = ClampGradient(dloss * features[i].value);
+        if (reuse) {
+          optimizer_.ApplyWithWeight(*states[i], g, weights[i]);
+        } else {
+          optimizer_.Apply(*states[i], g, round);
+        }
+        SaturateState(*states[i]);
+      }
+    } else {
+      for (size_t i = 0; i < features.size(); ++i) {
+        optimizer_.Apply(*states[i], ClampGradient(dloss * features[i].value), round);
+        SaturateState(*states[i]);
+      }
+    }
+    // Under the shard locks, so that a concurrent learner of the same
+    // keys sees the dense part of this step too (lock order: shards, then
+    // the dense block's).
+    if (block != nullptr) block->Update(*dense, ClampGradient(dloss));
+    return margin;
+  }
+
+  // The budget's ranking, made once per eviction pass: every coordinate
+  // ranked at the same round.
+  auto EvictionRanker() const {
+    return [this] {
+      return [this, round = CurrentRound()](const CoordinateState& s) {
+        return RankForEviction(optimizer_, s, round);
+      };
+    };
   }
 
   // Sweeps the shards due once the model has learned `round` examples:

@@ -93,6 +93,25 @@ class Model {
     return LearnWithDense(features, nullptr, label, importance);
   }
 
+  // One example of LearnExclusive.
+  struct LearnItem {
+    absl::Span<const HashedFeature> features;
+    double label = 0;
+    double importance = 1;
+  };
+  // Learns `examples` in order exactly as Learn would one by one, setting
+  // margins[i] (margins.size() == examples.size()) to example i's
+  // pre-update margin, for a caller that is the model's only user while it
+  // runs (offline training): a model may hold every shard's writer lock
+  // for the whole batch, so readers and other learners wait for it, and
+  // may fetch an example's coordinates from memory while the one before
+  // learns. The default learns one by one.
+  virtual void LearnExclusive(absl::Span<const LearnItem> examples, absl::Span<double> margins) {
+    for (size_t i = 0; i < examples.size(); ++i) {
+      margins[i] = Learn(examples[i].features, examples[i].label, examples[i].importance);
+    }
+  }
+
   // The dense block (config.dense_namespaces), or null.
   const DenseBlock* dense_block() const { return dense_.get(); }
   DenseBlock* dense_block() { return dense_.get(); }

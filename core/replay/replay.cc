@@ -85,8 +85,27 @@ class Trainer {
   Trainer(Model& model, const ReplayOptions& options, ReplayResult* result)
       : model_(model), options_(options), result_(result), metrics_(model.config().loss) {}
 
-  void Learn(const HashedExample& e) {
-    const double margin = model_.Learn(e.features, e.label, e.importance);
+  void Learn(const HashedExample& e) { Record(e, model_.Learn(e.features, e.label, e.importance)); }
+
+  // Learns a batch with Model::LearnExclusive (the replay is the model's
+  // only user): the same steps as Learn one by one, with every shard
+  // locked once per batch instead of once per step.
+  void LearnBatch(absl::Span<const HashedExample> batch) {
+    items_.resize(batch.size());
+    margins_.resize(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      items_[i] = {batch[i].features, batch[i].label, batch[i].importance};
+    }
+    model_.LearnExclusive(items_, absl::MakeSpan(margins_));
+    for (size_t i = 0; i < batch.size(); ++i) Record(batch[i], margins_[i]);
+  }
+
+  const ProgressiveMetrics& metrics() const { return metrics_; }
+  double seconds() const { return clock_.Seconds(); }
+
+ private:
+  // Scores one learned example's pre-update margin.
+  void Record(const HashedExample& e, double margin) {
     metrics_.Add(margin, e.label, e.importance);
     loss_sum_ += Loss(model_.config().loss, margin, e.label);
     result_->features += e.features.size();
@@ -97,10 +116,6 @@ class Trainer {
     }
   }
 
-  const ProgressiveMetrics& metrics() const { return metrics_; }
-  double seconds() const { return clock_.Seconds(); }
-
- private:
   Model& model_;
   const ReplayOptions& options_;
   ReplayResult* result_;
@@ -108,14 +123,17 @@ class Trainer {
   Stopwatch clock_;
   uint64_t examples_ = 0;
   double loss_sum_ = 0;
+  std::vector<Model::LearnItem> items_;
+  std::vector<double> margins_;
 };
 
 // ForEachExample, with the reading, parsing and hashing on a thread of its
-// own if options.read_ahead (the order of `use`'s calls is the same).
-template <typename Use>
+// own if options.read_ahead (the order of the examples is the same): `use`
+// gets each example, or with reading ahead `use_batch` each batch.
+template <typename Use, typename UseBatch>
 absl::Status ForEachExampleReadAhead(const Model& model, const std::string& path,
                                      const ReplayOptions& options, uint64_t limit,
-                                     ReplayResult* result, Use&& use) {
+                                     ReplayResult* result, Use&& use, UseBatch&& use_batch) {
   if (!options.read_ahead) {
     return ForEachExample(model, path, options, limit, result, [&](const HashedExample& e) {
       use(e);
@@ -129,7 +147,7 @@ absl::Status ForEachExampleReadAhead(const Model& model, const std::string& path
     return ForEachExample(model, path, options, limit, &read_result, emit);
   });
   for (auto batch = reader.NextBatch(); !batch.empty(); batch = reader.NextBatch()) {
-    for (const HashedExample& e : batch) use(e);
+    use_batch(batch);
   }
   result->skipped_lines += read_result.skipped_lines;
   for (std::string& e : read_result.skipped_errors) {
@@ -145,8 +163,10 @@ absl::Status Train(Model& model, const std::string& path, const ReplayOptions& o
   Trainer trainer(model, options, result);
   const bool in_memory = options.passes > 1 || options.shuffle_seed.has_value();
   if (!in_memory) {
-    absl::Status s = ForEachExampleReadAhead(model, path, options, options.max_examples, result,
-                                             [&](const HashedExample& e) { trainer.Learn(e); });
+    absl::Status s = ForEachExampleReadAhead(
+        model, path, options, options.max_examples, result,
+        [&](const HashedExample& e) { trainer.Learn(e); },
+        [&](absl::Span<const HashedExample> batch) { trainer.LearnBatch(batch); });
     if (!s.ok()) return s;
   } else {
     std::vector<HashedExample> examples;
@@ -159,7 +179,10 @@ absl::Status Train(Model& model, const std::string& path, const ReplayOptions& o
     std::mt19937_64 rng(options.shuffle_seed.value_or(0));
     for (int pass = 0; pass < options.passes; ++pass) {
       if (options.shuffle_seed.has_value()) Shuffle(&examples, &rng);
-      for (const HashedExample& e : examples) trainer.Learn(e);
+      constexpr size_t kBatch = 256;
+      for (size_t at = 0; at < examples.size(); at += kBatch) {
+        trainer.LearnBatch(absl::MakeConstSpan(examples).subspan(at, kBatch));
+      }
     }
   }
   result->train_seconds = trainer.seconds();
@@ -175,10 +198,13 @@ absl::Status Test(const Model& model, const std::string& path, const ReplayOptio
                   ReplayResult* result) {
   Stopwatch clock;
   ProgressiveMetrics metrics(model.config().loss);
-  absl::Status s =
-      ForEachExampleReadAhead(model, path, options, 0, result, [&](const HashedExample& e) {
-        metrics.Add(model.Margin(e.features), e.label, e.importance);
-      });
+  auto score = [&](const HashedExample& e) {
+    metrics.Add(model.Margin(e.features), e.label, e.importance);
+  };
+  absl::Status s = ForEachExampleReadAhead(model, path, options, 0, result, score,
+                                           [&](absl::Span<const HashedExample> batch) {
+                                             for (const HashedExample& e : batch) score(e);
+                                           });
   if (!s.ok()) return s;
   result->test = metrics.Summary();
   if (options.bootstrap_resamples > 0) {

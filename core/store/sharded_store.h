@@ -159,22 +159,43 @@ class ShardedStore {
     per_shard.assign(num_shards_, 0);
     for (const auto& k : keys) ++per_shard[ShardIndex(k.key)];
     TouchedInOrder(per_shard, &touched);
-    for (int s : touched) {
-      shards_[s].mu.Lock();
-      // Reserve inside the lock: the map may only change under it.
-      Map& map = UnsafeMap(s);
-      if (limits_.bounded && map.size() + per_shard[s] > limits_.max_count) {
-        MakeRoom(s, keys, make_rank);
-      }
-      map.ReserveForStep(per_shard[s], limits_.max_count);
-    }
-    // Room for the step's keys, and each key's slot requested from memory
-    // so that the step's cache misses overlap instead of coming one by one.
-    Table::PrepareStep(keys, [this](uint64_t key) -> Table& { return UnsafeMap(ShardIndex(key)); });
-    Upserter upsert{this};
-    fn(upsert);
+    for (int s : touched) shards_[s].mu.Lock();
+    StepLocked(keys, per_shard, touched, fn, make_rank);
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
   }
+
+  // Calls fn(steps) holding every shard's writer lock, where
+  // steps.Step(keys, fn, make_rank) does what WithKeysLocked does without
+  // taking locks, and steps.Prefetch(keys) requests the keys' slots from
+  // memory (for the next step, while this one runs). Readers and writers
+  // of every shard wait until fn returns: for a caller that is the store's
+  // only user (Model::LearnExclusive). Shards are locked in ascending order,
+  // as WithKeysLocked takes them.
+  template <typename Fn>
+  void WithAllLocked(Fn&& fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (int s = 0; s < num_shards_; ++s) shards_[s].mu.Lock();
+    HeldSteps steps{this};
+    fn(steps);
+    for (int s = num_shards_ - 1; s >= 0; --s) shards_[s].mu.Unlock();
+  }
+
+  // WithAllLocked's steps; every call is made under all the locks.
+  struct HeldSteps {
+    ShardedStore* store;
+    template <typename KeyRange, typename Fn, typename MakeRank>
+    void Step(const KeyRange& keys, Fn&& fn, MakeRank&& make_rank) const {
+      thread_local std::vector<int> touched;
+      thread_local std::vector<uint32_t> per_shard;
+      per_shard.assign(store->num_shards_, 0);
+      for (const auto& k : keys) ++per_shard[store->ShardIndex(k.key)];
+      TouchedInOrder(per_shard, &touched);
+      store->StepLocked(keys, per_shard, touched, fn, make_rank);
+    }
+    template <typename KeyRange>
+    void Prefetch(const KeyRange& keys) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      for (const auto& k : keys) store->UnsafeMap(store->ShardIndex(k.key)).Prefetch(k.key);
+    }
+  };
 
   // WithKeysLocked for a store that needs no ranking (tests, or no budget):
   // evictions by key alone.
@@ -424,6 +445,28 @@ class ShardedStore {
     for (size_t s = 0; s < per_shard.size(); ++s) {
       if (per_shard[s] != 0) touched->push_back(static_cast<int>(s));
     }
+  }
+
+  // The part of a step that runs under the locks of its `touched` shards
+  // (per_shard: its keys per shard): room for its keys, evicting first under
+  // a budget, then fn(upsert).
+  template <typename KeyRange, typename Fn, typename MakeRank>
+  void StepLocked(const KeyRange& keys, const std::vector<uint32_t>& per_shard,
+                  const std::vector<int>& touched, Fn& fn,
+                  MakeRank& make_rank) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    for (int s : touched) {
+      // Reserve inside the lock: the map may only change under it.
+      Map& map = UnsafeMap(s);
+      if (limits_.bounded && map.size() + per_shard[s] > limits_.max_count) {
+        MakeRoom(s, keys, make_rank);
+      }
+      map.ReserveForStep(per_shard[s], limits_.max_count);
+    }
+    // Room for the step's keys, and each key's slot requested from memory
+    // so that the step's cache misses overlap instead of coming one by one.
+    Table::PrepareStep(keys, [this](uint64_t key) -> Table& { return UnsafeMap(ShardIndex(key)); });
+    Upserter upsert{this};
+    fn(upsert);
   }
 
   // Evicts from shard s, whose lock WithKeysLocked holds, enough to leave
