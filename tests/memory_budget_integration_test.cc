@@ -37,21 +37,6 @@ using ::clickd::testing::ServerProcess;
 
 constexpr uint64_t kBudget = 64 << 10;
 
-std::unique_ptr<ServerProcess> Start(const std::string& data_dir, int metrics_port) {
-  ServerOptions options;
-  options.flags = {"--data_dir=" + data_dir, "--snapshot_interval=0",
-                   absl::StrCat("--metrics_port=", metrics_port)};
-  auto server = ServerProcess::Start(std::move(options));
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? *std::move(server) : nullptr;
-}
-
-std::unique_ptr<ClickdClient> Connect(const ServerProcess& server) {
-  auto client = ClickdClient::Create(server.address());
-  EXPECT_TRUE(client.ok()) << client.status();
-  return client.ok() ? *std::move(client) : nullptr;
-}
-
 // 100 impressions, each with an ad id never used before and a site among 5.
 v1::UpdateRequest Batch(int batch, const std::string& model = "small") {
   v1::UpdateRequest r;
@@ -78,122 +63,153 @@ std::optional<double> Sample(const std::string& body, const std::string& series)
   return std::nullopt;
 }
 
-TEST(MemoryBudget, StaysWithinItsBudgetAndRestartsToTheSameState) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/memory_budget_test_", getpid());
-  std::filesystem::remove_all(dir);
-  std::string digest;
-  uint64_t evicted = 0;
-  {
-    auto port = testing::FindFreePort();
-    ASSERT_TRUE(port.ok()) << port.status();
-    auto server = Start(dir, *port);
-    ASSERT_NE(server, nullptr);
-    auto client = Connect(*server);
-    const CommandResult created =
-        RunCommand(absl::StrCat(CLICKCTL_PATH, " models create --json --model=small",
-                                " --memory_max_bytes=", kBudget, " --server=", server->address()),
-                   absl::Seconds(120));
-    ASSERT_EQ(created.exit_code, 0) << created.err;
-    // 20,000 distinct ads: more than ten times what 64 KiB holds (1,792).
-    for (int b = 0; b < 200; ++b) ASSERT_TRUE(client->Update(Batch(b)).ok()) << b;
-    auto info = client->GetModel("small");
-    ASSERT_TRUE(info.ok()) << info.status();
-    EXPECT_EQ(info->config().memory().max_bytes(), kBudget);
-    EXPECT_LE(info->bytes(), kBudget);
-    EXPECT_GT(info->coordinates_evicted(), 18'000u);
-    EXPECT_EQ(info->updates(), 20'000u);
-    evicted = info->coordinates_evicted();
-    // Still serving: the sites carry the signal and are held.
-    v1::PredictRequest predict;
-    predict.set_model("small");
-    auto* site = predict.add_candidates()->add_namespaces();
-    site->set_name("site");
-    site->add_features()->set_id(0);
-    auto scored = client->Predict(predict);
-    ASSERT_TRUE(scored.ok()) << scored.status();
-    EXPECT_GT(scored->predictions(0).prediction(), 0.5);
+// A clickd on a data directory of its own (one per test), which a test
+// starts, kills with SIGKILL and starts again on the same directory.
+class RestartableServer {
+ public:
+  explicit RestartableServer(const std::string& name)
+      : dir_(absl::StrCat(::testing::TempDir(), "/", name, "_", getpid())) {
+    std::filesystem::remove_all(dir_);
+  }
 
-    httplib::Client http("127.0.0.1", *port);
+  // Starts the server on free ports, and a client of it; false (with the
+  // failure reported) if either fails.
+  bool Start() {
+    auto port = testing::FindFreePort();
+    EXPECT_TRUE(port.ok()) << port.status();
+    if (!port.ok()) return false;
+    metrics_port_ = *port;
+    ServerOptions options;
+    options.flags = {"--data_dir=" + dir_, "--snapshot_interval=0",
+                     absl::StrCat("--metrics_port=", metrics_port_)};
+    auto server = ServerProcess::Start(std::move(options));
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (!server.ok()) return false;
+    server_ = *std::move(server);
+    auto client = ClickdClient::Create(server_->address());
+    EXPECT_TRUE(client.ok()) << client.status();
+    if (!client.ok()) return false;
+    client_ = *std::move(client);
+    return true;
+  }
+
+  // SIGKILL, and waits for the process to end.
+  void Kill() {
+    client_.reset();
+    server_->Signal(SIGKILL);
+    EXPECT_TRUE(server_->WaitForExit(std::chrono::seconds(20)).has_value());
+    server_.reset();
+  }
+
+  // `clickctl ARGS --server=...`.
+  CommandResult Clickctl(const std::string& args) {
+    return RunCommand(absl::StrCat(CLICKCTL_PATH, " ", args, " --server=", server_->address()),
+                      absl::Seconds(120));
+  }
+
+  ClickdClient& client() { return *client_; }
+
+  // The series' value on /metrics, if it is there.
+  std::optional<double> Metric(const std::string& series) {
+    httplib::Client http("127.0.0.1", metrics_port_);
     http.set_read_timeout(10);
     auto response = http.Get("/metrics");
-    ASSERT_TRUE(response) << httplib::to_string(response.error());
-    EXPECT_EQ(Sample(response->body, "clickd_model_memory_budget_bytes{model=\"small\"}"),
-              static_cast<double>(kBudget));
-    EXPECT_EQ(Sample(response->body, "clickd_model_memory_budget_bytes{model=\"default\"}"), 0);
-    EXPECT_EQ(Sample(response->body, "clickd_model_coordinates_evicted_total{model=\"small\"}"),
-              static_cast<double>(evicted));
-    EXPECT_LE(*Sample(response->body, "clickd_model_bytes{model=\"small\"}"),
-              static_cast<double>(kBudget));
-
-    digest = *client->StateDigest("small");
-    server->Signal(SIGKILL);
-    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+    EXPECT_TRUE(response) << httplib::to_string(response.error());
+    if (!response) return std::nullopt;
+    return Sample(response->body, series);
   }
-  auto port = testing::FindFreePort();
-  ASSERT_TRUE(port.ok()) << port.status();
-  auto server = Start(dir, *port);
-  ASSERT_NE(server, nullptr);
-  auto client = Connect(*server);
-  EXPECT_EQ(*client->StateDigest("small"), digest);
-  auto info = client->GetModel("small");
+
+ private:
+  const std::string dir_;
+  int metrics_port_ = 0;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<ClickdClient> client_;
+};
+
+TEST(MemoryBudget, StaysWithinItsBudgetAndRestartsToTheSameState) {
+  RestartableServer server("memory_budget_test");
+  ASSERT_TRUE(server.Start());
+  const CommandResult created = server.Clickctl(
+      absl::StrCat("models create --json --model=small --memory_max_bytes=", kBudget));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  // 20,000 distinct ads: more than ten times what 64 KiB holds (1,792).
+  for (int b = 0; b < 200; ++b) ASSERT_TRUE(server.client().Update(Batch(b)).ok()) << b;
+  auto info = server.client().GetModel("small");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->config().memory().max_bytes(), kBudget);
+  EXPECT_LE(info->bytes(), kBudget);
+  EXPECT_GT(info->coordinates_evicted(), 18'000u);
+  EXPECT_EQ(info->updates(), 20'000u);
+  const uint64_t evicted = info->coordinates_evicted();
+  // Still serving: the sites carry the signal and are held.
+  v1::PredictRequest predict;
+  predict.set_model("small");
+  auto* site = predict.add_candidates()->add_namespaces();
+  site->set_name("site");
+  site->add_features()->set_id(0);
+  auto scored = server.client().Predict(predict);
+  ASSERT_TRUE(scored.ok()) << scored.status();
+  EXPECT_GT(scored->predictions(0).prediction(), 0.5);
+
+  EXPECT_EQ(server.Metric("clickd_model_memory_budget_bytes{model=\"small\"}"),
+            static_cast<double>(kBudget));
+  EXPECT_EQ(server.Metric("clickd_model_memory_budget_bytes{model=\"default\"}"), 0);
+  EXPECT_EQ(server.Metric("clickd_model_coordinates_evicted_total{model=\"small\"}"),
+            static_cast<double>(evicted));
+  EXPECT_LE(server.Metric("clickd_model_bytes{model=\"small\"}").value_or(1e30),
+            static_cast<double>(kBudget));
+
+  const std::string digest = *server.client().StateDigest("small");
+  server.Kill();
+  ASSERT_TRUE(server.Start());
+  EXPECT_EQ(*server.client().StateDigest("small"), digest);
+  info = server.client().GetModel("small");
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->config().memory().max_bytes(), kBudget);
   EXPECT_EQ(info->coordinates_evicted(), evicted);  // the replay evicted the same again
 }
 
 TEST(MemoryBudget, ACompactModelSnapshotsAndRestartsToTheSameState) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/compact_encoding_test_", getpid());
-  std::filesystem::remove_all(dir);
-  std::string digest;
-  double prediction = 0;
+  RestartableServer server("compact_encoding_test");
+  ASSERT_TRUE(server.Start());
   v1::PredictRequest predict;
   predict.set_model("compact");
   auto* site = predict.add_candidates()->add_namespaces();
   site->set_name("site");
   site->add_features()->set_id(0);
-  {
-    auto port = testing::FindFreePort();
-    ASSERT_TRUE(port.ok()) << port.status();
-    auto server = Start(dir, *port);
-    ASSERT_NE(server, nullptr);
-    auto client = Connect(*server);
-    const std::string create =
-        absl::StrCat(CLICKCTL_PATH, " models create --json --server=", server->address(),
-                     " --state_encoding=compact");
-    const CommandResult refused =
-        RunCommand(create + " --model=ada --optimizer=adagrad", absl::Seconds(120));
-    EXPECT_NE(refused.exit_code, 0);
-    EXPECT_NE(refused.err.find("memory.encoding"), std::string::npos) << refused.err;
-    const CommandResult created = RunCommand(create + " --model=compact", absl::Seconds(120));
-    ASSERT_EQ(created.exit_code, 0) << created.err;
-    for (int b = 0; b < 100; ++b) ASSERT_TRUE(client->Update(Batch(b, "compact")).ok()) << b;
-    auto snapshot = client->SnapshotModel("compact");
-    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
-    // These reach only the update log: the restart replays them.
-    for (int b = 100; b < 150; ++b) ASSERT_TRUE(client->Update(Batch(b, "compact")).ok()) << b;
-    auto info = client->GetModel("compact");
-    ASSERT_TRUE(info.ok()) << info.status();
-    EXPECT_EQ(info->config().memory().encoding(), v1::STATE_ENCODING_COMPACT);
-    EXPECT_EQ(info->updates(), 15'000u);
-    EXPECT_EQ(info->coordinates(), 15'006u);  // ads, sites and the bias
-    auto scored = client->Predict(predict);
-    ASSERT_TRUE(scored.ok()) << scored.status();
-    prediction = scored->predictions(0).prediction();
-    EXPECT_GT(prediction, 0.5);
-    digest = *client->StateDigest("compact");
-    server->Signal(SIGKILL);
-    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  const CommandResult refused = server.Clickctl(
+      "models create --json --state_encoding=compact --model=ada --optimizer=adagrad");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("memory.encoding"), std::string::npos) << refused.err;
+  const CommandResult created =
+      server.Clickctl("models create --json --state_encoding=compact --model=compact");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  for (int b = 0; b < 100; ++b) {
+    ASSERT_TRUE(server.client().Update(Batch(b, "compact")).ok()) << b;
   }
-  auto port = testing::FindFreePort();
-  ASSERT_TRUE(port.ok()) << port.status();
-  auto server = Start(dir, *port);
-  ASSERT_NE(server, nullptr);
-  auto client = Connect(*server);
-  EXPECT_EQ(*client->StateDigest("compact"), digest);
-  auto info = client->GetModel("compact");
+  auto snapshot = server.client().SnapshotModel("compact");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  // These reach only the update log: the restart replays them.
+  for (int b = 100; b < 150; ++b) {
+    ASSERT_TRUE(server.client().Update(Batch(b, "compact")).ok()) << b;
+  }
+  auto info = server.client().GetModel("compact");
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->config().memory().encoding(), v1::STATE_ENCODING_COMPACT);
-  auto scored = client->Predict(predict);
+  EXPECT_EQ(info->updates(), 15'000u);
+  EXPECT_EQ(info->coordinates(), 15'006u);  // ads, sites and the bias
+  auto scored = server.client().Predict(predict);
+  ASSERT_TRUE(scored.ok()) << scored.status();
+  const double prediction = scored->predictions(0).prediction();
+  EXPECT_GT(prediction, 0.5);
+  const std::string digest = *server.client().StateDigest("compact");
+  server.Kill();
+  ASSERT_TRUE(server.Start());
+  EXPECT_EQ(*server.client().StateDigest("compact"), digest);
+  info = server.client().GetModel("compact");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->config().memory().encoding(), v1::STATE_ENCODING_COMPACT);
+  scored = server.client().Predict(predict);
   ASSERT_TRUE(scored.ok()) << scored.status();
   EXPECT_EQ(scored->predictions(0).prediction(), prediction);
 }
@@ -211,57 +227,42 @@ v1::UpdateRequest RepeatingBatch(int batch, const std::string& model) {
 }
 
 TEST(BloomAdmission, SnapshotsAndRestartsAfterSigkillToTheSameState) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/bloom_admission_test_", getpid());
-  std::filesystem::remove_all(dir);
-  std::string digest;
-  uint64_t coordinates = 0;
-  {
-    auto port = testing::FindFreePort();
-    ASSERT_TRUE(port.ok()) << port.status();
-    auto server = Start(dir, *port);
-    ASSERT_NE(server, nullptr);
-    auto client = Connect(*server);
-    const std::string create =
-        absl::StrCat(CLICKCTL_PATH, " models create --json --server=", server->address(),
-                     " --model=bloom --admission=bloom");
-    const CommandResult refused =
-        RunCommand(create + " --admission_min_count=0", absl::Seconds(120));
-    EXPECT_NE(refused.exit_code, 0);
-    EXPECT_NE(refused.err.find("--admission_min_count is 0; must be in 1..255"), std::string::npos)
-        << refused.err;
-    const CommandResult created =
-        RunCommand(create +
-                       " --admission_min_count=3 --admission_counters=65536 "
-                       "--admission_generation_sightings=4000",
-                   absl::Seconds(120));
-    ASSERT_EQ(created.exit_code, 0) << created.err;
-    for (int b = 0; b < 60; ++b) ASSERT_TRUE(client->Update(RepeatingBatch(b, "bloom")).ok()) << b;
-    auto snapshot = client->SnapshotModel("bloom");
-    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
-    // These reach only the update log: the restart replays them onto the
-    // snapshot's filter.
-    for (int b = 60; b < 100; ++b) {
-      ASSERT_TRUE(client->Update(RepeatingBatch(b, "bloom")).ok()) << b;
-    }
-    auto info = client->GetModel("bloom");
-    ASSERT_TRUE(info.ok()) << info.status();
-    EXPECT_EQ(info->updates(), 10'000u);
-    coordinates = info->coordinates();
-    // Rare ads stay out: fewer coordinates than the 2,500 ads, 5 sites and
-    // the bias.
-    EXPECT_GT(coordinates, 6u);
-    EXPECT_LT(coordinates, 2'506u);
-    digest = *client->StateDigest("bloom");
-    server->Signal(SIGKILL);
-    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  RestartableServer server("bloom_admission_test");
+  ASSERT_TRUE(server.Start());
+  const std::string create = "models create --json --model=bloom --admission=bloom";
+  const CommandResult refused = server.Clickctl(create + " --admission_min_count=0");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("--admission_min_count is 0; must be in 1..255"), std::string::npos)
+      << refused.err;
+  const CommandResult created =
+      server.Clickctl(create +
+                      " --admission_min_count=3 --admission_counters=65536 "
+                      "--admission_generation_sightings=4000");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  for (int b = 0; b < 60; ++b) {
+    ASSERT_TRUE(server.client().Update(RepeatingBatch(b, "bloom")).ok()) << b;
   }
-  auto port = testing::FindFreePort();
-  ASSERT_TRUE(port.ok()) << port.status();
-  auto server = Start(dir, *port);
-  ASSERT_NE(server, nullptr);
-  auto client = Connect(*server);
-  EXPECT_EQ(*client->StateDigest("bloom"), digest);
-  auto info = client->GetModel("bloom");
+  auto snapshot = server.client().SnapshotModel("bloom");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  // These reach only the update log: the restart replays them onto the
+  // snapshot's filter.
+  for (int b = 60; b < 100; ++b) {
+    ASSERT_TRUE(server.client().Update(RepeatingBatch(b, "bloom")).ok()) << b;
+  }
+  auto info = server.client().GetModel("bloom");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->updates(), 10'000u);
+  const uint64_t coordinates = info->coordinates();
+  // Rare ads stay out: fewer coordinates than the 2,500 ads, 5 sites and
+  // the bias.
+  EXPECT_GT(coordinates, 6u);
+  EXPECT_LT(coordinates, 2'506u);
+  EXPECT_EQ(server.Metric("clickd_model_admission_filter_bytes{model=\"bloom\"}"), 2 * 65536);
+  const std::string digest = *server.client().StateDigest("bloom");
+  server.Kill();
+  ASSERT_TRUE(server.Start());
+  EXPECT_EQ(*server.client().StateDigest("bloom"), digest);
+  info = server.client().GetModel("bloom");
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->coordinates(), coordinates);
   EXPECT_EQ(info->config().admission().min_count(), 3u);
@@ -270,60 +271,40 @@ TEST(BloomAdmission, SnapshotsAndRestartsAfterSigkillToTheSameState) {
 }
 
 TEST(TtlEviction, BoundsAStreamOfNewAdsAndRestartsAfterSigkillToTheSameState) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/ttl_eviction_test_", getpid());
-  std::filesystem::remove_all(dir);
-  std::string digest;
-  uint64_t coordinates = 0;
-  {
-    auto port = testing::FindFreePort();
-    ASSERT_TRUE(port.ok()) << port.status();
-    auto server = Start(dir, *port);
-    ASSERT_NE(server, nullptr);
-    auto client = Connect(*server);
-    const std::string create =
-        absl::StrCat(CLICKCTL_PATH, " models create --json --server=", server->address(),
-                     " --model=ttl --memory_ttl_rounds=");
-    const CommandResult refused = RunCommand(create + "10", absl::Seconds(120));
-    EXPECT_NE(refused.exit_code, 0);
-    EXPECT_NE(refused.err.find("memory.ttl_rounds is 10; must be 0 (no TTL) or in 64.."),
-              std::string::npos)
-        << refused.err;
-    const CommandResult created = RunCommand(create + "2000", absl::Seconds(120));
-    ASSERT_EQ(created.exit_code, 0) << created.err;
-    for (int b = 0; b < 60; ++b) ASSERT_TRUE(client->Update(Batch(b, "ttl")).ok()) << b;
-    auto snapshot = client->SnapshotModel("ttl");
-    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
-    // These reach only the update log: the restart replays them, sweeps
-    // included, onto the snapshot's stamps.
-    for (int b = 60; b < 100; ++b) ASSERT_TRUE(client->Update(Batch(b, "ttl")).ok()) << b;
-    auto info = client->GetModel("ttl");
-    ASSERT_TRUE(info.ok()) << info.status();
-    EXPECT_EQ(info->config().memory().ttl_rounds(), 2000u);
-    EXPECT_EQ(info->updates(), 10'000u);
-    // One new ad a round, each kept 2,000 to 2,500 rounds, the sites and
-    // the bias: not the 10,006 seen.
-    coordinates = info->coordinates();
-    EXPECT_GE(coordinates, 2'006u);
-    EXPECT_LE(coordinates, 2'506u);
-    EXPECT_EQ(info->coordinates() + info->coordinates_expired(), 10'006u);
-
-    httplib::Client http("127.0.0.1", *port);
-    http.set_read_timeout(10);
-    auto response = http.Get("/metrics");
-    ASSERT_TRUE(response) << httplib::to_string(response.error());
-    EXPECT_EQ(Sample(response->body, "clickd_model_coordinates_expired_total{model=\"ttl\"}"),
-              static_cast<double>(info->coordinates_expired()));
-    digest = *client->StateDigest("ttl");
-    server->Signal(SIGKILL);
-    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
-  }
-  auto port = testing::FindFreePort();
-  ASSERT_TRUE(port.ok()) << port.status();
-  auto server = Start(dir, *port);
-  ASSERT_NE(server, nullptr);
-  auto client = Connect(*server);
-  EXPECT_EQ(*client->StateDigest("ttl"), digest);
-  auto info = client->GetModel("ttl");
+  RestartableServer server("ttl_eviction_test");
+  ASSERT_TRUE(server.Start());
+  const CommandResult refused =
+      server.Clickctl("models create --json --model=ttl --memory_ttl_rounds=10");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("memory.ttl_rounds is 10; must be 0 (no TTL) or in 64.."),
+            std::string::npos)
+      << refused.err;
+  const CommandResult created =
+      server.Clickctl("models create --json --model=ttl --memory_ttl_rounds=2000");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  for (int b = 0; b < 60; ++b) ASSERT_TRUE(server.client().Update(Batch(b, "ttl")).ok()) << b;
+  auto snapshot = server.client().SnapshotModel("ttl");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  // These reach only the update log: the restart replays them, sweeps
+  // included, onto the snapshot's stamps.
+  for (int b = 60; b < 100; ++b) ASSERT_TRUE(server.client().Update(Batch(b, "ttl")).ok()) << b;
+  auto info = server.client().GetModel("ttl");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->config().memory().ttl_rounds(), 2000u);
+  EXPECT_EQ(info->updates(), 10'000u);
+  // One new ad a round, each kept 2,000 to 2,500 rounds, the sites and
+  // the bias: not the 10,006 seen.
+  const uint64_t coordinates = info->coordinates();
+  EXPECT_GE(coordinates, 2'006u);
+  EXPECT_LE(coordinates, 2'506u);
+  EXPECT_EQ(info->coordinates() + info->coordinates_expired(), 10'006u);
+  EXPECT_EQ(server.Metric("clickd_model_coordinates_expired_total{model=\"ttl\"}"),
+            static_cast<double>(info->coordinates_expired()));
+  const std::string digest = *server.client().StateDigest("ttl");
+  server.Kill();
+  ASSERT_TRUE(server.Start());
+  EXPECT_EQ(*server.client().StateDigest("ttl"), digest);
+  info = server.client().GetModel("ttl");
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->coordinates(), coordinates);
   EXPECT_EQ(info->config().memory().ttl_rounds(), 2000u);

@@ -36,6 +36,16 @@ absl::Status ParseStateEncoding(std::string_view name, StateEncoding* encoding) 
 
 namespace {
 
+// Whether the model's optimizer and every variant's are FTRL: the compact
+// encoding and the TTL's stamps exist for FTRL's states only.
+bool AllFtrl(const ModelConfig& config) {
+  if (config.optimizer.type != OptimizerType::kFtrl) return false;
+  for (const ModelVariant& v : config.variants) {
+    if (v.optimizer.type != OptimizerType::kFtrl) return false;
+  }
+  return true;
+}
+
 absl::Status ValidateEncoding(const ModelConfig& config) {
   switch (config.memory.encoding) {
     case StateEncoding::kFloat:
@@ -47,10 +57,7 @@ absl::Status ValidateEncoding(const ModelConfig& config) {
                                                      static_cast<uint32_t>(config.memory.encoding),
                                                      "; must be float (0) or compact (1)"));
   }
-  bool all_ftrl = config.optimizer.type == OptimizerType::kFtrl;
-  for (const ModelVariant& v : config.variants)
-    all_ftrl &= v.optimizer.type == OptimizerType::kFtrl;
-  if (!all_ftrl) {
+  if (!AllFtrl(config)) {
     return absl::InvalidArgumentError(
         "memory.encoding compact holds FTRL's z and n in 16 bits; the model's optimizer and "
         "every variant's must be ftrl");
@@ -66,10 +73,7 @@ absl::Status ValidateTtl(const ModelConfig& config) {
                                                    "; must be 0 (no TTL) or in ", kMinTtlRounds,
                                                    "..", kMaxTtlRounds, " (2^48)"));
   }
-  bool all_ftrl = config.optimizer.type == OptimizerType::kFtrl;
-  for (const ModelVariant& v : config.variants)
-    all_ftrl &= v.optimizer.type == OptimizerType::kFtrl;
-  if (!all_ftrl) {
+  if (!AllFtrl(config)) {
     return absl::InvalidArgumentError(
         "memory.ttl_rounds stamps FTRL's states with the epoch of their last step; the model's "
         "optimizer and every variant's must be ftrl");
