@@ -15,8 +15,12 @@
 // Run each encoding in its own process (run.sh does), so that one's freed
 // memory does not hide the other's growth.
 //
+// With --ttl_rounds (0: none) the model has a TTL, so its states carry
+// their 4-byte stamps (docs/memory.md, "TTL eviction"); a TTL longer than
+// the run evicts nothing, which measures the stamps' cost alone.
+//
 // Usage: memory_compact_bench --encoding=compact [--coordinates=10000000]
-//        [--features=40]
+//        [--features=40] [--ttl_rounds=0]
 #include <malloc.h>
 
 #include <chrono>
@@ -35,6 +39,7 @@
 ABSL_FLAG(std::string, encoding, "float", "float or compact");
 ABSL_FLAG(uint64_t, coordinates, 10'000'000, "coordinates the model learns");
 ABSL_FLAG(int, features, 40, "new features per example");
+ABSL_FLAG(uint64_t, ttl_rounds, 0, "the model's memory.ttl_rounds (0: no TTL)");
 
 namespace clickd {
 namespace {
@@ -53,6 +58,7 @@ int Main() {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 2;
   }
+  config.memory.ttl_rounds = absl::GetFlag(FLAGS_ttl_rounds);
   const uint64_t target = absl::GetFlag(FLAGS_coordinates);
   std::vector<HashedFeature> features(absl::GetFlag(FLAGS_features));
   std::mt19937_64 rng(1);
@@ -98,13 +104,15 @@ int Main() {
   const bool same = restored->SerializeState() == model->SerializeState();
 
   std::printf(
-      "encoding=%s coordinates=%llu examples=%llu learn_s=%.2f rss_growth_bytes=%llu "
+      "encoding=%s ttl_rounds=%llu coordinates=%llu examples=%llu learn_s=%.2f "
+      "rss_growth_bytes=%llu "
       "rss_bytes_per_coordinate=%.2f table_bytes_per_coordinate=%.2f snapshot_copy_s=%.3f "
       "snapshot_encode_s=%.3f snapshot_bytes=%zu restore_decode_s=%.3f restore_import_s=%.3f "
       "restored_equal=%d heap_in_use_bytes=%zu heap_free_bytes=%zu\n",
-      absl::GetFlag(FLAGS_encoding).c_str(), static_cast<unsigned long long>(stats.coordinates),
-      static_cast<unsigned long long>(examples), learn_seconds,
-      static_cast<unsigned long long>(rss_after - rss_before),
+      absl::GetFlag(FLAGS_encoding).c_str(),
+      static_cast<unsigned long long>(absl::GetFlag(FLAGS_ttl_rounds)),
+      static_cast<unsigned long long>(stats.coordinates), static_cast<unsigned long long>(examples),
+      learn_seconds, static_cast<unsigned long long>(rss_after - rss_before),
       static_cast<double>(rss_after - rss_before) / stats.coordinates,
       static_cast<double>(stats.bytes) / stats.coordinates, copy_seconds, encode_seconds,
       file.size(), decode_seconds, import_seconds, same ? 1 : 0, heap.uordblks, heap.fordblks);
