@@ -107,6 +107,11 @@ ModelConfig AnyConfig(FuzzedDataProvider& in) {
   if (o.type == OptimizerType::kFtrl && in.ConsumeBool()) {
     c.memory.encoding = StateEncoding::kCompact;
   }
+  // And with a TTL short enough that sweeps evict within a run: the stamps
+  // sit beside the floats and must keep them finite and the model whole.
+  if (o.type == OptimizerType::kFtrl && in.ConsumeBool()) {
+    c.memory.ttl_rounds = in.ConsumeIntegralInRange<uint64_t>(kMinTtlRounds, 4 * kMinTtlRounds);
+  }
   DenseOptimizerConfig& d = c.dense_optimizer;
   for (double* f : {&d.eta, &d.delta, &d.weight_power, &d.diameter, &d.gradient_bound}) {
     MaybeSet(in, f);
