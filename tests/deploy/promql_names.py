@@ -20,6 +20,7 @@ COUNTERS = {
     "clickd_model_feedback_items_total",
     "clickd_model_feedback_steps_total",
     "clickd_model_coordinates_evicted_total",
+    "clickd_model_coordinates_expired_total",
     "clickd_model_admission_sightings_total",
     "clickd_model_admission_admitted_total",
 }
@@ -31,6 +32,7 @@ GAUGES = {
     "clickd_model_coordinates",
     "clickd_model_bytes",
     "clickd_model_memory_budget_bytes",
+    "clickd_model_admission_filter_bytes",
     "clickd_model_updates",
     "clickd_build_info",
     "clickd_process_start_time_seconds",
