@@ -52,20 +52,21 @@ class TtlSchedule {
   static bool Kept(uint32_t age) { return age <= kEpochsPerTtl; }
 
   // Calls fn(shard) for each shard swept once the model has learned
-  // `round` examples: those whose offset is round mod epoch_rounds.
+  // `round` examples: those whose offset is round mod epoch_rounds. The
+  // offsets ascend with the shard, so a binary search finds them: a step
+  // costs O(log shards), not a pass over every shard.
   template <typename Fn>
   void ForEachDue(uint64_t round, Fn&& fn) const {
     if (!enabled() || round == 0) return;
-    const uint64_t at = round % epoch_rounds_;
-    for (size_t s = 0; s < offsets_.size(); ++s) {
-      if (offsets_[s] == at) fn(static_cast<int>(s));
-    }
+    const auto [first, last] =
+        std::equal_range(offsets_.begin(), offsets_.end(), round % epoch_rounds_);
+    for (auto it = first; it != last; ++it) fn(static_cast<int>(it - offsets_.begin()));
   }
 
  private:
   uint64_t modulus_;
   uint64_t epoch_rounds_ = 0;
-  std::vector<uint64_t> offsets_;  // per shard: s * epoch_rounds / num_shards
+  std::vector<uint64_t> offsets_;  // per shard: s * epoch_rounds / num_shards, ascending
 };
 
 }  // namespace clickd

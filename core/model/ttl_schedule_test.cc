@@ -50,5 +50,21 @@ TEST(TtlSchedule, EveryShardOncePerEpochAtItsOwnRound) {
   EXPECT_EQ(none, 0);
 }
 
+// Epochs shorter than the shard count: several shards share a round, and
+// each is still swept once an epoch.
+TEST(TtlSchedule, ShardsSharingARoundAreEachSweptOnce) {
+  const TtlSchedule ttl(64, 16, kModulus);  // epochs of 8 rounds
+  std::vector<int> sweeps(16, 0);
+  int on_round_8 = 0;
+  for (uint64_t round = 1; round <= 80; ++round) {
+    ttl.ForEachDue(round, [&](int s) {
+      ++sweeps[s];
+      on_round_8 += round == 8;
+    });
+  }
+  for (int s = 0; s < 16; ++s) EXPECT_EQ(sweeps[s], 10) << s;
+  EXPECT_EQ(on_round_8, 2);  // shards 0 and 1 (offsets 0 and 8/16 = 0)
+}
+
 }  // namespace
 }  // namespace clickd

@@ -156,9 +156,7 @@ class ShardedStore {
                       MakeRank&& make_rank) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     thread_local std::vector<int> touched;
     thread_local std::vector<uint32_t> per_shard;
-    per_shard.assign(num_shards_, 0);
-    for (const auto& k : keys) ++per_shard[ShardIndex(k.key)];
-    TouchedInOrder(per_shard, &touched);
+    CountPerShard(keys, &per_shard, &touched);
     for (int s : touched) shards_[s].mu.Lock();
     StepLocked(keys, per_shard, touched, fn, make_rank);
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
@@ -186,9 +184,7 @@ class ShardedStore {
     void Step(const KeyRange& keys, Fn&& fn, MakeRank&& make_rank) const {
       thread_local std::vector<int> touched;
       thread_local std::vector<uint32_t> per_shard;
-      per_shard.assign(store->num_shards_, 0);
-      for (const auto& k : keys) ++per_shard[store->ShardIndex(k.key)];
-      TouchedInOrder(per_shard, &touched);
+      store->CountPerShard(keys, &per_shard, &touched);
       store->StepLocked(keys, per_shard, touched, fn, make_rank);
     }
     template <typename KeyRange>
@@ -445,6 +441,16 @@ class ShardedStore {
     for (size_t s = 0; s < per_shard.size(); ++s) {
       if (per_shard[s] != 0) touched->push_back(static_cast<int>(s));
     }
+  }
+
+  // A step's keys per shard (*per_shard), and the shards with any, in
+  // ascending order (*touched): the locks it needs and the room per shard.
+  template <typename KeyRange>
+  void CountPerShard(const KeyRange& keys, std::vector<uint32_t>* per_shard,
+                     std::vector<int>* touched) const {
+    per_shard->assign(num_shards_, 0);
+    for (const auto& k : keys) ++(*per_shard)[ShardIndex(k.key)];
+    TouchedInOrder(*per_shard, touched);
   }
 
   // The part of a step that runs under the locks of its `touched` shards
