@@ -25,11 +25,11 @@
 #include <random>
 #include <vector>
 
-#include "absl/container/internal/raw_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/model/model.h"
 #include "core/optim/ftrl.h"
+#include "core/store/flat_table.h"
 
 ABSL_FLAG(uint64_t, coordinates, 10'000'000, "coordinates the budget must hold at least");
 ABSL_FLAG(int, examples, 1'500'000, "examples learned per run");
@@ -46,12 +46,9 @@ using Clock = std::chrono::steady_clock;
 // The bytes of `shards` tables of FTRL slots, each the smallest that holds
 // its share of `coordinates`.
 uint64_t BudgetHolding(uint64_t coordinates, int shards) {
-  namespace internal = absl::container_internal;
-  using Slot = std::pair<const uint64_t, FtrlProximal::State>;
+  using Table = FlatTable<FtrlProximal::State>;
   const size_t per_shard = (coordinates + shards - 1) / shards;
-  const size_t capacity =
-      internal::NormalizeCapacity(internal::GrowthToLowerboundCapacity(per_shard));
-  return shards * internal::AllocSize(capacity, sizeof(Slot), alignof(Slot));
+  return shards * Table::CapacityFor(per_shard) * sizeof(Table::Slot);
 }
 
 struct Run {

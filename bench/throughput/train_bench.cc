@@ -42,6 +42,7 @@
 #include "core/formats/example_reader.h"
 #include "core/model/model.h"
 #include "core/replay/replay.h"
+#include "core/store/flat_table.h"
 
 ABSL_FLAG(std::string, format, "vw", "input format: libsvm | vw | criteo");
 ABSL_FLAG(int, passes, 1, "passes over the file (or the in-memory examples) per repetition");
@@ -321,10 +322,10 @@ StageResult MeasureFusedVw(const std::string& path, const FeatureHasher& hasher,
   return result;
 }
 
-// Bytes of one flat_hash_map slot (key and state) for the optimizer's State.
+// Bytes of one FlatTable slot (key and state) for the optimizer's State.
 template <typename Optimizer>
 size_t SlotBytesOf() {
-  return sizeof(typename absl::flat_hash_map<uint64_t, typename Optimizer::State>::slot_type);
+  return sizeof(typename FlatTable<typename Optimizer::State>::Slot);
 }
 
 size_t SlotBytes(OptimizerType type) {

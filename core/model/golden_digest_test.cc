@@ -78,9 +78,13 @@ std::vector<GoldenCase> Cases() {
     cases.push_back({"ftrl_decay", c, "ed38acb86d234c36"});
   }
   {
+    // Re-recorded when the float table became FlatTable's own open
+    // addressing: the same 64 KiB now holds 4/5 of its 16-byte slots (3,264
+    // coordinates over 16 shards) instead of absl's 7/8 of the largest
+    // power of two that fits (1,792), so other coordinates are evicted.
     ModelConfig c = WithOptimizer(OptimizerType::kFtrl);
     c.memory.max_bytes = 64 << 10;
-    cases.push_back({"ftrl_budget", c, "1cb88696cba84188"});
+    cases.push_back({"ftrl_budget", c, "5985c6f724c89602"});
   }
   {
     // Recorded when the compact encoding was added (after 73bb0dc).

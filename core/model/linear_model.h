@@ -164,6 +164,7 @@ class LinearModel final : public Model {
     if (ttl_.enabled()) return Model::LearnExclusive(examples, margins);
     store_.WithAllLocked([&](auto& steps) {
       uint64_t learned_round = 0;
+      if (!examples.empty()) steps.Prefetch(examples[0].features);
       for (size_t i = 0; i < examples.size(); ++i) {
         if (i + 1 < examples.size()) steps.Prefetch(examples[i + 1].features);
         const LearnItem& e = examples[i];

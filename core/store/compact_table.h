@@ -48,6 +48,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/prefetch.h"
+#include "core/store/position_seed.h"
 #include "core/store/shard_limits.h"
 
 namespace clickd {
@@ -65,9 +67,6 @@ constexpr uint64_t InverseModTwo64(uint64_t a) {
 }
 inline constexpr uint64_t kUnmix = InverseModTwo64(kMix);
 static_assert(kMix * kUnmix == 1);
-
-// A seed for slot positions, random per process.
-uint64_t PositionSeed();
 
 }  // namespace compact_table_internal
 
@@ -124,15 +123,16 @@ class CompactTable {
     return subtables * (sizeof(Subtable) + (GrowCapacity(4) + 2) * sizeof(Slot));
   }
 
-  // Which shard of `num_shards` this table is: sizes its directory.
-  void Init(int shard, int num_shards) {
+  // Which shard of `num_shards` this table is: sizes its directory. (Its
+  // subtables are bounded by the count, not by `limits`: see Limits.)
+  void Init(int shard, int num_shards, const ShardLimits& /*limits*/ = {}) {
     shard_ = static_cast<uint32_t>(shard);
     num_shards_ = static_cast<uint32_t>(std::max(1, num_shards));
     // Lemire's exact division for 32-bit numerators, as ShardedStore's
     // remainder: ceil(2^64 / num_shards), unused for one shard.
     divisor_ = UINT64_MAX / num_shards_ + 1;
     directory_.assign((kSubtables - shard_ + num_shards_ - 1) / num_shards_, Subtable{});
-    seed_ = compact_table_internal::PositionSeed();
+    seed_ = PositionSeed();
   }
 
   size_t size() const { return size_; }
@@ -150,10 +150,12 @@ class CompactTable {
     return const_cast<State*>(static_cast<const CompactTable*>(this)->Find(key));
   }
 
-  // Requests the key's slot from memory (a read that follows soon).
+  // Requests the key's slot from memory (a read that follows soon). It
+  // reads the key's directory entry for the slot's address, so it waits
+  // for that miss.
   void Prefetch(uint64_t key) const {
     const Subtable& t = directory_[LocalIndex(key)];
-    if (t.capacity != 0) __builtin_prefetch(&t.slots[Home(t.capacity, Low(key))]);
+    if (t.capacity != 0) PrefetchRead(&t.slots[Home(t.capacity, Low(key))]);
   }
 
   // Subtables grow one by one (Prepare), not the whole table.
@@ -175,7 +177,7 @@ class CompactTable {
   void Prepare(uint64_t key, size_t new_keys) {
     Subtable& t = directory_[LocalIndex(key)];
     if (t.size + new_keys > MaxLoad(t.capacity)) Resize(&t, GrowCapacity(t.size + new_keys));
-    __builtin_prefetch(&t.slots[Home(t.capacity, Low(key))]);
+    PrefetchRead(&t.slots[Home(t.capacity, Low(key))]);
   }
 
   // Prepares every key of a step, each table(key) for the number of the
@@ -183,6 +185,7 @@ class CompactTable {
   // many features does not grow every subtable it touches by all of them).
   // The directory entries are requested from memory first, so that their
   // misses overlap, then the slots.
+  static constexpr bool kPrepareStepOnlyPrefetches = false;  // it makes room too
   template <typename KeyRange, typename TableOf>
   static void PrepareStep(const KeyRange& keys, TableOf&& table_of) {
     // One counter per subtable, zero between calls: an increment per key
@@ -190,7 +193,7 @@ class CompactTable {
     thread_local std::vector<uint32_t> counts(kSubtables, 0);
     for (const auto& k : keys) {
       const CompactTable& table = table_of(k.key);
-      __builtin_prefetch(&table.directory_[table.LocalIndex(k.key)]);
+      PrefetchRead(&table.directory_[table.LocalIndex(k.key)]);
       ++counts[High(k.key)];
     }
     for (const auto& k : keys) table_of(k.key).Prepare(k.key, counts[High(k.key)]);

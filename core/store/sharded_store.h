@@ -1,6 +1,6 @@
 // ShardedStore<State, Table>: the model's memory, a map from 64-bit key to
 // one optimizer's per-coordinate state, split into independently locked
-// shards. Each shard is a Table: FlatTable (absl::flat_hash_map, full keys;
+// shards. Each shard is a Table: FlatTable (open addressing, full keys;
 // the default) or CompactTable (48-bit identities, 8-byte slots for a
 // 4-byte state: the compact encoding, docs/memory.md).
 //
@@ -10,8 +10,8 @@
 // a half-written coordinate. Operations on different shards never contend.
 //
 // Memory accounting is exact for the tables themselves: bytes() is the sum of
-// each shard's Table::Bytes() (a FlatTable's single allocation, as absl's own
-// AllocSize computes it; a CompactTable's directory and subtables).
+// each shard's Table::Bytes() (a FlatTable's slot array; a CompactTable's
+// directory and subtables).
 //
 // A memory budget (max_bytes > 0, docs/memory.md) caps every shard's table
 // at the most coordinates its share fits (Table::Limits).
@@ -46,7 +46,7 @@ namespace clickd {
 
 struct StoreStats {
   uint64_t coordinates = 0;
-  uint64_t bytes = 0;    // table memory: slots + control bytes
+  uint64_t bytes = 0;    // table memory: slots (and a compact table's directory)
   uint64_t evicted = 0;  // coordinates evicted by the budget since the store was built
   uint64_t expired = 0;  // coordinates evicted by EvictWhere (the TTL) since then
 };
@@ -71,7 +71,7 @@ class ShardedStore {
         shards_(std::make_unique<Shard[]>(static_cast<size_t>(num_shards_))) {
     for (int s = 0; s < num_shards_; ++s) {
       MutexLock lock(&shards_[s].mu);
-      shards_[s].map.Init(s, num_shards_);
+      shards_[s].map.Init(s, num_shards_, limits_);
     }
   }
 
@@ -158,14 +158,15 @@ class ShardedStore {
     thread_local std::vector<uint32_t> per_shard;
     CountPerShard(keys, &per_shard, &touched);
     for (int s : touched) shards_[s].mu.Lock();
-    StepLocked(keys, per_shard, touched, fn, make_rank);
+    StepLocked(keys, per_shard, touched, /*prefetched=*/false, fn, make_rank);
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
   }
 
   // Calls fn(steps) holding every shard's writer lock, where
-  // steps.Step(keys, fn, make_rank) does what WithKeysLocked does without
-  // taking locks, and steps.Prefetch(keys) requests the keys' slots from
-  // memory (for the next step, while this one runs). Readers and writers
+  // steps.Prefetch(keys) requests the keys' slots from memory (for the next
+  // step, while this one runs) and steps.Step(keys, fn, make_rank) does
+  // what WithKeysLocked does without taking locks, for keys that were
+  // prefetched (a table whose step preparation is only a prefetch skips it). Readers and writers
   // of every shard wait until fn returns: for a caller that is the store's
   // only user (Model::LearnExclusive). Shards are locked in ascending order,
   // as WithKeysLocked takes them.
@@ -185,10 +186,15 @@ class ShardedStore {
       thread_local std::vector<int> touched;
       thread_local std::vector<uint32_t> per_shard;
       store->CountPerShard(keys, &per_shard, &touched);
-      store->StepLocked(keys, per_shard, touched, fn, make_rank);
+      store->StepLocked(keys, per_shard, touched, /*prefetched=*/true, fn, make_rank);
     }
+    // A compact table's prefetch must read the key's directory entry
+    // first, which stalls a step ahead as much as in the step: there its
+    // own step preparation requests the slots (measured: a prefetch a step
+    // ahead made the compact replay 3-7 % slower).
     template <typename KeyRange>
     void Prefetch(const KeyRange& keys) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if constexpr (!Table::kPrepareStepOnlyPrefetches) return;
       for (const auto& k : keys) store->UnsafeMap(store->ShardIndex(k.key)).Prefetch(k.key);
     }
   };
@@ -455,10 +461,11 @@ class ShardedStore {
 
   // The part of a step that runs under the locks of its `touched` shards
   // (per_shard: its keys per shard): room for its keys, evicting first under
-  // a budget, then fn(upsert).
+  // a budget, then fn(upsert). `prefetched`: the caller already requested
+  // the keys' slots from memory.
   template <typename KeyRange, typename Fn, typename MakeRank>
   void StepLocked(const KeyRange& keys, const std::vector<uint32_t>& per_shard,
-                  const std::vector<int>& touched, Fn& fn,
+                  const std::vector<int>& touched, bool prefetched, Fn& fn,
                   MakeRank& make_rank) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (int s : touched) {
       // Reserve inside the lock: the map may only change under it.
@@ -470,7 +477,10 @@ class ShardedStore {
     }
     // Room for the step's keys, and each key's slot requested from memory
     // so that the step's cache misses overlap instead of coming one by one.
-    Table::PrepareStep(keys, [this](uint64_t key) -> Table& { return UnsafeMap(ShardIndex(key)); });
+    if (!prefetched || !Table::kPrepareStepOnlyPrefetches) {
+      Table::PrepareStep(keys,
+                         [this](uint64_t key) -> Table& { return UnsafeMap(ShardIndex(key)); });
+    }
     Upserter upsert{this};
     fn(upsert);
   }

@@ -75,15 +75,18 @@ std::vector<std::vector<Key>> Steps(int n, uint32_t seed) {
 }
 
 TEST(StoreBudget, LimitsFollowTheTablesOwnSizes) {
-  // 64 KiB per shard of 16-byte slots: capacity 2047 (4095 needs 69,632
-  // bytes), which holds 2047 - 2047/8 = 1792 keys before it grows.
-  const ShardLimits limits = ShardLimitsFor(256 << 10, 4, 16, 8);
+  // 64 KiB per shard of 16-byte slots: 4096 slots, 4/5 of which (3276)
+  // may hold keys.
+  const ShardLimits limits = FlatTable<Pair>::Limits(256 << 10, 4);
   EXPECT_TRUE(limits.bounded);
-  EXPECT_EQ(limits.max_capacity, 2047u);
-  EXPECT_EQ(limits.max_count, 1792u);
-  EXPECT_EQ(limits.low_water, 1792u - 179u);
-  EXPECT_FALSE(ShardLimitsFor(0, 4, 16, 8).bounded);
-  EXPECT_EQ(ShardLimitsFor(8, 1, 16, 8).max_count, 0u);
+  EXPECT_EQ(limits.max_capacity, 4096u);
+  EXPECT_EQ(limits.max_count, 3276u);
+  EXPECT_EQ(limits.low_water, 3276u - 327u);
+  EXPECT_FALSE(FlatTable<Pair>::Limits(0, 4).bounded);
+  EXPECT_EQ(FlatTable<Pair>::Limits(8, 1).max_count, 0u);
+  // A share too small for the smallest table (8 slots) holds nothing.
+  EXPECT_EQ(FlatTable<Pair>::Limits(16 * 7, 1).max_count, 0u);
+  EXPECT_EQ(FlatTable<Pair>::Limits(16 * 8, 1).max_count, 6u);
 }
 
 // 2M distinct keys into a 256 KiB budget: the table bytes never pass it.
@@ -113,9 +116,9 @@ TEST(StoreBudget, TablesStayWithinTheBudgetUnderAnEndlessStreamOfNewKeys) {
 }
 
 TEST(StoreBudget, EvictsTheLeastUsefulFirstAndSparesTheStepsKeys) {
-  Store store(1, 64 << 10);  // one shard: capacity 2047 of 16-byte slots
+  Store store(1, 64 << 10);  // one shard: 4096 16-byte slots
   const size_t max_count = store.limits().max_count;
-  ASSERT_EQ(max_count, 1792u);
+  ASSERT_EQ(max_count, 3276u);
   // Weights with many ties (|a| in 0..6, signs mixed), accumulators with
   // ties too: the order is |a|, then b, then key.
   for (uint64_t k = 0; k < max_count; ++k) {
@@ -152,13 +155,13 @@ TEST(StoreBudget, EvictsTheLeastUsefulFirstAndSparesTheStepsKeys) {
 // A step with more new keys for a shard than it may hold at all: every
 // other key goes, then the step's own keys beyond max_count find no room.
 TEST(StoreBudget, AShardFullOfTheStepsOwnKeysRefusesTheRest) {
-  const uint64_t budget = 1024;  // one shard: capacity 31, 28 keys
+  const uint64_t budget = 1024;  // one shard: 64 slots, 51 keys
   Store store(1, budget);
   const size_t max_count = store.limits().max_count;
-  ASSERT_EQ(max_count, 28u);
+  ASSERT_EQ(max_count, 51u);
   for (uint64_t k = 0; k < 10; ++k) store.Mutate(k, [](Pair&) {});
   std::vector<Key> step;
-  for (uint64_t k = 100; k < 140; ++k) step.push_back({k});
+  for (uint64_t k = 100; k < 170; ++k) step.push_back({k});
   EXPECT_EQ(Step(store, step), static_cast<int>(step.size() - max_count));
   const StoreStats stats = store.Stats();
   EXPECT_EQ(stats.coordinates, max_count);

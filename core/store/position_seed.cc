@@ -1,9 +1,8 @@
-#include "core/store/compact_table.h"
+#include "core/store/position_seed.h"
 
 #include <random>
 
 namespace clickd {
-namespace compact_table_internal {
 
 uint64_t PositionSeed() {
   static const uint64_t seed = [] {
@@ -13,5 +12,4 @@ uint64_t PositionSeed() {
   return seed;
 }
 
-}  // namespace compact_table_internal
 }  // namespace clickd
