@@ -253,7 +253,10 @@ class ShardedStore {
     map.ForEach([&](uint64_t key, const State& state) {
       if (stale(state)) doomed.push_back(key);
     });
-    for (uint64_t key : doomed) {
+    for (size_t i = 0; i < doomed.size(); ++i) {
+      if (i + kEvictPrefetchDistance < doomed.size())
+        map.Prefetch(doomed[i + kEvictPrefetchDistance]);
+      const uint64_t key = doomed[i];
       KeepForCopy(shard, key, false, *map.Find(key));
       map.Erase(key);
     }
@@ -534,6 +537,9 @@ class ShardedStore {
                        return a.key < b.key;
                      });
     for (size_t i = 0; i < n; ++i) {
+      // The victims lie anywhere in the table: ask for a later one's slot
+      // while this one is erased, or each erasure waits for a miss.
+      if (i + kEvictPrefetchDistance < n) map.Prefetch(candidates[i + kEvictPrefetchDistance].key);
       const uint64_t key = candidates[i].key;
       UnsafeKeepForCopy(s, key, false, *map.Find(key));
       map.Erase(key);
@@ -541,6 +547,9 @@ class ShardedStore {
     map.Shrink();
     evicted_.fetch_add(n, std::memory_order_relaxed);
   }
+
+  // How many victims ahead an eviction loop requests a slot from memory.
+  static constexpr size_t kEvictPrefetchDistance = 16;
 
   // Aligned to a cache line so that locking one shard does not bounce its
   // neighbour's line between cores.
