@@ -398,9 +398,21 @@ class LinearModel final : public Model {
     // The weights in a loop of their own: each is a chain of a square
     // root and divisions, and with no lookup between them the CPU
     // works on many at once. The margin sums in feature order as before.
+    // FTRL's also keeps each coordinate's sqrt(n) for its update.
+    constexpr bool kKeepsRoots = requires(FtrlProximal::Root * root) {
+      optimizer_.WeightWithRoot(*states[0], before, root);
+    };
+    thread_local std::vector<FtrlProximal::Root> roots;
     weights.resize(states.size());
-    for (size_t i = 0; i < states.size(); ++i) {
-      weights[i] = optimizer_.Weight(*states[i], before);
+    if constexpr (kKeepsRoots) {
+      roots.resize(states.size());
+      for (size_t i = 0; i < states.size(); ++i) {
+        weights[i] = optimizer_.WeightWithRoot(*states[i], before, &roots[i]);
+      }
+    } else {
+      for (size_t i = 0; i < states.size(); ++i) {
+        weights[i] = optimizer_.Weight(*states[i], before);
+      }
     }
     for (size_t i = 0; i < states.size(); ++i) margin += weights[i] * features[i].value;
     if (block != nullptr) margin += block->Margin(*dense);
@@ -437,6 +449,13 @@ class LinearModel final : public Model {
       const bool reuse = optimizer_.WeightIndependentOfRound();
       for (size_t i = 0; i < features.size(); ++i) {
         const double g = ClampGradient(dloss * features[i].value);
+        if constexpr (kKeepsRoots) {
+          if (reuse) {
+            optimizer_.ApplyWithWeightAndRoot(*states[i], g, weights[i], roots[i]);
+            SaturateState(*states[i]);
+            continue;
+          }
+        }
         if (reuse) {
           optimizer_.ApplyWithWeight(*states[i], g, weights[i]);
         } else {

@@ -55,6 +55,24 @@ class FtrlProximal {
     return -shrunk / ((p_.beta + std::sqrt(static_cast<double>(s.n))) / p_.alpha + p_.lambda2);
   }
 
+  // sqrt(of), kept from the weight for the update.
+  struct Root {
+    double value;
+    float of;
+  };
+
+  // Weight(s, round), also giving sqrt(n) for ApplyWithWeightAndRoot: a
+  // step computes each coordinate's root once instead of twice (square
+  // roots were the largest part of a step's arithmetic).
+  double WeightWithRoot(const State& s, const RoundContext& round, Root* root) const {
+    *root = {std::sqrt(static_cast<double>(s.n)), s.n};
+    const double l1 = p_.lambda1_times_t ? p_.lambda1 * static_cast<double>(round.t) : p_.lambda1;
+    const double z = s.z;
+    if (std::abs(z) <= l1) return 0.0;
+    const double shrunk = z > 0 ? z - l1 : z + l1;
+    return -shrunk / ((p_.beta + root->value) / p_.alpha + p_.lambda2);
+  }
+
   // Returns the coordinate's per-coordinate rate alpha / (beta + sqrt(n_i)),
   // the paper's section 5 formula (lambda2 left out, as there); alpha / beta
   // for a fresh State.
@@ -76,8 +94,17 @@ class FtrlProximal {
   // once its memory is fetched).
   void ApplyWithWeight(State& s, double g, double w) const {
     const double n = s.n;
+    ApplyWithWeightAndRoot(s, g, w, Root{std::sqrt(n), s.n});
+  }
+
+  // ApplyWithWeight, for a caller that kept the root WeightWithRoot gave:
+  // bit for bit the same. (If n changed since, a step given a key twice,
+  // the root is taken again.)
+  void ApplyWithWeightAndRoot(State& s, double g, double w, const Root& root) const {
+    const double n = s.n;
+    const double root_n = s.n == root.of ? root.value : std::sqrt(n);
     const double next_n = p_.decay * n + g * g;
-    const double sigma = (std::sqrt(next_n) - std::sqrt(n)) / p_.alpha;
+    const double sigma = (std::sqrt(next_n) - root_n) / p_.alpha;
     s.z = static_cast<float>(s.z + g - sigma * w);
     s.n = static_cast<float>(next_n);
   }

@@ -78,6 +78,15 @@ class Stamped {
     inner_.ApplyWithWeight(s.inner, g, w);
     SaturateState(s.inner);
   }
+  double WeightWithRoot(const State& s, const RoundContext& round, FtrlProximal::Root* root)
+      const requires std::is_same_v<Inner, FtrlProximal> {
+    return inner_.WeightWithRoot(s.inner, round, root);
+  }
+  void ApplyWithWeightAndRoot(State& s, double g, double w, const FtrlProximal::Root& root)
+      const requires std::is_same_v<Inner, FtrlProximal> {
+    inner_.ApplyWithWeightAndRoot(s.inner, g, w, root);
+    SaturateState(s.inner);
+  }
 
   // CompactFtrl's step (its codes saturate as they encode).
   void ApplyRounded(State& s, double g, double w, uint64_t key,
