@@ -98,18 +98,12 @@ class FileExampleReader final : public ExampleReader {
         skip_bad_lines_(skip_bad_lines) {}
 
   absl::StatusOr<bool> Next(LabeledExample* example) override {
-    while (true) {
-      std::string_view line;
-      absl::StatusOr<bool> more = lines_.Next(&line);
-      if (!more.ok() || !*more) return more;
-      ++line_number_;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (IsBlank(line)) continue;
-      absl::Status status = ParseLine(format_, line, example);
-      if (status.ok()) return true;
-      status = Reject(status);
-      if (!status.ok()) return status;
-    }
+    return NextParsed([&](std::string_view line) { return ParseLine(format_, line, example); });
+  }
+
+  absl::StatusOr<bool> NextHashed(const FeatureHasher& hasher, HashedLine* out) override {
+    return NextParsed(
+        [&](std::string_view line) { return ParseLineHashed(format_, line, hasher, out); });
   }
 
   uint64_t line_number() const override { return line_number_; }
@@ -117,6 +111,24 @@ class FileExampleReader final : public ExampleReader {
   const std::vector<std::string>& skipped_errors() const override { return skipped_errors_; }
 
  private:
+  // The next line that `parse` accepts, skipping blank lines and (with
+  // skip_bad_lines) rejected ones.
+  template <typename Parse>
+  absl::StatusOr<bool> NextParsed(Parse&& parse) {
+    while (true) {
+      std::string_view line;
+      absl::StatusOr<bool> more = lines_.Next(&line);
+      if (!more.ok() || !*more) return more;
+      ++line_number_;
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (IsBlank(line)) continue;
+      absl::Status status = parse(line);
+      if (status.ok()) return true;
+      status = Reject(status);
+      if (!status.ok()) return status;
+    }
+  }
+
   // Returns the error to report for a malformed line, or OK after counting
   // it when bad lines are skipped.
   absl::Status Reject(const absl::Status& parse_error) {

@@ -31,6 +31,11 @@ class ExampleReader {
   // counted, its error kept (the first few), and reading goes on.
   virtual absl::StatusOr<bool> Next(LabeledExample* example) = 0;
 
+  // Next, then hasher.Hash, in one (ParseLineHashed): the next example's
+  // features, label and importance into *out. The same lines, errors and
+  // counts as Next.
+  virtual absl::StatusOr<bool> NextHashed(const FeatureHasher& hasher, HashedLine* out) = 0;
+
   // 1-based number of the line last returned (or rejected).
   virtual uint64_t line_number() const = 0;
   virtual uint64_t skipped_lines() const = 0;

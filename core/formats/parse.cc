@@ -46,4 +46,21 @@ absl::Status ParseLine(InputFormat format, std::string_view line, LabeledExample
   return absl::InvalidArgumentError("unknown input format");
 }
 
+absl::Status ParseLineHashed(InputFormat format, std::string_view line, const FeatureHasher& hasher,
+                             HashedLine* out) {
+  out->label = 0.0f;
+  out->importance = 1.0f;
+  if (format == InputFormat::kVw) {
+    return formats_internal::ParseVwHashed(line, hasher, &out->hashed, &out->label,
+                                           &out->importance);
+  }
+  absl::Status status = ParseLine(format, line, &out->scratch);
+  if (!status.ok()) return status;
+  out->hashed.features.clear();
+  hasher.Hash(out->scratch.example, &out->hashed.features);
+  out->label = out->scratch.label;
+  out->importance = out->scratch.importance;
+  return absl::OkStatus();
+}
+
 }  // namespace clickd

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/features/example.h"
+#include "core/features/hasher.h"
 
 namespace clickd {
 
@@ -23,6 +24,21 @@ std::string_view InputFormatName(InputFormat format);
 // unspecified. Labels are parsed as numbers only; whether a label suits the
 // loss is checked by the caller.
 absl::Status ParseLine(InputFormat format, std::string_view line, LabeledExample* out);
+
+// A line parsed and hashed: what ParseLine then FeatureHasher::Hash give.
+struct HashedLine {
+  HashedContext hashed;  // hashed.features: the example's features
+  float label = 0.0f;
+  float importance = 1.0f;
+  LabeledExample scratch;  // the parsed example, for formats parsed first
+};
+
+// ParseLine and hasher.Hash in one: the features, label and importance of
+// the line into *out, with the same errors as ParseLine. A Vowpal Wabbit
+// line's names are hashed where they lie in the line, without building an
+// Example (the offline replay's reader: docs/performance.md).
+absl::Status ParseLineHashed(InputFormat format, std::string_view line, const FeatureHasher& hasher,
+                             HashedLine* out);
 
 }  // namespace clickd
 

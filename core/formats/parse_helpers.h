@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/features/example.h"
+#include "core/features/hasher.h"
 
 namespace clickd {
 namespace formats_internal {
@@ -139,6 +140,12 @@ class ExampleBuilder {
 
 absl::Status ParseLibsvm(std::string_view line, LabeledExample* out);
 absl::Status ParseVw(std::string_view line, LabeledExample* out);
+// ParseVw and FeatureHasher::Hash in one pass: each name is hashed where it
+// lies in the line, with no Example built. out->features is what Hash
+// would give for ParseVw's example (out->terms is scratch); the same
+// errors, with out->features then unspecified.
+absl::Status ParseVwHashed(std::string_view line, const FeatureHasher& hasher, HashedContext* out,
+                           float* label, float* importance);
 absl::Status ParseCriteo(std::string_view line, LabeledExample* out);
 
 }  // namespace formats_internal

@@ -39,13 +39,13 @@ absl::Status ForEachExample(const Model& model, const std::string& path,
                             Use&& use) {
   auto reader = ExampleReader::Open(path, options.format, options.skip_bad_lines);
   if (!reader.ok()) return reader.status();
-  LabeledExample example;
+  HashedLine line;
   HashedExample hashed;
   for (uint64_t used = 0; limit == 0 || used < limit;) {
-    absl::StatusOr<bool> more = (*reader)->Next(&example);
+    absl::StatusOr<bool> more = (*reader)->NextHashed(model.hasher(), &line);
     if (!more.ok()) return more.status();
     if (!*more) break;
-    if (absl::Status s = CheckLabel(model.config().loss, example.label, "label"); !s.ok()) {
+    if (absl::Status s = CheckLabel(model.config().loss, line.label, "label"); !s.ok()) {
       std::string message = absl::StrCat(path, ":", (*reader)->line_number(), ": ", s.message());
       if (!options.skip_bad_lines) return absl::InvalidArgumentError(message);
       if (result->skipped_errors.size() < ExampleReader::kMaxKeptErrors) {
@@ -54,11 +54,10 @@ absl::Status ForEachExample(const Model& model, const std::string& path,
       ++result->skipped_lines;
       continue;
     }
-    hashed.features.clear();
-    model.hasher().Hash(example.example, &hashed.features);
+    hashed.features.swap(line.hashed.features);
     if (options.normalize) NormalizeToUnitLength(&hashed.features);
-    hashed.label = example.label;
-    hashed.importance = example.importance;
+    hashed.label = line.label;
+    hashed.importance = line.importance;
     if (!use(hashed)) break;
     ++used;
   }
