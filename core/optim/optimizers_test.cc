@@ -5,6 +5,7 @@
 // classifiers (PA, CW) get a reference that sees the whole example.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -94,6 +95,35 @@ void ExpectMatchesReference(ModelConfig config, Reference ref, const std::vector
 }
 
 double Sign(double x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
+
+// The step's kept root (WeightWithRoot, then ApplyWithWeightAndRoot) is
+// Weight then ApplyWithWeight bit for bit, also when the state's n has
+// changed since the root was taken (a key given twice in one step).
+TEST(OptimizerReference, FtrlKeptRootIsBitIdentical) {
+  FtrlParams params;
+  params.lambda1 = 0.5;
+  params.lambda2 = 0.25;
+  params.decay = 0.999;
+  const FtrlProximal ftrl(params);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> z(-3.0f, 3.0f), n(0.0f, 50.0f), g(-2.0f, 2.0f);
+  const RoundContext round{};
+  for (int i = 0; i < 10000; ++i) {
+    FtrlProximal::State a{z(rng), i % 7 == 0 ? 0.0f : n(rng)};
+    FtrlProximal::State b = a;
+    FtrlProximal::Root root;
+    const double w = ftrl.WeightWithRoot(a, round, &root);
+    ASSERT_EQ(w, ftrl.Weight(b, round));
+    const double grad = g(rng);
+    if (i % 3 == 0) {  // n moves between the root and the update
+      a.n += 1.5f;
+      b.n += 1.5f;
+    }
+    ftrl.ApplyWithWeightAndRoot(a, grad, w, root);
+    ftrl.ApplyWithWeight(b, grad, w);
+    ASSERT_EQ(std::memcmp(&a, &b, sizeof(a)), 0) << i;
+  }
+}
 
 TEST(OptimizerReference, FtrlProximalL1L2) {
   ModelConfig config;
