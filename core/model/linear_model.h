@@ -445,19 +445,14 @@ class LinearModel final : public Model {
         const double w = reuse ? weights[i] : optimizer_.Weight(*states[i], round);
         optimizer_.ApplyRounded(*states[i], g, w, features[i].key, round);
       }
-    } else if constexpr (requires { optimizer_.ApplyWithWeight(*states[0], 0.0, 0.0); }) {
+    } else if constexpr (kKeepsRoots) {
+      // Float FTRL: the weight pass's weights and roots serve the update,
+      // unless L1 times t makes the weight depend on the round.
       const bool reuse = optimizer_.WeightIndependentOfRound();
       for (size_t i = 0; i < features.size(); ++i) {
         const double g = ClampGradient(dloss * features[i].value);
-        if constexpr (kKeepsRoots) {
-          if (reuse) {
-            optimizer_.ApplyWithWeightAndRoot(*states[i], g, weights[i], roots[i]);
-            SaturateState(*states[i]);
-            continue;
-          }
-        }
         if (reuse) {
-          optimizer_.ApplyWithWeight(*states[i], g, weights[i]);
+          optimizer_.ApplyWithWeightAndRoot(*states[i], g, weights[i], roots[i]);
         } else {
           optimizer_.Apply(*states[i], g, round);
         }

@@ -73,11 +73,6 @@ class Stamped {
     inner_.Apply(s.inner, g, round);
     SaturateState(s.inner);
   }
-  void ApplyWithWeight(State& s, double g,
-                       double w) const requires std::is_same_v<Inner, FtrlProximal> {
-    inner_.ApplyWithWeight(s.inner, g, w);
-    SaturateState(s.inner);
-  }
   double WeightWithRoot(const State& s, const RoundContext& round, FtrlProximal::Root* root)
       const requires std::is_same_v<Inner, FtrlProximal> {
     return inner_.WeightWithRoot(s.inner, round, root);

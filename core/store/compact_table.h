@@ -158,6 +158,12 @@ class CompactTable {
     if (t.capacity != 0) PrefetchRead(&t.slots[Home(t.capacity, Low(key))]);
   }
 
+  // Nothing, for a read a whole step later: Prefetch must read the key's
+  // directory entry first, which stalls a step ahead as much as in the
+  // step, where PrepareStep requests the slots anyway (measured: prefetching
+  // a step ahead made the compact replay 3-7 % slower).
+  void PrefetchAhead(uint64_t /*key*/) const {}
+
   // Subtables grow one by one (Prepare), not the whole table.
   void ReserveForStep(size_t /*new_keys*/, size_t /*max_count*/) {}
 

@@ -117,6 +117,9 @@ class FlatTable {
     if constexpr (64 % sizeof(Slot) != 0) PrefetchRead(home + sizeof(Slot) - 1);
   }
 
+  // Prefetch, for a read a whole step later (ShardedStore's held steps).
+  void PrefetchAhead(uint64_t key) const { Prefetch(key); }
+
   // Room for `new_keys` more keys, at most `max_count` in all: the whole
   // array grows at once, so one call per step and shard.
   void ReserveForStep(size_t new_keys, size_t max_count) {
