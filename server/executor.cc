@@ -122,4 +122,9 @@ size_t Executor::running() const {
   return running_;
 }
 
+bool Executor::idle() const {
+  MutexLock lock(&mu_);
+  return queued_ == 0 && running_ == 0;
+}
+
 }  // namespace clickd

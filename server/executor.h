@@ -81,6 +81,9 @@ class Executor {
 
   size_t queued() const;
   size_t running() const;
+  // Nothing queued or running now (one lock, for a caller deciding whether
+  // the workers would be waiting anyway).
+  bool idle() const;
   const ExecutorOptions& options() const { return options_; }
 
  private:

@@ -34,6 +34,10 @@ ABSL_FLAG(uint64_t, max_features_per_request, 4'000'000,
 ABSL_FLAG(uint64_t, max_inline_predict_features, 1024,
           "a Predict yielding at most this many features after interactions is scored on the "
           "gRPC thread that received it, since handing it to a worker costs more (0: never)");
+ABSL_FLAG(uint64_t, max_quiet_inline_predict_features, 16384,
+          "a larger Predict, up to this many features after interactions, is scored on the gRPC "
+          "thread too while the workers are idle and no other such Predict is (0: never); under "
+          "load it goes to the workers");
 ABSL_FLAG(int, worker_threads, 0,
           "threads that run the model work of calls, off gRPC's threads (0: four per core; "
           "durable learners spend most of their time waiting for a disk sync, and several "
@@ -224,6 +228,8 @@ absl::Status CheckServingFlags() {
       {"max_models", static_cast<int64_t>(absl::GetFlag(FLAGS_max_models)), 1, 100'000},
       {"max_inline_predict_features",
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_predict_features)), 0, 65536},
+      {"max_quiet_inline_predict_features",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_quiet_inline_predict_features)), 0, 1 << 20},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
   };
   for (const auto& r : ranges) {
@@ -243,6 +249,7 @@ Limits LimitsFromFlags() {
   limits.max_features_after_interactions = absl::GetFlag(FLAGS_max_features_after_interactions);
   limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);
   limits.max_inline_predict_features = absl::GetFlag(FLAGS_max_inline_predict_features);
+  limits.max_quiet_inline_predict_features = absl::GetFlag(FLAGS_max_quiet_inline_predict_features);
   return limits;
 }
 

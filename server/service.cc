@@ -137,7 +137,10 @@ grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* cont
                                                RunHere run_here) {
   auto call = StartCall<Request, Response>(context, method, request_bytes, response_bytes);
   if (!call->finished()) {
-    RunCall(call, context, method, key_of(call->request()), run_here(call->request()),
+    // Alive until the work ran, if it runs here: it may hold a slot
+    // (server/inline_lease.h).
+    const auto here = run_here(call->request());
+    RunCall(call, context, method, key_of(call->request()), static_cast<bool>(here),
             std::move(work));
   }
   return call->reactor();
@@ -285,22 +288,32 @@ grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* co
       [this](const v1::PredictRequest& req) { return ScoresInline(req); });
 }
 
-bool ClickdService::ScoresInline(const v1::PredictRequest& request) const {
-  if (limits_.max_inline_predict_features == 0 || executor_ == nullptr) return false;
+InlineLease ClickdService::ScoresInline(const v1::PredictRequest& request) {
+  if (executor_ == nullptr) return {};
   // Logging impressions writes the update log: never on a gRPC thread.
-  if (request.log_impressions()) return false;
+  if (request.log_impressions()) return {};
   std::shared_ptr<ServedModel> served = registry_->Get(request.model());
-  if (served == nullptr) return true;  // NotFound, answered at once
+  if (served == nullptr) {  // NotFound, answered at once
+    return limits_.max_inline_predict_features > 0 ? InlineLease::Here() : InlineLease();
+  }
   // A replica behind min_model_version waits for it: never on a gRPC thread.
   if (request.min_model_version() > 0 && request.min_model_version() > writer_->Version(*served)) {
-    return false;
+    return {};
   }
-  // The request's cost against the inline bound, by the same count that
+  // The request's cost against the inline bounds, by the same count that
   // checks the limits (server/request_cost.h).
-  Limits small = limits_;
-  small.max_features_after_interactions = limits_.max_inline_predict_features;
-  small.max_features_per_request = limits_.max_inline_predict_features;
-  return CheckPredictCost(served->model().config().hashing, request, small).ok();
+  const HashingConfig& hashing = served->model().config().hashing;
+  auto at_most = [&](uint64_t features) {
+    Limits bound = limits_;
+    bound.max_features_after_interactions = features;
+    bound.max_features_per_request = features;
+    return features > 0 && CheckPredictCost(hashing, request, bound).ok();
+  };
+  if (at_most(limits_.max_inline_predict_features)) return InlineLease::Here();
+  // A larger one only while the workers would be idle anyway, and one at a
+  // time (InlineLease).
+  if (!at_most(limits_.max_quiet_inline_predict_features) || !executor_->idle()) return {};
+  return InlineLease::TryAcquire(&quiet_inline_slot_);
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,

@@ -19,7 +19,9 @@
 // Limits::max_inline_predict_features features after interactions) is
 // scored on the gRPC thread, since handing it over costs more than scoring
 // it; it takes no model-wide lock and waits at most for one learner's step
-// on a shard it reads. Without an executor (unit tests), work runs on
+// on a shard it reads. So is one larger Predict at a time (up to
+// Limits::max_quiet_inline_predict_features) while the executor is idle
+// (server/inline_lease.h). Without an executor (unit tests), work runs on
 // the calling thread.
 //
 // Every finished call, failures included, is recorded in the request
@@ -42,6 +44,7 @@
 #ifndef CLICKD_SERVER_SERVICE_H_
 #define CLICKD_SERVER_SERVICE_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -51,6 +54,7 @@
 #include "core/serving/registry.h"
 #include "server/auth/call_auth.h"
 #include "server/executor.h"
+#include "server/inline_lease.h"
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/model_writer.h"
@@ -184,9 +188,11 @@ class ClickdService final : public RawClickdService {
   void RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
                std::string_view method, std::string_view key, bool here, Work work);
 
-  // Whether a Predict is cheap enough (Limits::max_inline_predict_features)
-  // to score on the gRPC thread that received it.
-  bool ScoresInline(const v1::PredictRequest& request) const;
+  // Whether a Predict is scored on the gRPC thread that received it: if
+  // it is small (Limits::max_inline_predict_features), or if it is at most
+  // Limits::max_quiet_inline_predict_features while the executor is idle
+  // and no other such Predict runs here (holding quiet_inline_slot_).
+  InlineLease ScoresInline(const v1::PredictRequest& request);
 
   ModelRegistry* const registry_;
   LocalModelWriter local_writer_;
@@ -197,6 +203,8 @@ class ClickdService final : public RawClickdService {
   Snapshotter* const snapshotter_;
   Executor* const executor_;
   const auth::AccessControl access_;
+  // Held while a large Predict is scored on a gRPC thread (ScoresInline).
+  std::atomic<bool> quiet_inline_slot_{false};
 };
 
 }  // namespace clickd

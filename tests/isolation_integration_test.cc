@@ -427,5 +427,36 @@ TEST(ClickdIsolation, FullQueueIsRefusedAtOnce) {
   update.wait();
 }
 
+// A Predict above --max_inline_predict_features is scored on the gRPC
+// thread only while the workers are idle (server/inline_lease.h): under
+// load it queues for them like any other work, so with the queue full it is
+// refused, while a small Predict is still scored at once. Once the workers
+// are idle again, the same large Predict is answered.
+TEST(ClickdIsolation, LargePredictTakesTheWorkersWhileTheyAreBusy) {
+  auto server = StartServer(LongUpdateFlags({"--max_queued_calls=1"}));
+  ASSERT_NE(server, nullptr);
+  Client client(*server);
+  ASSERT_TRUE(client.CreateModel(ModelWith("a", {{"user", "ad", "site"}})).ok());
+  v1::Example small_ad, large_ad;
+  AddNamespace(&small_ad, "ad", 3);
+  AddNamespace(&large_ad, "ad", 3000);  // above the 1024 always scored inline
+  std::atomic<bool> update_done{false};
+  auto update = StartLongUpdate(*server, "a", &update_done);
+  ASSERT_TRUE(WaitUntilBusy(*server, "a"));
+  EXPECT_TRUE(IsResourceExhausted(client.Predict(PredictOf("a", {}, large_ad)),
+                                  "server overloaded: 1 calls queued; the limit is 1"));
+  EXPECT_TRUE(client.Predict(PredictOf("a", {}, small_ad)).ok());
+  EXPECT_FALSE(update_done) << "the long update ended too soon for this test to mean anything";
+  ASSERT_TRUE(update.get().ok());
+  // The probe queued behind the update finishes soon after it.
+  grpc::Status large;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    large = client.Predict(PredictOf("a", {}, large_ad));
+    if (large.error_code() != StatusCode::RESOURCE_EXHAUSTED) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(large.ok()) << Describe(large);
+}
+
 }  // namespace
 }  // namespace clickd

@@ -350,6 +350,9 @@ struct LearnResult {
   OptimizerType type = OptimizerType::kFtrl;
   StageResult learn;
   StageResult margin;
+  // Model::Margins over requests of kBatchLists lists (a Predict's context
+  // and 100 candidates, each list one example's features).
+  StageResult batch;
   ModelStats stats;
   double margin_sum = 0;  // of the margins Learn returned, to compare learners
 };
@@ -363,6 +366,12 @@ LearnResult MeasureLearn(const ModelConfig& config, const HashedSet& set, int pa
   result.learn.features = set.num_features() * passes;
   result.margin.examples = set.size();
   result.margin.features = set.num_features();
+  constexpr size_t kBatchLists = 101;
+  const size_t requests = set.size() / kBatchLists;
+  result.batch.name = "predict: Model::Margins, 101 lists, trained " + name;
+  result.batch.examples = requests * kBatchLists;
+  for (size_t i = 0; i < requests * kBatchLists; ++i)
+    result.batch.features += set.features(i).size();
   for (int rep = 0; rep < repeats; ++rep) {
     absl::StatusOr<std::unique_ptr<Model>> model = CreateModel(config);
     if (!model.ok()) Die(model.status());
@@ -378,6 +387,15 @@ LearnResult MeasureLearn(const ModelConfig& config, const HashedSet& set, int pa
     Stopwatch margin_clock;
     for (size_t i = 0; i < set.size(); ++i) predicted += (*model)->Margin(set.features(i));
     result.margin.Add(margin_clock);
+    std::vector<absl::Span<const HashedFeature>> lists(kBatchLists);
+    std::vector<double> margins(kBatchLists);
+    Stopwatch batch_clock;
+    for (size_t r = 0; r < requests; ++r) {
+      for (size_t l = 0; l < kBatchLists; ++l) lists[l] = set.features(r * kBatchLists + l);
+      (*model)->Margins(lists, absl::MakeSpan(margins));
+      predicted += margins[0];
+    }
+    result.batch.Add(batch_clock);
     if (predicted == 42) std::printf(" ");
     result.stats = (*model)->Stats();
     result.margin_sum = margin_sum;
@@ -576,6 +594,7 @@ int Main(const std::string& path) {
       learned.back().type = config.optimizer.type;
       table.push_back(learned.back().learn);
       table.push_back(learned.back().margin);
+      table.push_back(learned.back().batch);
     }
   }
   std::vector<std::string> notes;
