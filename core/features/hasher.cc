@@ -6,6 +6,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+// Inlined: a feature name is a few bytes, and the library call (through the
+// PLT, dispatching on the length at run time) cost more than the hash.
+#define XXH_INLINE_ALL
 #include "xxhash.h"
 
 namespace clickd {
@@ -94,8 +97,11 @@ float SaturateFloat(float v) {
 
 uint64_t FeatureHasher::CrossKey(const uint64_t* keys, int count) const {
   unsigned char bytes[8 * kMaxCrossArity];
-  for (int i = 0; i < count; ++i) PutLittleEndian64(keys[i], bytes + 8 * i);
-  return XXH3_64bits_withSeed(bytes, 8 * count, config_.seed);
+  // Bounded where the compiler sees it (count is 2 or 3), so that the
+  // inlined hash keeps no path for inputs longer than `bytes`.
+  const size_t n = static_cast<size_t>(std::clamp(count, 0, kMaxCrossArity));
+  for (size_t i = 0; i < n; ++i) PutLittleEndian64(keys[i], bytes + 8 * i);
+  return XXH3_64bits_withSeed(bytes, 8 * n, config_.seed);
 }
 
 void SortAndMerge(std::vector<HashedFeature>* features) {
