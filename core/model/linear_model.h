@@ -102,9 +102,27 @@ class LinearModel final : public Model {
       const RoundContext round = CurrentRound();
       for (size_t l = 0; l < lists.size(); ++l) {
         double margin = 0;
-        for (const HashedFeature& f : lists[l]) {
-          const CoordinateState* state = lookup(f.key);
-          if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
+        if constexpr (kBatchWeights) {
+          // A list's weights computed together (FtrlProximal::WeightsWithRoots:
+          // the same bits as Weight), a missing state's skipped as below.
+          thread_local std::vector<const CoordinateState*> states;
+          thread_local std::vector<double> weights;
+          const absl::Span<const HashedFeature> list = lists[l];
+          states.resize(list.size());
+          weights.resize(list.size());
+          for (size_t i = 0; i < list.size(); ++i) states[i] = lookup(list[i].key);
+          static const CoordinateState kFresh{};
+          optimizer_.WeightsWithRoots(
+              list.size(), [&](size_t i) { return states[i] != nullptr ? states[i] : &kFresh; },
+              round, weights.data(), nullptr);
+          for (size_t i = 0; i < list.size(); ++i) {
+            if (states[i] != nullptr) margin += weights[i] * list[i].value;
+          }
+        } else {
+          for (const HashedFeature& f : lists[l]) {
+            const CoordinateState* state = lookup(f.key);
+            if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
+          }
         }
         out[l] = margin;
       }
@@ -271,6 +289,10 @@ class LinearModel final : public Model {
 
  private:
   using Table = TableFor<Optimizer>;
+  // Whether the optimizer computes many weights together, bit for bit as
+  // one by one (FtrlProximal::WeightsWithRoots).
+  static constexpr bool kBatchWeights =
+      std::is_same_v<Optimizer, FtrlProximal> || std::is_same_v<Optimizer, Stamped<FtrlProximal>>;
   using Coordinates = typename ShardedStore<CoordinateState, Table>::Coordinates;
   static constexpr uint64_t kStampModulus = Stamped<FtrlProximal>::kStampModulus;
 
@@ -406,9 +428,8 @@ class LinearModel final : public Model {
     weights.resize(states.size());
     if constexpr (kKeepsRoots) {
       roots.resize(states.size());
-      for (size_t i = 0; i < states.size(); ++i) {
-        weights[i] = optimizer_.WeightWithRoot(*states[i], before, &roots[i]);
-      }
+      optimizer_.WeightsWithRoots(
+          states.size(), [&](size_t i) { return states[i]; }, before, weights.data(), roots.data());
     } else {
       for (size_t i = 0; i < states.size(); ++i) {
         weights[i] = optimizer_.Weight(*states[i], before);

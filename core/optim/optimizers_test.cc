@@ -125,6 +125,50 @@ TEST(OptimizerReference, FtrlKeptRootIsBitIdentical) {
   }
 }
 
+// WeightsWithRoots takes states two at a time (SSE2 on x86-64): every
+// weight and root must be WeightWithRoot's to the bit, for states inside and
+// outside the L1 threshold, zero, signed zeros, huge and tiny values, odd
+// counts (the last one alone), with L1 times t, and without roots.
+TEST(OptimizerReference, FtrlWeightsTogetherAreBitIdentical) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> z(-3.0f, 3.0f), n(0.0f, 50.0f);
+  const float specials[] = {0.0f,  -0.0f,  0.5f,  -0.5f,  1e-30f, -1e-30f, 1e-45f,
+                            3e38f, -3e38f, 0.25f, -0.25f, 1e20f,  7.0f,    -7.0f};
+  for (const bool times_t : {false, true}) {
+    FtrlParams params;
+    params.alpha = 0.3;
+    params.beta = 0.7;
+    params.lambda1 = 0.5;
+    params.lambda2 = times_t ? 0.0 : 0.25;
+    params.lambda1_times_t = times_t;
+    const FtrlProximal ftrl(params);
+    const RoundContext round{.t = 3};
+    for (size_t count : {0, 1, 2, 3, 8, 41, 101}) {
+      std::vector<FtrlProximal::State> states(count);
+      for (size_t i = 0; i < count; ++i) {
+        const size_t pick = rng() % 20;
+        states[i] = {pick < 14 ? specials[pick] : z(rng),
+                     i % 5 == 0 ? specials[rng() % 2] : n(rng)};
+        if (i % 9 == 4) states[i].n = 3e38f;
+      }
+      std::vector<double> weights(count), plain(count);
+      std::vector<FtrlProximal::Root> roots(count);
+      ftrl.WeightsWithRoots(
+          count, [&](size_t i) { return &states[i]; }, round, weights.data(), roots.data());
+      ftrl.WeightsWithRoots(
+          count, [&](size_t i) { return &states[i]; }, round, plain.data(), nullptr);
+      for (size_t i = 0; i < count; ++i) {
+        FtrlProximal::Root root;
+        const double w = ftrl.WeightWithRoot(states[i], round, &root);
+        ASSERT_EQ(std::memcmp(&weights[i], &w, sizeof(w)), 0) << count << " " << i;
+        ASSERT_EQ(std::memcmp(&plain[i], &w, sizeof(w)), 0) << count << " " << i;
+        ASSERT_EQ(std::memcmp(&roots[i].value, &root.value, sizeof(double)), 0) << i;
+        ASSERT_EQ(std::memcmp(&roots[i].of, &root.of, sizeof(float)), 0) << i;
+      }
+    }
+  }
+}
+
 TEST(OptimizerReference, FtrlProximalL1L2) {
   ModelConfig config;
   config.optimizer.type = OptimizerType::kFtrl;

@@ -77,6 +77,13 @@ class Stamped {
       const requires std::is_same_v<Inner, FtrlProximal> {
     return inner_.WeightWithRoot(s.inner, round, root);
   }
+  template <typename StateOf>
+  void WeightsWithRoots(
+      size_t count, StateOf&& state_of, const RoundContext& round, double* weights,
+      FtrlProximal::Root* roots) const requires std::is_same_v<Inner, FtrlProximal> {
+    inner_.WeightsWithRoots(
+        count, [&](size_t i) { return &state_of(i)->inner; }, round, weights, roots);
+  }
   void ApplyWithWeightAndRoot(State& s, double g, double w, const FtrlProximal::Root& root)
       const requires std::is_same_v<Inner, FtrlProximal> {
     inner_.ApplyWithWeightAndRoot(s.inner, g, w, root);
