@@ -2,10 +2,10 @@
 // that received it?", holding, for as long as that work runs, the one slot
 // a large Predict needs to be scored there.
 //
-// Handing a call to a worker costs two thread switches (about 40 us for a
-// 100-candidate Predict at 1 in flight on the 2-core benchmark machine,
-// docs/performance_rpc.md). When the server is quiet nothing is gained by
-// paying it: the workers are idle and gRPC's threads are free. So a Predict
+// Handing a call to a worker costs two thread switches: 25-55 us of a
+// 100-candidate Predict's 250-330 us at 1 in flight on the 2-core benchmark
+// machine (docs/performance_rpc.md). When the server is quiet nothing is
+// gained by paying it: the workers are idle and gRPC's threads are free. So a Predict
 // too large for the always-inline bound may still be scored inline, but
 // only while the executor is idle and no other large Predict holds the
 // slot: under load, large Predicts queue for the workers as before, and at

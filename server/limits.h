@@ -28,8 +28,9 @@ struct Limits : ExampleLimits {
   uint64_t max_inline_predict_features = 1024;
   // A larger Predict, up to this many features, is scored there too while
   // the executor is idle and no other such Predict is (0: never): at low
-  // load the hand-over is a third of a 100-candidate Predict's server time
-  // (server/inline_lease.h). 16384 features take ~1 ms to score.
+  // load the hand-over costs a 100-candidate Predict a tenth or more of
+  // its latency (server/inline_lease.h). 16384 features take well under
+  // 1 ms to score.
   uint64_t max_quiet_inline_predict_features = 16384;
   // UpdateRequest.idempotency_key (it becomes part of a NATS message id).
   size_t max_idempotency_key_bytes = 128;

@@ -136,6 +136,30 @@ TEST(ParseVwTest, AcceptsTagTouchingTheBarAndZeroImportance) {
   EXPECT_THAT(example.example.namespaces[0].features, ElementsAre(Named("a", 1.0f)));
 }
 
+// The namespace scanner finds each token's end, its first ':' and the next
+// '|' in one pass: a token or a header may end right at a '|', tabs count
+// as spaces, a namespace may hold only blanks, and a ':' counts only in the
+// token it is in.
+TEST(ParseVwTest, TokensEndAtSpacesTabsAndBars) {
+  LabeledExample example = MustParse(InputFormat::kVw, "1 |f:2|g a:3|h\tb\tc:0.5 |\t \t|i d:4 \t");
+  const std::vector<Namespace>& ns = example.example.namespaces;
+  ASSERT_EQ(ns.size(), 5u);
+  EXPECT_EQ(ns[0].name, "f");
+  EXPECT_TRUE(ns[0].features.empty());
+  EXPECT_EQ(ns[1].name, "g");
+  EXPECT_THAT(ns[1].features, ElementsAre(Named("a", 3.0f)));
+  EXPECT_EQ(ns[2].name, "h");
+  EXPECT_THAT(ns[2].features, ElementsAre(Named("b", 1.0f), Named("c", 0.5f)));
+  EXPECT_EQ(ns[3].name, "");
+  EXPECT_TRUE(ns[3].features.empty());
+  EXPECT_EQ(ns[4].name, "i");
+  EXPECT_THAT(ns[4].features, ElementsAre(Named("d", 4.0f)));
+  const InputFormat f = InputFormat::kVw;
+  EXPECT_EQ(ErrorOf(f, "1 |f a:|g b"), "namespace \"f\" feature 1 \"a:\": value is not a number");
+  EXPECT_EQ(ErrorOf(f, "1 |f a b:1:\tc"),
+            "namespace \"f\" feature 2 \"b:1:\": value is not a number");
+}
+
 TEST(ParseVwTest, ReportsErrors) {
   const InputFormat f = InputFormat::kVw;
   EXPECT_EQ(ErrorOf(f, "|f a"), "missing label");
