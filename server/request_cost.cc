@@ -41,13 +41,20 @@ absl::Status TooManyForRequest(uint64_t count, const Limits& limits) {
                    limits.max_features_per_request, " (max_features_per_request)"));
 }
 
+// One example's features after interactions, with `context` (its sizes
+// and dense values), dense values included.
+uint64_t ExampleCost(const HashingConfig& hashing, const std::vector<NamespaceSize>& context,
+                     uint64_t context_dense, const v1::Example& example) {
+  return SaturatingAdd(CountHashedFeatures(hashing, context, Sizes(example)),
+                       SaturatingAdd(context_dense, DenseValueCount(example)));
+}
+
 // Adds one (context, example) pair's cost to *total, checking the example;
 // `field`, its path, is formatted only for an error.
 absl::Status AddExample(const HashingConfig& hashing, const std::vector<NamespaceSize>& context,
                         uint64_t context_dense, const v1::Example& example, FieldPath field,
                         const Limits& limits, uint64_t* total) {
-  const uint64_t count = SaturatingAdd(CountHashedFeatures(hashing, context, Sizes(example)),
-                                       SaturatingAdd(context_dense, DenseValueCount(example)));
+  const uint64_t count = ExampleCost(hashing, context, context_dense, example);
   if (count > limits.max_features_after_interactions) {
     return TooManyForExample(field(), count, limits);
   }
@@ -55,28 +62,57 @@ absl::Status AddExample(const HashingConfig& hashing, const std::vector<Namespac
   return absl::OkStatus();
 }
 
+// A Predict's costs: the context's, hashed once, and each candidate's with
+// the context (checked whole against the per-example limit); the request's
+// total is the context's plus each candidate's own and crossed features.
+class PredictCosts {
+ public:
+  PredictCosts(const HashingConfig& hashing, const v1::PredictRequest& request)
+      : hashing_(hashing),
+        context_(Sizes(request.context())),
+        context_dense_(DenseValueCount(request.context())),
+        context_cost_(SaturatingAdd(CountHashedFeatures(hashing, context_, {}), context_dense_)) {}
+
+  uint64_t context() const { return context_cost_; }
+  uint64_t WithContext(const v1::Example& candidate) const {
+    return ExampleCost(hashing_, context_, context_dense_, candidate);
+  }
+  // What a candidate of cost `with_context` adds to the request's total.
+  uint64_t Added(uint64_t with_context) const { return with_context - context_cost_; }
+
+ private:
+  const HashingConfig& hashing_;
+  const std::vector<NamespaceSize> context_;
+  const uint64_t context_dense_;
+  const uint64_t context_cost_;
+};
+
 }  // namespace
 
 absl::Status CheckPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
                               const Limits& limits) {
-  const std::vector<NamespaceSize> context = Sizes(request.context());
-  const uint64_t context_dense = DenseValueCount(request.context());
-  // The context is hashed once; each candidate adds its own features and
-  // the crosses it takes part in (and is checked whole, with the context).
-  const uint64_t context_cost =
-      SaturatingAdd(CountHashedFeatures(hashing, context, {}), context_dense);
-  uint64_t total = context_cost;
+  const PredictCosts costs(hashing, request);
+  uint64_t total = costs.context();
   for (int i = 0; i < request.candidates_size(); ++i) {
-    uint64_t with_context = 0;
-    absl::Status s = AddExample(
-        hashing, context, context_dense, request.candidates(i),
-        [i] { return absl::StrCat("candidates[", i, "] (with the context)"); }, limits,
-        &with_context);
-    if (!s.ok()) return s;
-    total = SaturatingAdd(total, with_context - context_cost);
+    const uint64_t with_context = costs.WithContext(request.candidates(i));
+    if (with_context > limits.max_features_after_interactions) {
+      return TooManyForExample(absl::StrCat("candidates[", i, "] (with the context)"), with_context,
+                               limits);
+    }
+    total = SaturatingAdd(total, costs.Added(with_context));
     if (total > limits.max_features_per_request) return TooManyForRequest(total, limits);
   }
   return absl::OkStatus();
+}
+
+uint64_t PredictFeatureTotal(const HashingConfig& hashing, const v1::PredictRequest& request,
+                             uint64_t cap) {
+  const PredictCosts costs(hashing, request);
+  uint64_t total = costs.context();
+  for (int i = 0; i < request.candidates_size() && total <= cap; ++i) {
+    total = SaturatingAdd(total, costs.Added(costs.WithContext(request.candidates(i))));
+  }
+  return total;
 }
 
 absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,

@@ -19,6 +19,8 @@
 #ifndef CLICKD_SERVER_REQUEST_COST_H_
 #define CLICKD_SERVER_REQUEST_COST_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "clickd/v1/clickd.pb.h"
 #include "core/features/hasher.h"
@@ -28,6 +30,14 @@ namespace clickd {
 
 absl::Status CheckPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
                               const Limits& limits);
+
+// The features a Predict yields after interactions in all, as the
+// per-request limit counts them (the context once, each candidate's own and
+// crossed features), without errors: for deciding where a request runs.
+// Counting stops once the total passes `cap`, so a larger result means only
+// "more than cap".
+uint64_t PredictFeatureTotal(const HashingConfig& hashing, const v1::PredictRequest& request,
+                             uint64_t cap);
 
 absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
                              const Limits& limits);

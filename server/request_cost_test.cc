@@ -54,6 +54,27 @@ TEST(RequestCost, PredictCountsTheContextOnceInTheRequestTotal) {
       << s;
 }
 
+// PredictFeatureTotal counts what the per-request limit counts (the total
+// at which CheckPredictCost starts to refuse), and stops once past its cap.
+TEST(RequestCost, PredictFeatureTotalIsThePerRequestCount) {
+  v1::PredictRequest request;
+  AddNamespace(request.mutable_context(), "user", 10);
+  for (int i = 0; i < 3; ++i) AddNamespace(request.add_candidates(), "ad", 9);
+  const uint64_t total = PredictFeatureTotal(UserTimesAd(), request, 1'000'000);
+  EXPECT_EQ(total, 11u + 3 * 99);
+  Limits limits;
+  limits.max_features_per_request = total;
+  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  limits.max_features_per_request = total - 1;
+  EXPECT_FALSE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  // Counting stops at the first total past the cap: the rest not counted.
+  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), request, 100), 11u + 99);
+  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), request, 110), 11u + 2 * 99);
+  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), request, 209), 11u + 3 * 99);
+  // No candidates: the context alone (Predict refuses it later).
+  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), v1::PredictRequest(), 1'000'000), 1u);
+}
+
 TEST(RequestCost, UpdateCountsEveryExampleAndDenseValues) {
   v1::UpdateRequest request;
   v1::Example* plain = request.add_examples()->mutable_example();

@@ -1,5 +1,6 @@
 #include "server/service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <string>
@@ -300,19 +301,17 @@ InlineLease ClickdService::ScoresInline(const v1::PredictRequest& request) {
   if (request.min_model_version() > 0 && request.min_model_version() > writer_->Version(*served)) {
     return {};
   }
-  // The request's cost against the inline bounds, by the same count that
-  // checks the limits (server/request_cost.h).
-  const HashingConfig& hashing = served->model().config().hashing;
-  auto at_most = [&](uint64_t features) {
-    Limits bound = limits_;
-    bound.max_features_after_interactions = features;
-    bound.max_features_per_request = features;
-    return features > 0 && CheckPredictCost(hashing, request, bound).ok();
-  };
-  if (at_most(limits_.max_inline_predict_features)) return InlineLease::Here();
+  // The request's cost against the inline bounds, counted once as the
+  // per-request limit counts it (server/request_cost.h; a single example's
+  // count is never more than the total).
+  const uint64_t small = limits_.max_inline_predict_features;
+  const uint64_t quiet = limits_.max_quiet_inline_predict_features;
+  const uint64_t total =
+      PredictFeatureTotal(served->model().config().hashing, request, std::max(small, quiet));
+  if (small > 0 && total <= small) return InlineLease::Here();
   // A larger one only while the workers would be idle anyway, and one at a
   // time (InlineLease).
-  if (!at_most(limits_.max_quiet_inline_predict_features) || !executor_->idle()) return {};
+  if (quiet == 0 || total > quiet || !executor_->idle()) return {};
   return InlineLease::TryAcquire(&quiet_inline_slot_);
 }
 

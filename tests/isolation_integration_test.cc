@@ -272,6 +272,19 @@ std::vector<std::string> LongUpdateFlags(std::vector<std::string> more = {}) {
   return flags;
 }
 
+// Sends SIGTERM (a long update may still run) and checks that clickd exits
+// 0 within 30 s.
+::testing::AssertionResult ExitsCleanlyOnSigterm(ServerProcess& server) {
+  server.Signal(SIGTERM);
+  const auto exit = server.WaitForExit(seconds(30));
+  if (!exit.has_value())
+    return ::testing::AssertionFailure() << "clickd did not exit after SIGTERM";
+  if (exit->ToString() != "exit 0") {
+    return ::testing::AssertionFailure() << exit->ToString() << "\n" << server.Output();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // The long Update on `model`, in the background; `done` is set when it returns.
 std::future<grpc::Status> StartLongUpdate(const ServerProcess& server, const std::string& model,
                                           std::atomic<bool>* done) {
@@ -363,10 +376,7 @@ TEST(ClickdIsolation, BusyModelFreezesNeitherOtherModelsNorHealthNorGetModel) {
   EXPECT_FALSE(digest_done);
 
   // SIGTERM stops the server within its grace despite the running learn.
-  server->Signal(SIGTERM);
-  const auto exit = server->WaitForExit(seconds(30));
-  ASSERT_TRUE(exit.has_value()) << "clickd did not exit after SIGTERM";
-  EXPECT_EQ(exit->ToString(), "exit 0") << server->Output();
+  EXPECT_TRUE(ExitsCleanlyOnSigterm(*server));
   update.wait();
   digest.wait();
 }
@@ -420,10 +430,7 @@ TEST(ClickdIsolation, FullQueueIsRefusedAtOnce) {
   EXPECT_TRUE(IsResourceExhausted(client.Predict(PredictOf("a", {}, ad)),
                                   "server overloaded: 1 calls queued; the limit is 1"));
   EXPECT_FALSE(update_done) << "the long update ended too soon for this test to mean anything";
-  server->Signal(SIGTERM);
-  const auto exit = server->WaitForExit(seconds(30));
-  ASSERT_TRUE(exit.has_value());
-  EXPECT_EQ(exit->ToString(), "exit 0") << server->Output();
+  EXPECT_TRUE(ExitsCleanlyOnSigterm(*server));
   update.wait();
 }
 
@@ -449,10 +456,7 @@ TEST(ClickdIsolation, LargePredictTakesTheWorkersWhileTheyAreBusy) {
                                   "server overloaded: 1 calls queued; the limit is 1"));
   EXPECT_TRUE(client.Predict(PredictOf("a", {}, small_ad)).ok());
   EXPECT_FALSE(update_done) << "the long update ended too soon for this test to mean anything";
-  server->Signal(SIGTERM);
-  const auto exit = server->WaitForExit(seconds(30));
-  ASSERT_TRUE(exit.has_value());
-  EXPECT_EQ(exit->ToString(), "exit 0") << server->Output();
+  EXPECT_TRUE(ExitsCleanlyOnSigterm(*server));
   update.wait();
 }
 
