@@ -3,7 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "core/features/feature_count.h"
 #include "wire/example_proto.h"
 
@@ -13,8 +15,12 @@ namespace {
 // The namespace sizes of an example proto: its non-zero features in every
 // wire form (an unset value is 1), as hashing will see them once converted
 // (wire/example_proto.h NonzeroFeatures).
-std::vector<NamespaceSize> Sizes(const v1::Example& example) {
-  std::vector<NamespaceSize> sizes;
+// Inline for a typical example's few namespaces: a Predict counts each of
+// its candidates this way, so a heap vector would be a malloc per candidate.
+using ExampleSizes = absl::InlinedVector<NamespaceSize, 8>;
+
+ExampleSizes Sizes(const v1::Example& example) {
+  ExampleSizes sizes;
   sizes.reserve(example.namespaces_size());
   for (const v1::Namespace& ns : example.namespaces()) {
     sizes.push_back({ns.name(), NonzeroFeatures(ns)});
@@ -43,7 +49,7 @@ absl::Status TooManyForRequest(uint64_t count, const Limits& limits) {
 
 // One example's features after interactions, with `context` (its sizes
 // and dense values), dense values included.
-uint64_t ExampleCost(const HashingConfig& hashing, const std::vector<NamespaceSize>& context,
+uint64_t ExampleCost(const HashingConfig& hashing, absl::Span<const NamespaceSize> context,
                      uint64_t context_dense, const v1::Example& example) {
   return SaturatingAdd(CountHashedFeatures(hashing, context, Sizes(example)),
                        SaturatingAdd(context_dense, DenseValueCount(example)));
@@ -51,7 +57,7 @@ uint64_t ExampleCost(const HashingConfig& hashing, const std::vector<NamespaceSi
 
 // Adds one (context, example) pair's cost to *total, checking the example;
 // `field`, its path, is formatted only for an error.
-absl::Status AddExample(const HashingConfig& hashing, const std::vector<NamespaceSize>& context,
+absl::Status AddExample(const HashingConfig& hashing, absl::Span<const NamespaceSize> context,
                         uint64_t context_dense, const v1::Example& example, FieldPath field,
                         const Limits& limits, uint64_t* total) {
   const uint64_t count = ExampleCost(hashing, context, context_dense, example);
@@ -82,7 +88,7 @@ class PredictCosts {
 
  private:
   const HashingConfig& hashing_;
-  const std::vector<NamespaceSize> context_;
+  const ExampleSizes context_;
   const uint64_t context_dense_;
   const uint64_t context_cost_;
 };
@@ -127,7 +133,7 @@ absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateReque
   }
   for (int m = 0; m < request.impressions_size(); ++m) {
     const v1::Impression& imp = request.impressions(m);
-    const std::vector<NamespaceSize> context = Sizes(imp.context());
+    const ExampleSizes context = Sizes(imp.context());
     const uint64_t context_dense = DenseValueCount(imp.context());
     for (int c = 0; c < imp.candidates_size(); ++c) {
       absl::Status s = AddExample(

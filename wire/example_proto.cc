@@ -97,7 +97,9 @@ absl::Status CheckPacked(const v1::Namespace& ns, const ExampleLimits& limits, E
                                      [sink](uint64_t id, float value) { sink->AddId(id, value); });
     if (!s.ok()) return s;
   }
-  if (ns.keys_size() > 0 || ns.key_values_size() > 0) {
+  if (ns.keys_size() > 0 && ns.key_values_size() == 0) {
+    sink->AddUnitKeys(absl::MakeConstSpan(ns.keys().data(), ns.keys_size()));
+  } else if (ns.key_values_size() > 0) {
     absl::Status s =
         CheckPackedList(ns.keys(), ns.key_values(), "keys", "key_values", limits,
                         [sink](uint64_t key, float value) { sink->AddKey(key, value); });

@@ -22,6 +22,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "clickd/v1/clickd.pb.h"
 #include "core/features/example.h"
 
@@ -51,6 +52,12 @@ class ExampleSink {
   virtual void AddNamed(const std::string& name, float value) = 0;
   virtual void AddId(uint64_t id, float value) = 0;
   virtual void AddKey(uint64_t key, float value) = 0;
+  // A packed list of client-hashed keys without key_values: every value is
+  // 1, so nothing per key needs checking. One call per namespace lets a sink
+  // take the list in one loop (the hasher's collector does).
+  virtual void AddUnitKeys(absl::Span<const uint64_t> keys) {
+    for (uint64_t key : keys) AddKey(key, 1.0f);
+  }
 
  protected:
   ~ExampleSink() = default;

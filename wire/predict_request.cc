@@ -19,6 +19,7 @@ class CollectorSink final : public ExampleSink {
   }
   void AddId(uint64_t id, float value) override { collector_->AddId(id, value); }
   void AddKey(uint64_t key, float value) override { collector_->AddKey(key, value); }
+  void AddUnitKeys(absl::Span<const uint64_t> keys) override { collector_->AddUnitKeys(keys); }
 
  private:
   FeatureHasher::Collector* const collector_;

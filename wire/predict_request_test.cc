@@ -336,7 +336,9 @@ TEST(HashPredictRequest, RefusesAsTheExamplePath) {
 }
 
 // How a test writes an example's features on the wire.
-enum class Form { kFeatures, kPacked, kKeys };
+// kUnitKeys: keys as kKeys, but a run of features valued 1 goes without
+// key_values (the form a client sends for unweighted features).
+enum class Form { kFeatures, kPacked, kKeys, kUnitKeys };
 
 // Rewrites `e`'s Feature messages in `form`: packed names and ids, or keys
 // hashed as a client does (docs/hashing.md). Each run of names or of ids
@@ -350,14 +352,26 @@ v1::Example Rewrite(const v1::Example& e, Form form, const FeatureHasher& hasher
     const uint64_t ns_hash = hasher.NamespaceHash(ns.name());
     v1::Namespace* run = out.add_namespaces();
     run->set_name(ns.name());
-    int run_kind = -1;  // 0 names, 1 ids
+    int run_kind = -1;  // 0 names, 1 ids; kUnitKeys: 2 unit keys, 3 valued keys
     for (const v1::Feature& f : ns.features()) {
       const int kind = f.key_case() == v1::Feature::kId ? 1 : 0;
       const float value = f.has_value() ? f.value() : 1.0f;
+      const uint64_t key = kind == 1 ? FeatureHasher::IdKey(ns_hash, f.id())
+                                     : FeatureHasher::NamedKey(ns_hash, f.name());
       if (form == Form::kKeys) {
-        run->add_keys(kind == 1 ? FeatureHasher::IdKey(ns_hash, f.id())
-                                : FeatureHasher::NamedKey(ns_hash, f.name()));
+        run->add_keys(key);
         run->add_key_values(value);
+        continue;
+      }
+      if (form == Form::kUnitKeys) {
+        const int key_kind = value == 1.0f ? 2 : 3;
+        if (run_kind >= 0 && key_kind != run_kind) {
+          run = out.add_namespaces();
+          run->set_name(ns.name());
+        }
+        run_kind = key_kind;
+        run->add_keys(key);
+        if (key_kind == 3) run->add_key_values(value);
         continue;
       }
       if (run_kind >= 0 && kind != run_kind) {
@@ -402,7 +416,7 @@ TEST(HashPredictRequest, EveryWireFormHashesAlike) {
     const v1::PredictRequest r = random.Request();
     HashedCandidates want;
     const absl::Status want_status = HashPredictRequest(r, *model, limits, &want);
-    for (Form form : {Form::kPacked, Form::kKeys}) {
+    for (Form form : {Form::kPacked, Form::kKeys, Form::kUnitKeys}) {
       HashedCandidates got;
       const absl::Status got_status =
           HashPredictRequest(Rewrite(r, form, model->hasher()), *model, limits, &got);
@@ -425,7 +439,7 @@ TEST(ToExample, EveryWireFormLearnsTheSameModel) {
     const std::string name = OptimizerName(config);
     std::vector<std::string> digests;
     std::vector<std::vector<uint64_t>> margins;
-    for (Form form : {Form::kFeatures, Form::kPacked, Form::kKeys}) {
+    for (Form form : {Form::kFeatures, Form::kPacked, Form::kKeys, Form::kUnitKeys}) {
       auto model = *CreateModel(config);
       const ExampleLimits limits;
       RandomRequests random(31);
@@ -459,6 +473,8 @@ TEST(ToExample, EveryWireFormLearnsTheSameModel) {
     EXPECT_EQ(digests[2], digests[0]) << name << ": keys";
     EXPECT_EQ(margins[1], margins[0]) << name << ": packed";
     EXPECT_EQ(margins[2], margins[0]) << name << ": keys";
+    EXPECT_EQ(digests[3], digests[0]) << name << ": unit keys";
+    EXPECT_EQ(margins[3], margins[0]) << name << ": unit keys";
   }
 }
 
