@@ -196,11 +196,13 @@ TEST(CallerErrors, UnparsableRequestsAreInvalidArgument) {
 // final status and how many acks came back.
 class RawAckedStream : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  RawAckedStream(grpc::GenericStub* stub, std::vector<std::string> messages)
+  // `method` may also be UpdateStream (client streaming on the wire too):
+  // its one summary counts as an ack.
+  RawAckedStream(grpc::GenericStub* stub, std::vector<std::string> messages,
+                 const char* method = "/clickd.v1.Clickd/UpdateStreamAcked")
       : messages_(std::move(messages)) {
     context_.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    stub->PrepareBidiStreamingCall(&context_, "/clickd.v1.Clickd/UpdateStreamAcked",
-                                   grpc::StubOptions(), this);
+    stub->PrepareBidiStreamingCall(&context_, method, grpc::StubOptions(), this);
     StartRead(&ack_);
     WriteNext();
     StartCall();
@@ -259,6 +261,49 @@ TEST(CallerErrors, UnparsableStreamMessageEndsTheStreamWithInvalidArgument) {
             "message 1 (1 examples applied before it): the request is not a valid "
             "clickd.v1.UpdateRequest (11 bytes)");
   EXPECT_EQ(stream.acks(), 1);
+}
+
+// UpdateStream reads a message ahead while a worker applies the one
+// before: an unparsable message that arrives during an apply still ends the
+// stream at its own index, after everything before it was applied, and
+// nothing after it is.
+TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
+  auto server = Start({});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  // Crossing `ad` with itself makes an apply (~450 crosses an example) far
+  // slower than a parse, so the bad message is read while one is applied.
+  v1::ModelConfig crossed = Named("crossed");
+  v1::Interaction* cross = crossed.mutable_hashing()->add_interactions();
+  cross->add_namespaces("ad");
+  cross->add_namespaces("ad");
+  ASSERT_TRUE(CreateModel(*stub, crossed).ok());
+  v1::UpdateRequest good;
+  good.set_model("crossed");
+  for (int i = 0; i < 200; ++i) {
+    v1::LabeledExample* e = good.add_examples();
+    e->set_label(i % 2);
+    v1::Namespace* ns = e->mutable_example()->add_namespaces();
+    ns->set_name("ad");
+    for (int f = 0; f < 30; ++f)
+      ns->add_features()->set_name(absl::StrCat("f", (i * 31 + f) % 997));
+  }
+  std::vector<std::string> messages(30, good.SerializeAsString());
+  messages.push_back("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01");
+  for (int i = 0; i < 5; ++i) messages.push_back(good.SerializeAsString());
+  grpc::GenericStub generic(server->NewChannel());
+  RawAckedStream stream(&generic, messages, "/clickd.v1.Clickd/UpdateStream");
+  const grpc::Status status = stream.Await();
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_EQ(status.error_message(),
+            "message 30 (6000 examples applied before it): the request is not a valid "
+            "clickd.v1.UpdateRequest (11 bytes)");
+  EXPECT_EQ(stream.acks(), 0);
+  v1::GetModelRequest get;
+  get.set_model("crossed");
+  v1::GetModelResponse got;
+  ASSERT_TRUE(stub->GetModel(Context().get(), get, &got).ok());
+  EXPECT_EQ(got.model().updates(), 6000u);
 }
 
 TEST(CallerErrors, HugeNamesAreCutInMessages) {

@@ -12,8 +12,11 @@
 #   bash scripts/build.sh release && bash bench/learn_scaling/streams.sh   # ~2 min
 #
 # Prints one line per measurement (examples/s of each stream and their sum)
-# with the load before it, then the ratios of each 2-stream figure to the
-# 1-stream figure just before it. Servers are stopped by PID.
+# with the load before it and the cores the phase kept busy (clickd's CPU
+# from /proc, the clients' from /usr/bin/time, over the phase's wall time),
+# then the ratios of each 2-stream figure to the 1-stream figure just before
+# it. With B cores busy for one stream, two can be at most 2/B times one on
+# this 2-CPU machine. Servers are stopped by PID.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build/release}
@@ -43,11 +46,28 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# stream SERVER SEED OUT: one UpdateStream for DURATION_S seconds.
+# stream SERVER SEED OUT: one UpdateStream for DURATION_S seconds; the
+# client's CPU seconds (user + sys) go to OUT.cpu.
 stream() {
-  "$clickctl" loadgen --server="$1" --json --method=update_stream --batch_size=100 \
-    --candidate_features=40 --wire="$wire" --request_seed="$2" --warmup_s=1 \
-    --duration_s="$duration" | tail -1 > "$3"
+  /usr/bin/time -f "%U %S" -o "$3.cpu" "$clickctl" loadgen --server="$1" --json \
+    --method=update_stream --batch_size=100 --candidate_features=40 --wire="$wire" \
+    --request_seed="$2" --warmup_s=1 --duration_s="$duration" | tail -1 > "$3"
+}
+# The CPU seconds (user + sys) clickd has used so far.
+server_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$clickd_pid/stat"
+}
+now() { date +%s.%N; }
+# busy SERVER_CPU_BEFORE SERVER_CPU_AFTER START END CPU_FILE...: the cores
+# the server and the clients kept busy over the phase, "server + clients".
+busy() {
+  python3 - "$@" <<'PY'
+import sys
+s0, s1, t0, t1 = map(float, sys.argv[1:5])
+client = sum(sum(map(float, open(f).read().split())) for f in sys.argv[5:])
+wall = t1 - t0
+print(f"{(s1 - s0) / wall:.2f} + {client / wall:.2f} = {(s1 - s0 + client) / wall:.2f} cores")
+PY
 }
 rate_of() {
   python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["examples_per_second"]))' "$1"
@@ -73,17 +93,23 @@ for model in memory durable; do
   two=()
   for rep in $(seq "$repeats"); do
     load=$(cut -d' ' -f1 /proc/loadavg)
+    c0=$(server_cpu) t0=$(now)
     stream "$server" $((100 + rep)) "$dir/a.json"
+    c1=$(server_cpu) t1=$(now)
     r1=$(rate_of "$dir/a.json")
-    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load)"
+    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load; busy: server + client" \
+      "$(busy "$c0" "$c1" "$t0" "$t1" "$dir/a.json.cpu"))"
     load=$(cut -d' ' -f1 /proc/loadavg)
+    c0=$(server_cpu) t0=$(now)
     stream "$server" $((200 + rep)) "$dir/b.json" &
     first=$!
     stream "$server" $((300 + rep)) "$dir/c.json"
     wait "$first"
+    c1=$(server_cpu) t1=$(now)
     rb=$(rate_of "$dir/b.json")
     rc=$(rate_of "$dir/c.json")
-    echo "$model rep $rep: 2 streams $rb + $rc = $((rb + rc)) examples/s (load $load)"
+    echo "$model rep $rep: 2 streams $rb + $rc = $((rb + rc)) examples/s (load $load; busy:" \
+      "server + clients $(busy "$c0" "$c1" "$t0" "$t1" "$dir/b.json.cpu" "$dir/c.json.cpu"))"
     one+=("$r1")
     two+=($((rb + rc)))
   done
