@@ -123,47 +123,31 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
       if (finished_) return;  // a read that was outstanding when the stream ended
       slot = read_slot_;
     }
-    absl::Status parsed = ok ? ParseRequest(bytes_, &slots_[slot]) : absl::OkStatus();
+    const absl::Status parsed = ok ? ParseRequest(bytes_, &slots_[slot]) : absl::OkStatus();
     Step step;
     {
       MutexLock lock(&mu_);
       step = AfterRead(ok, parsed, slot);
     }
-    switch (step) {
-      case Step::kWait:
-        return;
-      case Step::kApply:
-        StartRead(&bytes_);
-        Submit(slot);
-        return;
-      case Step::kSummary:
-        // The exact summary sorts every margin of the stream: on a worker
-        // too (or here, if the executor refuses it).
-        service_->RunCallWork(
-            "", [this] { FinishWithSummary(); },
-            [this](const absl::Status&) { FinishWithSummary(); });
-        return;
-      case Step::kFail:
-        // No apply is running, so the updater is this thread's to read.
-        FinishAndRecord(updater_.StreamError(parsed));
-        return;
-    }
+    // No apply is running unless the step is kWait, so the updater is this
+    // thread's to read on kFail.
+    Act(step, slot, parsed);
   }
 
   void OnDone() override { delete this; }
 
  private:
-  // What a thread does after its part, decided under mu_ and done outside.
+  // What a thread does after its part, decided under mu_ and done by Act.
   enum class Step { kWait, kApply, kSummary, kFail };
 
   // After a read into slots_[slot]: `ok` false if the client closed the
   // stream, else `parsed` is the parse's status.
   Step AfterRead(bool ok, const absl::Status& parsed, int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!ok) closed_ = true;
-    if (!parsed.ok()) parse_error_ = parsed;
     if (applying_) {
       // The worker takes it from here once its message is applied: the
       // summary, the error, or this message (whose read starts the next).
+      if (!parsed.ok()) parse_error_ = parsed;
       if (ok && parsed.ok()) next_ready_ = true;
       return Step::kWait;
     }
@@ -177,54 +161,64 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
     return Step::kApply;
   }
 
-  // Applies slots_[slot] on a worker.
-  void Submit(int slot) {
-    service_->RunCallWork(
-        slots_[slot].model(), [this, slot] { ApplyAndContinue(slot); },
-        [this](const absl::Status& s) { EndWithError(s); });
+  // After the worker applied slots_[slot]: what the reader left meanwhile.
+  // On kFail, *error is the parse error that ends the stream.
+  Step AfterApply(int slot, absl::Status* error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!parse_error_.ok()) {
+      finished_ = true;
+      *error = parse_error_;
+      return Step::kFail;
+    }
+    if (next_ready_) {
+      next_ready_ = false;
+      read_slot_ = slot;  // free again: the next read parses into it
+      return Step::kApply;
+    }
+    if (closed_) return Step::kSummary;
+    applying_ = false;
+    return Step::kWait;
   }
 
-  // On a worker: applies a message, then the next one if it was read
-  // meanwhile, or ends the stream (the summary, or a later message's parse
-  // error) if that is what the reader left.
+  // Does `step`: kApply applies slots_[slot] (and starts the next read),
+  // kFail ends the stream with `error` at the current message.
+  void Act(Step step, int slot, const absl::Status& error) {
+    switch (step) {
+      case Step::kWait:
+        return;
+      case Step::kApply:
+        StartRead(&bytes_);
+        service_->RunCallWork(
+            slots_[slot].model(), [this, slot] { ApplyAndContinue(slot); },
+            [this](const absl::Status& s) { EndWithError(s); });
+        return;
+      case Step::kSummary:
+        // The exact summary sorts every margin of the stream: on a worker
+        // (or here, if the executor refuses it).
+        service_->RunCallWork(
+            "", [this] { FinishWithSummary(); },
+            [this](const absl::Status&) { FinishWithSummary(); });
+        return;
+      case Step::kFail:
+        FinishAndRecord(updater_.StreamError(error));
+        return;
+    }
+  }
+
+  // On a worker: applies a message, then whatever the reader left: the
+  // next message, the summary, or a later message's parse error.
   void ApplyAndContinue(int slot) {
     v1::UpdateResponse unused;
     if (absl::Status s = updater_.Apply(slots_[slot], &unused); !s.ok()) {
       EndWithError(s);
       return;
     }
-    Step step = Step::kWait;
-    absl::Status parse_error;
+    absl::Status error;
+    Step step;
     {
       MutexLock lock(&mu_);
-      if (!parse_error_.ok()) {
-        finished_ = true;
-        parse_error = parse_error_;
-        step = Step::kFail;
-      } else if (next_ready_) {
-        next_ready_ = false;
-        read_slot_ = slot;  // free again: the next read parses into it
-        step = Step::kApply;
-      } else if (closed_) {
-        step = Step::kSummary;
-      } else {
-        applying_ = false;
-      }
+      step = AfterApply(slot, &error);
     }
-    switch (step) {
-      case Step::kWait:
-        return;
-      case Step::kApply:
-        StartRead(&bytes_);
-        Submit(1 - slot);
-        return;
-      case Step::kSummary:
-        FinishWithSummary();
-        return;
-      case Step::kFail:
-        FinishAndRecord(updater_.StreamError(parse_error));
-        return;
-    }
+    Act(step, 1 - slot, error);
   }
 
   // Ends the stream at the message being applied (the executor refused

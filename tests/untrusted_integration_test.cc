@@ -163,6 +163,9 @@ TEST(ProcessLimits, DeletedModelsLeaveNothingBehind) {
   std::filesystem::remove_all(dir);
 }
 
+// Bytes that no protobuf parser accepts: a varint 11 bytes long.
+constexpr char kUnparsable[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
+
 // Bytes that are not a clickd.v1 message: gRPC's own handler answered
 // UNIMPLEMENTED with no message; clickd parses requests itself.
 TEST(CallerErrors, UnparsableRequestsAreInvalidArgument) {
@@ -171,8 +174,7 @@ TEST(CallerErrors, UnparsableRequestsAreInvalidArgument) {
   grpc::GenericStub generic(server->NewChannel());
   for (const char* method : {"/clickd.v1.Clickd/Predict", "/clickd.v1.Clickd/Update",
                              "/clickd.v1.Clickd/CreateModel", "/clickd.v1.Clickd/GetModel"}) {
-    const std::string garbage = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
-    grpc::Slice slice(garbage);
+    grpc::Slice slice(kUnparsable);
     grpc::ByteBuffer request(&slice, 1);
     grpc::ByteBuffer response;
     grpc::ClientContext context;
@@ -253,8 +255,7 @@ TEST(CallerErrors, UnparsableStreamMessageEndsTheStreamWithInvalidArgument) {
   ns->add_features()->set_name("x");
   grpc::GenericStub generic(server->NewChannel());
   RawAckedStream stream(&generic,
-                        {good.SerializeAsString(), "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
-                         good.SerializeAsString()});
+                        {good.SerializeAsString(), kUnparsable, good.SerializeAsString()});
   const grpc::Status status = stream.Await();
   EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << status.error_message();
   EXPECT_EQ(status.error_message(),
@@ -289,7 +290,7 @@ TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
       ns->add_features()->set_name(absl::StrCat("f", (i * 31 + f) % 997));
   }
   std::vector<std::string> messages(30, good.SerializeAsString());
-  messages.push_back("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01");
+  messages.push_back(kUnparsable);
   for (int i = 0; i < 5; ++i) messages.push_back(good.SerializeAsString());
   grpc::GenericStub generic(server->NewChannel());
   RawAckedStream stream(&generic, messages, "/clickd.v1.Clickd/UpdateStream");

@@ -15,7 +15,6 @@
 #ifndef CLICKD_CORE_FEATURES_HASHER_H_
 #define CLICKD_CORE_FEATURES_HASHER_H_
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -129,25 +128,12 @@ class FeatureHasher {
     void AddKey(uint64_t key, float value) {
       if (value != 0.0f) Add(key, value);
     }
-    // AddKey(key, 1) of each key, in one pass per list.
+    // AddKey(key, 1) of each key: a value of 1 needs no zero check.
     void AddUnitKeys(absl::Span<const uint64_t> keys) {
-      AppendUnit(keys, plain_);
-      for (int t : matching_) AppendUnit(keys, &(*terms_)[t]);
+      for (uint64_t key : keys) Add(key, 1.0f);
     }
 
    private:
-    // Grows `list` geometrically (a candidate's keys append to the list of
-    // every candidate before it), then writes the keys.
-    static void AppendUnit(absl::Span<const uint64_t> keys, std::vector<HashedFeature>* list) {
-      const size_t at = list->size();
-      if (list->capacity() < at + keys.size()) {
-        list->reserve(std::max(at + keys.size(), 2 * list->capacity()));
-      }
-      list->resize(at + keys.size());
-      HashedFeature* out = list->data() + at;
-      for (size_t i = 0; i < keys.size(); ++i) out[i] = {keys[i], 1.0f};
-    }
-
     void Add(uint64_t key, float value) {
       plain_->push_back({key, value});
       for (int t : matching_) (*terms_)[t].push_back({key, value});
