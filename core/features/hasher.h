@@ -128,9 +128,13 @@ class FeatureHasher {
     void AddKey(uint64_t key, float value) {
       if (value != 0.0f) Add(key, value);
     }
-    // AddKey(key, 1) of each key: a value of 1 needs no zero check.
+    // AddKey(key, 1) of each key, a list at a time: a value of 1 needs no
+    // zero check, and the interaction terms are looked up once per list.
     void AddUnitKeys(absl::Span<const uint64_t> keys) {
-      for (uint64_t key : keys) Add(key, 1.0f);
+      for (uint64_t key : keys) plain_->push_back({key, 1.0f});
+      for (int t : matching_) {
+        for (uint64_t key : keys) (*terms_)[t].push_back({key, 1.0f});
+      }
     }
 
    private:
