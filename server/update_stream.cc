@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/base/mutex.h"
 #include "core/base/quote.h"
 #include "core/eval/metrics.h"
 #include "server/call_util.h"
@@ -92,13 +91,6 @@ class StreamUpdater {
   uint64_t applied_ = 0;
 };
 
-// Reads one message ahead: while a worker applies message k, the gRPC
-// thread reads and parses message k+1 into the other of two slots, so that
-// parsing overlaps learning instead of following it. Messages are still
-// applied one at a time and in order (the next apply starts when the one
-// before it has finished), and at most one read is outstanding: a parsed
-// message waiting for its apply holds the free slot, so the next read
-// starts when that apply starts.
 class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   UpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context,
@@ -109,7 +101,6 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
         start_(SteadyClock::now()),
         updater_(service, context) {
     if (absl::Status s = service->CheckAccess(context, "UpdateStream"); !s.ok()) {
-      finished_ = true;
       FinishAndRecord(s);
       return;
     }
@@ -117,126 +108,39 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
   }
 
   void OnReadDone(bool ok) override {
-    int slot;
-    {
-      MutexLock lock(&mu_);
-      if (finished_) return;  // a read that was outstanding when the stream ended
-      slot = read_slot_;
+    if (!ok) {  // the client closed the stream
+      // The exact summary sorts every margin of the stream: on a worker
+      // too (or here, if the executor refuses it).
+      service_->RunCallWork(
+          "", [this] { FinishWithSummary(); },
+          [this](const absl::Status&) { FinishWithSummary(); });
+      return;
     }
-    const absl::Status parsed = ok ? ParseRequest(bytes_, &slots_[slot]) : absl::OkStatus();
-    Step step;
-    {
-      MutexLock lock(&mu_);
-      step = AfterRead(ok, parsed, slot);
+    if (absl::Status s = ParseRequest(bytes_, &request_); !s.ok()) {
+      FinishAndRecord(updater_.StreamError(s));
+      return;
     }
-    // No apply is running unless the step is kWait, so the updater is this
-    // thread's to read on kFail.
-    Act(step, slot, parsed);
+    // The next read starts once the worker has applied this message, so
+    // the stream's messages are applied one at a time, in order.
+    service_->RunCallWork(
+        request_.model(), [this] { ApplyAndReadNext(); },
+        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); });
   }
 
   void OnDone() override { delete this; }
 
  private:
-  // What a thread does after its part, decided under mu_ and done by Act.
-  enum class Step { kWait, kApply, kSummary, kFail };
-
-  // After a read into slots_[slot]: `ok` false if the client closed the
-  // stream, else `parsed` is the parse's status.
-  Step AfterRead(bool ok, const absl::Status& parsed, int slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!ok) closed_ = true;
-    if (applying_) {
-      // The worker takes it from here once its message is applied: the
-      // summary, the error, or this message (whose read starts the next).
-      if (!parsed.ok()) parse_error_ = parsed;
-      if (ok && parsed.ok()) next_ready_ = true;
-      return Step::kWait;
-    }
-    applying_ = true;
-    if (!ok) return Step::kSummary;
-    if (!parsed.ok()) {
-      finished_ = true;
-      return Step::kFail;
-    }
-    read_slot_ = 1 - slot;
-    return Step::kApply;
-  }
-
-  // After the worker applied slots_[slot]: what the reader left meanwhile.
-  // On kFail, *error is the parse error that ends the stream.
-  Step AfterApply(int slot, absl::Status* error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!parse_error_.ok()) {
-      finished_ = true;
-      *error = parse_error_;
-      return Step::kFail;
-    }
-    if (next_ready_) {
-      next_ready_ = false;
-      read_slot_ = slot;  // free again: the next read parses into it
-      return Step::kApply;
-    }
-    if (closed_) return Step::kSummary;
-    applying_ = false;
-    return Step::kWait;
-  }
-
-  // Does `step`: kApply applies slots_[slot] (and starts the next read),
-  // kFail ends the stream with `error` at the current message.
-  void Act(Step step, int slot, const absl::Status& error) {
-    switch (step) {
-      case Step::kWait:
-        return;
-      case Step::kApply:
-        StartRead(&bytes_);
-        service_->RunCallWork(
-            slots_[slot].model(), [this, slot] { ApplyAndContinue(slot); },
-            [this](const absl::Status& s) { EndWithError(s); });
-        return;
-      case Step::kSummary:
-        // The exact summary sorts every margin of the stream: on a worker
-        // (or here, if the executor refuses it).
-        service_->RunCallWork(
-            "", [this] { FinishWithSummary(); },
-            [this](const absl::Status&) { FinishWithSummary(); });
-        return;
-      case Step::kFail:
-        FinishAndRecord(updater_.StreamError(error));
-        return;
-    }
-  }
-
-  // On a worker: applies a message, then whatever the reader left: the
-  // next message, the summary, or a later message's parse error.
-  void ApplyAndContinue(int slot) {
+  // On a worker: applies the message just read, then reads the next.
+  void ApplyAndReadNext() {
     v1::UpdateResponse unused;
-    if (absl::Status s = updater_.Apply(slots_[slot], &unused); !s.ok()) {
-      EndWithError(s);
+    if (absl::Status s = updater_.Apply(request_, &unused); !s.ok()) {
+      FinishAndRecord(updater_.StreamError(s));
       return;
     }
-    absl::Status error;
-    Step step;
-    {
-      MutexLock lock(&mu_);
-      step = AfterApply(slot, &error);
-    }
-    Act(step, 1 - slot, error);
-  }
-
-  // Ends the stream at the message being applied (the executor refused
-  // it, or it was rejected). A read may still be outstanding: it completes
-  // after Finish, and OnReadDone ignores it.
-  void EndWithError(const absl::Status& s) {
-    {
-      MutexLock lock(&mu_);
-      finished_ = true;
-    }
-    FinishAndRecord(updater_.StreamError(s));
+    StartRead(&bytes_);
   }
 
   void FinishWithSummary() {
-    {
-      MutexLock lock(&mu_);
-      finished_ = true;
-    }
     v1::UpdateStreamResponse response;
     response.set_requests(updater_.requests());
     response.set_applied(updater_.applied());
@@ -258,21 +162,9 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_bytes_;
   const SteadyClock::time_point start_;
-  // Used by the one apply running at a time (and by the summary, after the
-  // last); the reader touches it only while no apply runs.
   StreamUpdater updater_;
-  grpc::ByteBuffer bytes_;  // the message being read
-  // Parsed messages: slots_[read_slot_] belongs to the reader, the other to
-  // the apply running or waiting (next_ready_); the hand-over is under mu_.
-  v1::UpdateRequest slots_[2];
-
-  Mutex mu_;
-  int read_slot_ ABSL_GUARDED_BY(mu_) = 0;
-  bool applying_ ABSL_GUARDED_BY(mu_) = false;     // an apply (or the summary) is running
-  bool next_ready_ ABSL_GUARDED_BY(mu_) = false;   // the other slot waits for its apply
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;       // the client finished writing
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;     // Finish was called or is decided
-  absl::Status parse_error_ ABSL_GUARDED_BY(mu_);  // for the worker to end the stream with
+  grpc::ByteBuffer bytes_;     // the message being read
+  v1::UpdateRequest request_;  // ... parsed
 };
 
 // Reads a message, applies it (on a worker), writes its ack, and only then

@@ -264,10 +264,9 @@ TEST(CallerErrors, UnparsableStreamMessageEndsTheStreamWithInvalidArgument) {
   EXPECT_EQ(stream.acks(), 1);
 }
 
-// UpdateStream reads a message ahead while a worker applies the one
-// before: an unparsable message that arrives during an apply still ends the
-// stream at its own index, after everything before it was applied, and
-// nothing after it is.
+// An unparsable UpdateStream message sent while the one before it is still
+// being applied ends the stream at its own index, after everything before
+// it was applied, and nothing after it is.
 TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
   auto server = Start({});
   ASSERT_NE(server, nullptr);
