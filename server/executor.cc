@@ -33,6 +33,7 @@ absl::Status Executor::Submit(std::string_view key, Task task) {
   ++queued_;
   if (!key.empty()) {
     KeyState& state = keys_[std::string(key)];
+    if (!task.light) ++state.heavy;
     if (state.admitted >= std::max(1, options_.max_running_per_key)) {
       state.waiting.push_back(std::move(task));
       return absl::OkStatus();
@@ -44,11 +45,12 @@ absl::Status Executor::Submit(std::string_view key, Task task) {
   return absl::OkStatus();
 }
 
-void Executor::AdmitNext(const std::string& key) {
+void Executor::AdmitNext(const std::string& key, bool finished_light) {
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
   KeyState& state = it->second;
   --state.admitted;
+  if (!finished_light) --state.heavy;
   if (!state.waiting.empty()) {
     ++state.admitted;
     ready_.push_back({key, std::move(state.waiting.front())});
@@ -72,10 +74,11 @@ void Executor::WorkerLoop() {
       ++running_;
     }
     if (next.task.run) next.task.run();
+    const bool light = next.task.light;
     next.task = Task();  // destroy the task's captures outside the lock
     MutexLock lock(&mu_);
     --running_;
-    if (!next.key.empty()) AdmitNext(next.key);
+    if (!next.key.empty()) AdmitNext(next.key, light);
     if (queued_ == 0 && running_ == 0) idle_.SignalAll();
   }
 }
@@ -110,6 +113,13 @@ void Executor::Close(const absl::Status& reason) {
   for (Task& t : cancelled) {
     if (t.cancel) t.cancel(reason);
   }
+}
+
+bool Executor::KeyIsLight(std::string_view key) const {
+  MutexLock lock(&mu_);
+  if (!closed_.ok()) return false;
+  const auto it = keys_.find(absl::string_view(key.data(), key.size()));
+  return it == keys_.end() || it->second.heavy == 0;
 }
 
 size_t Executor::queued() const {

@@ -58,6 +58,9 @@ class Executor {
     std::function<void()> run;
     // Called instead of run if the executor closes first; may be null.
     std::function<void(const absl::Status&)> cancel;
+    // Short work of bounded cost (a small stream message): it does not
+    // make its key heavy (KeyIsLight).
+    bool light = false;
   };
 
   explicit Executor(ExecutorOptions options);
@@ -79,6 +82,12 @@ class Executor {
   // cancels the queued tasks with it. Running tasks go on.
   void Close(const absl::Status& reason);
 
+  // Whether the executor is open and no task of `key` that is not light
+  // is queued or running. The service learns a small stream message on the
+  // gRPC thread only then (ClickdService::PlaceUpdate), so that it does not
+  // wait there behind a long call on the same model.
+  bool KeyIsLight(std::string_view key) const;
+
   size_t queued() const;
   size_t running() const;
   // Nothing queued or running now (one lock, for a caller deciding whether
@@ -93,8 +102,9 @@ class Executor {
   };
 
   void WorkerLoop();
-  // Moves the next task of `key`, if any, to the ready queue.
-  void AdmitNext(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a task of `key` (light or not) finished: moves the key's next
+  // task, if any, to the ready queue.
+  void AdmitNext(const std::string& key, bool finished_light) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ExecutorOptions options_;
   mutable Mutex mu_;
@@ -105,9 +115,11 @@ class Executor {
   CondVar work_;
   CondVar idle_;
   std::deque<Queued> ready_ ABSL_GUARDED_BY(mu_);
-  // Per key: tasks ready or running (admitted), and those waiting.
+  // Per key: tasks ready or running (admitted), those waiting, and how
+  // many of both are not light.
   struct KeyState {
     int admitted = 0;
+    int heavy = 0;
     std::deque<Task> waiting;
   };
   absl::flat_hash_map<std::string, KeyState> keys_ ABSL_GUARDED_BY(mu_);

@@ -109,6 +109,43 @@ TEST(Executor, KeyCapLeavesWorkersForOthers) {
   EXPECT_EQ(a, (std::vector<std::string>{"a1", "a2", "a3", "a4"}));
 }
 
+// A key is light while every task of it queued or running is light, and
+// never once the executor is closed.
+TEST(Executor, KeyIsLightWhileOnlyLightTasksOfItAreQueuedOrRunning) {
+  Executor executor({.threads = 1, .max_queued = 100, .max_running_per_key = 1});
+  EXPECT_TRUE(executor.KeyIsLight("m"));
+  Gate light_gate;
+  std::promise<void> light_started;
+  Executor::Task light = RunOnly([&] {
+    light_started.set_value();
+    light_gate.Wait();
+  });
+  light.light = true;
+  ASSERT_TRUE(executor.Submit("m", std::move(light)).ok());
+  light_started.get_future().wait();
+  EXPECT_TRUE(executor.KeyIsLight("m"));
+  // A heavy task waiting behind the light one (the key's cap is 1) makes
+  // the key heavy, and so does one of it running.
+  Gate heavy_gate;
+  std::promise<void> heavy_started;
+  ASSERT_TRUE(executor
+                  .Submit("m", RunOnly([&] {
+                            heavy_started.set_value();
+                            heavy_gate.Wait();
+                          }))
+                  .ok());
+  EXPECT_FALSE(executor.KeyIsLight("m"));
+  EXPECT_TRUE(executor.KeyIsLight("other"));
+  light_gate.Open();
+  heavy_started.get_future().wait();
+  EXPECT_FALSE(executor.KeyIsLight("m"));
+  heavy_gate.Open();
+  ASSERT_TRUE(executor.WaitIdle(steady_clock::now() + std::chrono::minutes(5)));
+  EXPECT_TRUE(executor.KeyIsLight("m"));
+  executor.Close(absl::UnavailableError("shutting down"));
+  EXPECT_FALSE(executor.KeyIsLight("m"));
+}
+
 TEST(Executor, CloseCancelsQueuedTasksAndRefusesLater) {
   Executor executor({.threads = 1, .max_queued = 100, .max_running_per_key = 1});
   Gate gate;

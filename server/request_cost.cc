@@ -147,4 +147,22 @@ absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateReque
   return absl::OkStatus();
 }
 
+uint64_t UpdateFeatureTotal(const HashingConfig& hashing, const v1::UpdateRequest& request,
+                            uint64_t cap) {
+  uint64_t total = 0;
+  for (int i = 0; i < request.examples_size() && total <= cap; ++i) {
+    total = SaturatingAdd(total, ExampleCost(hashing, {}, 0, request.examples(i).example()));
+  }
+  for (int m = 0; m < request.impressions_size() && total <= cap; ++m) {
+    const v1::Impression& imp = request.impressions(m);
+    const ExampleSizes context = Sizes(imp.context());
+    const uint64_t context_dense = DenseValueCount(imp.context());
+    for (int c = 0; c < imp.candidates_size() && total <= cap; ++c) {
+      total = SaturatingAdd(
+          total, ExampleCost(hashing, context, context_dense, imp.candidates(c).example()));
+    }
+  }
+  return total;
+}
+
 }  // namespace clickd

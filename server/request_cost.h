@@ -42,6 +42,12 @@ uint64_t PredictFeatureTotal(const HashingConfig& hashing, const v1::PredictRequ
 absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
                              const Limits& limits);
 
+// The features an Update message yields after interactions in all, as the
+// per-request limit counts them, without errors: for deciding where it is
+// learned. Counting stops once the total passes `cap`.
+uint64_t UpdateFeatureTotal(const HashingConfig& hashing, const v1::UpdateRequest& request,
+                            uint64_t cap);
+
 }  // namespace clickd
 
 #endif  // CLICKD_SERVER_REQUEST_COST_H_

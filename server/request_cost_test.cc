@@ -104,6 +104,34 @@ TEST(RequestCost, UpdateCountsEveryExampleAndDenseValues) {
   EXPECT_NE(s.message().find("examples[0].example yields 17 features"), std::string::npos) << s;
 }
 
+// UpdateFeatureTotal counts what the per-request limit counts, examples
+// and impressions alike, and stops once past its cap.
+TEST(RequestCost, UpdateFeatureTotalIsThePerRequestCount) {
+  v1::UpdateRequest request;
+  for (int i = 0; i < 2; ++i) {
+    v1::Example* plain = request.add_examples()->mutable_example();
+    AddNamespace(plain, "user", 3);
+    AddNamespace(plain, "ad", 3);  // 3 + 3 + 9 + 1 = 16 each
+  }
+  v1::Impression* imp = request.add_impressions();
+  AddNamespace(imp->mutable_context(), "user", 2);
+  for (int i = 0; i < 3; ++i) {
+    AddNamespace(imp->add_candidates()->mutable_example(), "ad", 2);  // 2 + 2 + 4 + 1 = 9 each
+  }
+  const uint64_t total = UpdateFeatureTotal(UserTimesAd(), request, 1'000'000);
+  EXPECT_EQ(total, 2u * 16 + 3 * 9);
+  Limits limits;
+  limits.max_features_per_request = total;
+  EXPECT_TRUE(CheckUpdateCost(UserTimesAd(), request, limits).ok());
+  limits.max_features_per_request = total - 1;
+  EXPECT_FALSE(CheckUpdateCost(UserTimesAd(), request, limits).ok());
+  // Counting stops at the first total past the cap.
+  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), request, 15), 16u);
+  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), request, 32), 32u + 9);
+  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), request, 41), 32u + 2 * 9);
+  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), v1::UpdateRequest(), 10), 0u);
+}
+
 // Packed features count as Feature messages do (a value of 0 drops one), so
 // a request of a million packed values is refused here, before any of them
 // is read, with the field and the limit named.

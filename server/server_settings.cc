@@ -38,6 +38,10 @@ ABSL_FLAG(uint64_t, max_quiet_inline_predict_features, 16384,
           "a larger Predict, up to this many features after interactions, is scored on the gRPC "
           "thread too while the workers are idle and no other such Predict is (0: never); under "
           "load it goes to the workers");
+ABSL_FLAG(uint64_t, max_inline_update_features, 16384,
+          "a stream message of at most this many features after interactions, on a memory-only "
+          "model, is learned on the gRPC thread that read it while no other such work is and no "
+          "long call learns on that model (0: never); else on the workers");
 ABSL_FLAG(int, worker_threads, 0,
           "threads that run the model work of calls, off gRPC's threads (0: four per core; "
           "durable learners spend most of their time waiting for a disk sync, and several "
@@ -230,6 +234,8 @@ absl::Status CheckServingFlags() {
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_predict_features)), 0, 65536},
       {"max_quiet_inline_predict_features",
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_quiet_inline_predict_features)), 0, 1 << 20},
+      {"max_inline_update_features",
+       static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_update_features)), 0, 1 << 20},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
   };
   for (const auto& r : ranges) {
@@ -250,6 +256,7 @@ Limits LimitsFromFlags() {
   limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);
   limits.max_inline_predict_features = absl::GetFlag(FLAGS_max_inline_predict_features);
   limits.max_quiet_inline_predict_features = absl::GetFlag(FLAGS_max_quiet_inline_predict_features);
+  limits.max_inline_update_features = absl::GetFlag(FLAGS_max_inline_update_features);
   return limits;
 }
 

@@ -79,12 +79,26 @@ absl::Status ClickdService::CheckAccess(const grpc::CallbackServerContext* conte
 }
 
 void ClickdService::RunCallWork(std::string_view key, std::function<void()> run,
-                                std::function<void(const absl::Status&)> refuse) {
+                                std::function<void(const absl::Status&)> refuse, bool light) {
   if (executor_ == nullptr) {
     run();
     return;
   }
-  if (absl::Status s = executor_->Submit(key, {std::move(run), refuse}); !s.ok()) refuse(s);
+  if (absl::Status s = executor_->Submit(key, {std::move(run), refuse, light}); !s.ok()) refuse(s);
+}
+
+ClickdService::UpdatePlacement ClickdService::PlaceUpdate(const v1::UpdateRequest& request) {
+  const uint64_t bound = limits_.max_inline_update_features;
+  if (executor_ == nullptr || bound == 0) return {};
+  std::shared_ptr<ServedModel> served = registry_->Get(request.model());
+  if (served == nullptr) return {};  // NotFound, on a worker
+  if (UpdateFeatureTotal(served->model().config().hashing, request, bound) > bound) return {};
+  if (writer_ != &local_writer_ || served->durable()) return {InlineLease(), /*light=*/true};
+  // Checked before the slot, so the slot is never taken only to be given
+  // back. A long call on this model that starts in between can still make
+  // this message wait for it: that is rare, and bounded by the limits.
+  if (!executor_->KeyIsLight(request.model())) return {InlineLease(), /*light=*/true};
+  return {InlineLease::TryAcquire(&inline_slot_), /*light=*/true};
 }
 
 void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code,
@@ -312,7 +326,7 @@ InlineLease ClickdService::ScoresInline(const v1::PredictRequest& request) {
   // A larger one only while the workers would be idle anyway, and one at a
   // time (InlineLease).
   if (quiet == 0 || total > quiet || !executor_->idle()) return {};
-  return InlineLease::TryAcquire(&quiet_inline_slot_);
+  return InlineLease::TryAcquire(&inline_slot_);
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,

@@ -21,8 +21,9 @@
 // it; it takes no model-wide lock and waits at most for one learner's step
 // on a shard it reads. So is one larger Predict at a time (up to
 // Limits::max_quiet_inline_predict_features) while the executor is idle
-// (server/inline_lease.h). Without an executor (unit tests), work runs on
-// the calling thread.
+// (server/inline_lease.h), or, in its place, one small stream message on a
+// memory-only model that no long call learns on (PlaceUpdate). Without an
+// executor (unit tests), work runs on the calling thread.
 //
 // Every finished call, failures included, is recorded in the request
 // metrics (server/metrics/rpc_metrics.h) when the service has them.
@@ -151,8 +152,24 @@ class ClickdService final : public RawClickdService {
   // Runs `run` on the executor under `key` (a model's name, or empty), or
   // calls `refuse` with the executor's refusal (overloaded, shutting down)
   // or its cancellation at shutdown. Without an executor, runs it here.
+  // `light`: the work is short and of bounded cost (Executor::Task::light).
   void RunCallWork(std::string_view key, std::function<void()> run,
-                   std::function<void(const absl::Status&)> refuse);
+                   std::function<void(const absl::Status&)> refuse, bool light = false);
+
+  // Where a stream message is learned. `here`: on the gRPC thread that read
+  // it, holding the one inline slot, if the message yields at most
+  // Limits::max_inline_update_features features after interactions, its
+  // model is memory-only and learns in this process (a durable model waits
+  // for its journal, a replicated one for JetStream), no call on the model
+  // that is not light is queued or running, and the slot is free. Else on a
+  // worker, as light work if it is that small. The hand-over to a worker
+  // and back costs one stream about a tenth of its throughput; at most one
+  // gRPC thread is busy this way, so the others keep serving.
+  struct UpdatePlacement {
+    InlineLease here;
+    bool light = false;
+  };
+  UpdatePlacement PlaceUpdate(const v1::UpdateRequest& request);
 
   // Records a finished call of `method` (its name in clickd.v1.Clickd) in
   // the request metrics, if any.
@@ -191,7 +208,8 @@ class ClickdService final : public RawClickdService {
   // Whether a Predict is scored on the gRPC thread that received it: if
   // it is small (Limits::max_inline_predict_features), or if it is at most
   // Limits::max_quiet_inline_predict_features while the executor is idle
-  // and no other such Predict runs here (holding quiet_inline_slot_).
+  // and no stream message or other such Predict runs here (holding
+  // inline_slot_).
   InlineLease ScoresInline(const v1::PredictRequest& request);
 
   ModelRegistry* const registry_;
@@ -203,8 +221,9 @@ class ClickdService final : public RawClickdService {
   Snapshotter* const snapshotter_;
   Executor* const executor_;
   const auth::AccessControl access_;
-  // Held while a large Predict is scored on a gRPC thread (ScoresInline).
-  std::atomic<bool> quiet_inline_slot_{false};
+  // Held while a large Predict is scored (ScoresInline), or a stream
+  // message learned (PlaceUpdate), on a gRPC thread.
+  std::atomic<bool> inline_slot_{false};
 };
 
 }  // namespace clickd

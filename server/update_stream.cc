@@ -41,6 +41,19 @@ class StreamUpdater {
     return absl::OkStatus();
   }
 
+  // Applies `request` right here if the service places it here
+  // (ClickdService::PlaceUpdate) and returns its status, with the inline
+  // slot free again, so that the stream's next message, which may be read
+  // as soon as this returns, can take it. Else nullopt, and *light says how
+  // to hand the message to a worker.
+  std::optional<absl::Status> ApplyIfPlacedHere(const v1::UpdateRequest& request,
+                                                v1::UpdateResponse* response, bool* light) {
+    const ClickdService::UpdatePlacement placement = service_->PlaceUpdate(request);
+    *light = placement.light;
+    if (!placement.here) return std::nullopt;
+    return Apply(request, response);
+  }
+
   // The error that ends a stream at its current message.
   absl::Status StreamError(const absl::Status& status) const {
     return absl::Status(status.code(),
@@ -120,21 +133,31 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
       FinishAndRecord(updater_.StreamError(s));
       return;
     }
-    // The next read starts once the worker has applied this message, so
-    // the stream's messages are applied one at a time, in order.
+    // The next read starts once this message is applied (here or by a
+    // worker), so the stream's messages are applied one at a time, in order.
+    bool light = false;
+    v1::UpdateResponse unused;
+    if (std::optional<absl::Status> s = updater_.ApplyIfPlacedHere(request_, &unused, &light)) {
+      ReadNextAfter(*s);
+      return;
+    }
     service_->RunCallWork(
-        request_.model(), [this] { ApplyAndReadNext(); },
-        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); });
+        request_.model(),
+        [this] {
+          v1::UpdateResponse unused;
+          ReadNextAfter(updater_.Apply(request_, &unused));
+        },
+        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); }, light);
   }
 
   void OnDone() override { delete this; }
 
  private:
-  // On a worker: applies the message just read, then reads the next.
-  void ApplyAndReadNext() {
-    v1::UpdateResponse unused;
-    if (absl::Status s = updater_.Apply(request_, &unused); !s.ok()) {
-      FinishAndRecord(updater_.StreamError(s));
+  // After the message just read was applied with `status`: reads the next,
+  // or ends the stream with the message's error.
+  void ReadNextAfter(const absl::Status& status) {
+    if (!status.ok()) {
+      FinishAndRecord(updater_.StreamError(status));
       return;
     }
     StartRead(&bytes_);
@@ -167,7 +190,7 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
   v1::UpdateRequest request_;  // ... parsed
 };
 
-// Reads a message, applies it (on a worker), writes its ack, and only then
+// Reads a message, applies it (on a worker or here), writes its ack, and only then
 // reads the next: one message in flight per stream keeps the order of acks
 // trivially the order of application.
 class AckedUpdateStreamReactor final
@@ -194,9 +217,20 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(updater_.StreamError(s));
       return;
     }
+    bool light = false;
+    v1::UpdateResponse response;
+    if (std::optional<absl::Status> s = updater_.ApplyIfPlacedHere(request_, &response, &light)) {
+      AckAfter(*s, &response);
+      return;
+    }
     service_->RunCallWork(
-        request_.model(), [this] { ApplyAndAck(); },
-        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); });
+        request_.model(),
+        [this] {
+          v1::UpdateResponse response;
+          const absl::Status s = updater_.Apply(request_, &response);
+          AckAfter(s, &response);
+        },
+        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); }, light);
   }
 
   void OnWriteDone(bool ok) override {
@@ -210,20 +244,20 @@ class AckedUpdateStreamReactor final
   void OnDone() override { delete this; }
 
  private:
-  // On a worker: applies the message just read and writes its ack; the
-  // next read starts when the ack is written.
-  void ApplyAndAck() {
-    v1::UpdateResponse response;
-    if (absl::Status s = updater_.Apply(request_, &response); !s.ok()) {
-      FinishAndRecord(updater_.StreamError(s));
+  // After the message just read was applied with `status` (answered in
+  // *response): writes its ack, or ends the stream with its error. The next
+  // read starts when the ack is written.
+  void AckAfter(const absl::Status& status, v1::UpdateResponse* response) {
+    if (!status.ok()) {
+      FinishAndRecord(updater_.StreamError(status));
       return;
     }
     ack_.set_request_id(request_.request_id());
-    ack_.set_applied(response.applied());
+    ack_.set_applied(response->applied());
     ack_.set_acknowledged(updater_.applied());
-    ack_.set_model_version(response.model_version());
-    ack_.set_duplicate(response.duplicate());
-    ack_.mutable_margins()->Swap(response.mutable_margins());
+    ack_.set_model_version(response->model_version());
+    ack_.set_duplicate(response->duplicate());
+    ack_.mutable_margins()->Swap(response->mutable_margins());
     if (absl::Status s = SerializeResponse(ack_, &ack_bytes_); !s.ok()) {
       FinishAndRecord(s);
       return;

@@ -460,5 +460,43 @@ TEST(ClickdIsolation, LargePredictTakesTheWorkersWhileTheyAreBusy) {
   update.wait();
 }
 
+// A small stream message on a memory-only model is learned on the gRPC
+// thread that read it (ClickdService::PlaceUpdate), so it needs no worker
+// and no place in the queue; one on a model that a long call learns on is
+// not (it would wait there for that call), and queues for the workers like
+// any other learner: with the queue full, it is refused.
+TEST(ClickdIsolation, SmallStreamMessagesLearnHereUnlessALongCallLearnsOnTheModel) {
+  auto server = StartServer(LongUpdateFlags({"--max_queued_calls=1"}));
+  ASSERT_NE(server, nullptr);
+  Client client(*server);
+  ASSERT_TRUE(client.CreateModel(ModelWith("a", {{"user", "ad", "site"}})).ok());
+  ASSERT_TRUE(client.CreateModel(ModelWith("b", {})).ok());
+  std::atomic<bool> update_done{false};
+  auto update = StartLongUpdate(*server, "a", &update_done);
+  // The probe that finds A busy stays queued: the queue (of one) is full.
+  ASSERT_TRUE(WaitUntilBusy(*server, "a"));
+  auto stream_into = [&server](const std::string& model, v1::UpdateStreamResponse* summary) {
+    auto stub = server->NewStub();
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    auto stream = stub->UpdateStream(&context, summary);
+    for (int i = 0; i < 3; ++i) {
+      if (!stream->Write(UpdateOf(model, Cube(2), 4))) break;
+    }
+    stream->WritesDone();
+    return stream->Finish();
+  };
+  v1::UpdateStreamResponse summary;
+  const grpc::Status into_b = stream_into("b", &summary);
+  EXPECT_TRUE(into_b.ok()) << Describe(into_b);
+  EXPECT_EQ(summary.applied(), 12u);
+  EXPECT_TRUE(IsResourceExhausted(stream_into("a", &summary),
+                                  "message 0 (0 examples applied before it): server overloaded: "
+                                  "1 calls queued; the limit is 1"));
+  EXPECT_FALSE(update_done) << "the long update ended too soon for this test to mean anything";
+  EXPECT_TRUE(ExitsCleanlyOnSigterm(*server));
+  update.wait();
+}
+
 }  // namespace
 }  // namespace clickd

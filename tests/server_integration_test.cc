@@ -563,6 +563,60 @@ TEST(ClickdUpdateStream, SummarizesEveryMessage) {
   ExpectCleanStop(*server);
 }
 
+// A stream message of at most --max_inline_update_features features after
+// interactions, on a memory-only model, is learned on the gRPC thread that
+// read it; a larger one, or every one with the bound at 0, by a worker
+// (ClickdService::PlaceUpdate). Both places learn the same model, bit for
+// bit, through both kinds of stream.
+TEST(ClickdUpdateStream, LearnsTheSameOnTheGrpcThreadAsOnAWorker) {
+  // 1 to 40 examples of 3 features (user, ad, bias) per message: with a
+  // bound of 60, the messages of up to 20 examples are learned here.
+  std::vector<v1::UpdateRequest> messages;
+  for (int m = 0; m < 30; ++m) messages.push_back(UpdateOf("default", 1 + (m * 7) % 40, m * 50));
+  struct Learned {
+    v1::UpdateStreamResponse summary;
+    std::vector<std::string> acks;
+    std::string digest;
+  };
+  std::vector<Learned> learned;
+  for (const char* bound : {"--max_inline_update_features=60", "--max_inline_update_features=0"}) {
+    SCOPED_TRACE(bound);
+    auto server = StartServer({bound});
+    ASSERT_NE(server, nullptr);
+    Client client(*server);
+    Learned out;
+    ASSERT_TRUE(IsOk(client.UpdateStream(messages, &out.summary)));
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    auto acked = client.stub().UpdateStreamAcked(&context);
+    for (const v1::UpdateRequest& m : messages) {
+      v1::UpdateAck ack;
+      ASSERT_TRUE(acked->Write(m));
+      ASSERT_TRUE(acked->Read(&ack));
+      out.acks.push_back(ack.SerializeAsString());
+    }
+    acked->WritesDone();
+    ASSERT_TRUE(IsOk(acked->Finish()));
+    grpc::ClientContext digest_context;
+    SetDeadline(&digest_context);
+    v1::GetModelRequest request;
+    request.set_model("default");
+    request.set_state_digest(true);
+    v1::GetModelResponse response;
+    ASSERT_TRUE(IsOk(client.stub().GetModel(&digest_context, request, &response)));
+    out.digest = response.model().state_digest();
+    EXPECT_EQ(response.model().updates(), 2 * out.summary.applied());
+    learned.push_back(std::move(out));
+    ExpectCleanStop(*server);
+  }
+  ASSERT_EQ(learned.size(), 2u);
+  EXPECT_EQ(learned[0].summary.SerializeAsString(), learned[1].summary.SerializeAsString());
+  EXPECT_EQ(learned[0].summary.requests(), messages.size());
+  EXPECT_EQ(learned[0].acks, learned[1].acks);
+  EXPECT_FALSE(learned[0].digest.empty());
+  EXPECT_EQ(learned[0].digest, learned[1].digest);
+}
+
 TEST(ClickdModels, CreateGetListDelete) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
