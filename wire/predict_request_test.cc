@@ -109,7 +109,7 @@ std::vector<ModelConfig> AllConfigs() {
     EXPECT_TRUE(SetOptimizerName(name, &c).ok()) << name;
     if (name == "pa" || name == "cw") c.loss = LossType::kHinge;
     c.hashing.interactions = {{"u", "a"}, {"a", "a"}, {"u", "a", "p"}};
-    c.hashing.bits = c.optimizer.type == OptimizerType::kDense ? 6 : 20;  // small full matrices
+    c.hashing.bits = c.optimizer.type == OptimizerType::kDense ? 4 : 20;  // small full matrices
     // PA and CW take no dense block.
     if (name != "pa" && name != "cw") c.dense_namespaces = {{"emb", 3}, {"pos", 2}};
     c.dense_optimizer.tau = 4;  // at most the dense block's dimension
