@@ -143,6 +143,19 @@ TEST_F(ClickctlLoadgenTest, UpdateStream) {
   ExpectUnitsRate(json, "examples_per_second", 20);
 }
 
+// --qps paces a stream: message i is written no earlier than i / Q seconds
+// after the start, so a 1-second run at 50/s writes at most 50 (an unpaced
+// stream of these small messages writes thousands).
+TEST_F(ClickctlLoadgenTest, UpdateStreamAtASetRate) {
+  CommandResult r =
+      Loadgen("--method=update_stream --qps=50 --warmup_s=0 --duration_s=1 --batch_size=5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string json = LastLine(r.out);
+  EXPECT_GT(JsonNumber(json, "requests"), 0) << json;
+  EXPECT_LE(JsonNumber(json, "requests"), 50) << json;
+  EXPECT_EQ(JsonNumber(json, "errors"), 0) << json;
+}
+
 TEST_F(ClickctlLoadgenTest, MaxRequestsBoundsTheRun) {
   // The count bound ends these runs; the minute is only a backstop.
   for (const std::string mode : {"--concurrency=3", "--qps=1000"}) {
@@ -157,9 +170,9 @@ TEST_F(ClickctlLoadgenTest, UsageErrors) {
   for (const std::string args :
        {"--method=predict --concurrency=2 --qps=10", "--method=bogus",
         "--method=health --candidates=3", "--method=predict --candidates=abc",
-        "--method=update_stream --concurrency=2", "--method=predict --duration_s=0",
-        "--method=predict --concurrency=0", "--method=predict --optimizer=sgd",
-        "--method=predict extra"}) {
+        "--method=update_stream --concurrency=2", "--method=update_stream --qps=0",
+        "--method=predict --duration_s=0", "--method=predict --concurrency=0",
+        "--method=predict --optimizer=sgd", "--method=predict extra"}) {
     CommandResult r = Loadgen(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
     EXPECT_TRUE(Has(r.err, "clickctl loadgen: ")) << args << ": " << r.err;

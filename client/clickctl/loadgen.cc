@@ -24,7 +24,8 @@ ABSL_FLAG(std::string, method, "predict", "loadgen: predict | update | update_st
 ABSL_FLAG(std::optional<int>, concurrency, std::nullopt,
           "loadgen: closed loop with this many calls in flight (default 1)");
 ABSL_FLAG(std::optional<double>, qps, std::nullopt,
-          "loadgen: open loop at this many calls per second");
+          "loadgen: open loop at this many calls per second (update_stream: messages per "
+          "second)");
 ABSL_FLAG(double, duration_s, 5, "loadgen: seconds measured (after the warmup)");
 ABSL_FLAG(double, warmup_s, 1, "loadgen: seconds of calls before measuring");
 ABSL_FLAG(uint64_t, max_requests, 10'000'000, "loadgen: stop after this many measured calls");
@@ -103,12 +104,15 @@ absl::Status PlanMode(const std::string& method, Plan* plan) {
   const std::optional<int> concurrency = absl::GetFlag(FLAGS_concurrency);
   const std::optional<double> qps = absl::GetFlag(FLAGS_qps);
   if (method == "update_stream") {
-    if (concurrency.has_value() || qps.has_value()) {
+    if (concurrency.has_value()) {
       return absl::InvalidArgumentError(
-          "--concurrency and --qps do not apply to --method=update_stream (one stream)");
+          "--concurrency does not apply to --method=update_stream (one stream)");
     }
     plan->mode = "stream";
-    return absl::OkStatus();
+    if (!qps.has_value()) return absl::OkStatus();
+    // Paced: message i is written no earlier than t0 + i / Q.
+    plan->load.target_qps = *qps;
+    return CheckRange("qps", *qps, 1e-3, kMaxQps);
   }
   if (concurrency.has_value() && qps.has_value()) {
     return absl::InvalidArgumentError(

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -196,6 +197,13 @@ LoadResult RunUpdateStream(const std::shared_ptr<grpc::Channel>& channel,
   // Bounded by `end` and by max_requests measured messages; a broken stream
   // (deadline, server error) makes Write return false at once.
   for (uint64_t i = 0; result.requests < options.max_requests; ++i) {
+    if (options.target_qps > 0) {  // paced: message i is due at start + i / Q
+      const int64_t due =
+          start + static_cast<int64_t>(static_cast<double>(i) * 1e9 / options.target_qps);
+      if (due >= end) break;
+      const int64_t wait = due - NowNanos();
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    }
     const int64_t before = NowNanos();
     if (before >= end) break;
     const v1::UpdateRequest& request = pool[i % pool.size()];
