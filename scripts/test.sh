@@ -5,18 +5,25 @@
 # briefly (scripts/fuzz.sh). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage prints how long it took (seconds since the run began), so a
+# slow CI run shows where its time went.
+stage_done() { echo "== $1 done at ${SECONDS} s"; }
 bash scripts/install_deps.sh
+stage_done "install"
 
 echo "== clang-format check"
 files=$(git ls-files --cached --others --exclude-standard -- '*.h' '*.cc')
 clang-format --dry-run -Werror $files
+stage_done "format check"
 
 echo "== fuzz (libFuzzer, ${FUZZ_SECONDS:-20} s per target)"
 bash scripts/fuzz.sh
+stage_done "fuzz"
 
 for flavour in release asan tsan; do
   echo "== build $flavour"
   bash scripts/build.sh "$flavour"
+  stage_done "build $flavour"
   echo "== test $flavour"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -26,10 +33,12 @@ for flavour in release asan tsan; do
     echo "tests failed in $flavour build" >&2
     exit 1
   fi
+  stage_done "test $flavour"
 done
 
 echo "== container image: podman build + smoke test (scripts/build_image.sh)"
 bash scripts/build_image.sh
+stage_done "image"
 
 # One closing line for the whole run (each build's ctest summary is above).
 total=0
