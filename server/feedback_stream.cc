@@ -23,6 +23,12 @@ class FeedbackStreamReactor final
       FinishAndRecord(s);
       return;
     }
+    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(kMethod);
+    if (!ticket.ok()) {
+      FinishAndRecord(ticket.status());
+      return;
+    }
+    ticket_ = *std::move(ticket);
     StartRead(&bytes_);
   }
 
@@ -85,6 +91,7 @@ class FeedbackStreamReactor final
   ClickdService* const service_;
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
+  StreamLimit::Ticket ticket_;   // this stream's place among the open ones
   uint64_t messages_ = 0;        // answered so far
   grpc::ByteBuffer bytes_;       // the message being read
   v1::FeedbackRequest request_;  // ... parsed

@@ -45,6 +45,9 @@ struct Limits : ExampleLimits {
   size_t max_feedback_items = 10000;       // per Feedback request
   uint32_t max_explain_top_k = 100;        // PredictRequest.explain_top_k
   int max_message_bytes = 16 << 20;
+  // Streaming calls open at once, server-wide (server/stream_limit.h): each
+  // holds at most one message of max_message_bytes.
+  uint64_t max_open_streams = 256;
 };
 
 }  // namespace clickd

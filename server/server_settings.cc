@@ -42,6 +42,10 @@ ABSL_FLAG(uint64_t, max_inline_update_features, 16384,
           "a stream message of at most this many features after interactions, on a memory-only "
           "model, is learned on the gRPC thread that read it while no other such work is and no "
           "long call learns on that model (0: never); else on the workers");
+ABSL_FLAG(uint64_t, max_open_streams, 256,
+          "streaming calls (UpdateStream, UpdateStreamAcked, FeedbackStream) open at once, "
+          "server-wide; each holds at most one message of --max_message_bytes, and a stream "
+          "beyond the limit is refused when it opens");
 ABSL_FLAG(int, worker_threads, 0,
           "threads that run the model work of calls, off gRPC's threads (0: four per core; "
           "durable learners spend most of their time waiting for a disk sync, and several "
@@ -234,6 +238,8 @@ absl::Status CheckServingFlags() {
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_predict_features)), 0, 65536},
       {"max_quiet_inline_predict_features",
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_quiet_inline_predict_features)), 0, 1 << 20},
+      {"max_open_streams", static_cast<int64_t>(absl::GetFlag(FLAGS_max_open_streams)), 1,
+       1'000'000},
       {"max_inline_update_features",
        static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_update_features)), 0, 1 << 20},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
@@ -257,6 +263,7 @@ Limits LimitsFromFlags() {
   limits.max_inline_predict_features = absl::GetFlag(FLAGS_max_inline_predict_features);
   limits.max_quiet_inline_predict_features = absl::GetFlag(FLAGS_max_quiet_inline_predict_features);
   limits.max_inline_update_features = absl::GetFlag(FLAGS_max_inline_update_features);
+  limits.max_open_streams = absl::GetFlag(FLAGS_max_open_streams);
   return limits;
 }
 

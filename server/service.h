@@ -60,6 +60,7 @@
 #include "server/metrics/rpc_metrics.h"
 #include "server/model_writer.h"
 #include "server/snapshotter.h"
+#include "server/stream_limit.h"
 #include "server/unary_call.h"
 
 namespace clickd {
@@ -156,6 +157,13 @@ class ClickdService final : public RawClickdService {
   void RunCallWork(std::string_view key, std::function<void()> run,
                    std::function<void(const absl::Status&)> refuse, bool light = false);
 
+  // A place for a new stream of `method` (UpdateStream, UpdateStreamAcked,
+  // FeedbackStream), held until the ticket is destroyed; RESOURCE_EXHAUSTED
+  // once Limits::max_open_streams are open (server/stream_limit.h).
+  absl::StatusOr<StreamLimit::Ticket> OpenStream(std::string_view method) {
+    return open_streams_.Open(method);
+  }
+
   // Where a stream message is learned. `here`: on the gRPC thread that read
   // it, holding the one inline slot, if the message yields at most
   // Limits::max_inline_update_features features after interactions, its
@@ -224,6 +232,7 @@ class ClickdService final : public RawClickdService {
   // Held while a large Predict is scored (ScoresInline), or a stream
   // message learned (PlaceUpdate), on a gRPC thread.
   std::atomic<bool> inline_slot_{false};
+  StreamLimit open_streams_{limits_.max_open_streams};
 };
 
 }  // namespace clickd

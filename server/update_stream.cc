@@ -117,6 +117,12 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
       FinishAndRecord(s);
       return;
     }
+    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream("UpdateStream");
+    if (!ticket.ok()) {
+      FinishAndRecord(ticket.status());
+      return;
+    }
+    ticket_ = *std::move(ticket);
     StartRead(&bytes_);
   }
 
@@ -185,6 +191,7 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_bytes_;
   const SteadyClock::time_point start_;
+  StreamLimit::Ticket ticket_;  // this stream's place among the open ones
   StreamUpdater updater_;
   grpc::ByteBuffer bytes_;     // the message being read
   v1::UpdateRequest request_;  // ... parsed
@@ -205,6 +212,12 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(s);
       return;
     }
+    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream("UpdateStreamAcked");
+    if (!ticket.ok()) {
+      FinishAndRecord(ticket.status());
+      return;
+    }
+    ticket_ = *std::move(ticket);
     StartRead(&bytes_);
   }
 
@@ -275,6 +288,7 @@ class AckedUpdateStreamReactor final
   ClickdService* const service_;
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
+  StreamLimit::Ticket ticket_;  // this stream's place among the open ones
   StreamUpdater updater_;
   grpc::ByteBuffer bytes_;     // the message being read
   v1::UpdateRequest request_;  // ... parsed

@@ -211,9 +211,9 @@ TEST(ClickdRequestCost, InteractionExplosionIsRefusedAndChangesNothing) {
 }
 
 TEST(ClickdRequestCost, RejectsOutOfRangeLimitFlags) {
-  for (const char* flag :
-       {"--max_features_after_interactions=0", "--max_features_per_request=10",
-        "--worker_threads=-1", "--max_queued_calls=0", "--max_learners_per_model=5000"}) {
+  for (const char* flag : {"--max_features_after_interactions=0", "--max_features_per_request=10",
+                           "--worker_threads=-1", "--max_queued_calls=0",
+                           "--max_learners_per_model=5000", "--max_open_streams=0"}) {
     const auto result = clickd::testing::RunClickd({flag});
     EXPECT_EQ(result.status.ToString(), "exit 2") << flag << "\n" << result.output;
     EXPECT_NE(result.output.find(std::string(flag).substr(0, std::string(flag).find('='))),
@@ -496,6 +496,69 @@ TEST(ClickdIsolation, SmallStreamMessagesLearnHereUnlessALongCallLearnsOnTheMode
   EXPECT_FALSE(update_done) << "the long update ended too soon for this test to mean anything";
   EXPECT_TRUE(ExitsCleanlyOnSigterm(*server));
   update.wait();
+}
+
+// Streams open at once are bounded server-wide (--max_open_streams): one
+// beyond the limit, of any streaming method, is refused when it opens, and
+// the place is free again once a stream ends. Unary calls go on.
+TEST(ClickdIsolation, OpenStreamsAreBoundedServerWide) {
+  auto server = StartServer({"--max_open_streams=2"});
+  ASSERT_NE(server, nullptr);
+  Client client(*server);
+  ASSERT_TRUE(client.CreateModel(ModelWith("b", {})).ok());
+  auto stub = server->NewStub();
+  // Two acked streams, each open on the server (its first ack came back).
+  struct Held {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::UpdateRequest, v1::UpdateAck>> stream;
+  };
+  std::vector<std::unique_ptr<Held>> held;
+  for (int i = 0; i < 2; ++i) {
+    auto h = std::make_unique<Held>();
+    h->context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    h->stream = stub->UpdateStreamAcked(&h->context);
+    v1::UpdateAck ack;
+    ASSERT_TRUE(h->stream->Write(UpdateOf("b", Cube(2), 2)));
+    ASSERT_TRUE(h->stream->Read(&ack));
+    held.push_back(std::move(h));
+  }
+  auto one_message_stream = [&stub] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    v1::UpdateStreamResponse summary;
+    auto stream = stub->UpdateStream(&context, &summary);
+    stream->Write(UpdateOf("b", Cube(2), 2));
+    stream->WritesDone();
+    return stream->Finish();
+  };
+  EXPECT_TRUE(IsResourceExhausted(one_message_stream(),
+                                  "UpdateStream: too many open streams: 2 are open; the limit is 2 "
+                                  "(max_open_streams)"));
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    auto feedback = stub->FeedbackStream(&context);
+    feedback->WritesDone();
+    EXPECT_TRUE(IsResourceExhausted(feedback->Finish(), "FeedbackStream: too many open streams"));
+  }
+  EXPECT_TRUE(client.Update(UpdateOf("b", Cube(2), 1)).ok());
+  // One held stream ends: its place is free once the server is done with
+  // it (OnDone may follow the client's Finish by a moment: bounded retry).
+  held[0]->stream->WritesDone();
+  ASSERT_TRUE(held[0]->stream->Finish().ok());
+  grpc::Status after = one_message_stream();
+  for (int attempt = 0; attempt < 100 && after.error_code() == StatusCode::RESOURCE_EXHAUSTED;
+       ++attempt) {
+    std::this_thread::sleep_for(milliseconds(20));
+    after = one_message_stream();
+  }
+  EXPECT_TRUE(after.ok()) << Describe(after);
+  held[1]->stream->WritesDone();
+  EXPECT_TRUE(held[1]->stream->Finish().ok());
+  v1::ModelInfo info;
+  ASSERT_TRUE(client.GetModel("b", false, &info).ok());
+  EXPECT_EQ(info.updates(), 2u + 2 + 1 + 2);
+  EXPECT_EQ(server->Stop().ToString(), "exit 0") << server->Output();
 }
 
 }  // namespace
