@@ -58,7 +58,7 @@ class Executor {
     std::function<void()> run;
     // Called instead of run if the executor closes first; may be null.
     std::function<void(const absl::Status&)> cancel;
-    // Short work of bounded cost (a small stream message): it does not
+    // Short work of bounded cost (a small Update or stream message): it does not
     // make its key heavy (KeyIsLight).
     bool light = false;
   };
@@ -83,7 +83,7 @@ class Executor {
   void Close(const absl::Status& reason);
 
   // Whether the executor is open and no task of `key` that is not light
-  // is queued or running. The service learns a small stream message on the
+  // is queued or running. The service learns a small update on the
   // gRPC thread only then (ClickdService::PlaceUpdate), so that it does not
   // wait there behind a long call on the same model.
   bool KeyIsLight(std::string_view key) const;

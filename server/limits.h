@@ -32,9 +32,9 @@ struct Limits : ExampleLimits {
   // its latency (server/inline_lease.h). 16384 features take well under
   // 1 ms to score.
   uint64_t max_quiet_inline_predict_features = 16384;
-  // A stream message (UpdateStream, UpdateStreamAcked) of at most this many
-  // features after interactions, on a memory-only model of this process, is
-  // learned on the gRPC thread that read it while no other large work holds
+  // An Update or stream message (UpdateStream, UpdateStreamAcked) of at most
+  // this many features after interactions, on a memory-only model of this
+  // process, is learned on the gRPC thread that received it while no other large work holds
   // a gRPC thread and no long call learns on that model (0: never): the
   // hand-over to a worker and back costs a stream about a tenth of its
   // throughput (ClickdService::PlaceUpdate, docs/performance_rpc.md).

@@ -39,9 +39,9 @@ ABSL_FLAG(uint64_t, max_quiet_inline_predict_features, 16384,
           "thread too while the workers are idle and no other such Predict is (0: never); under "
           "load it goes to the workers");
 ABSL_FLAG(uint64_t, max_inline_update_features, 16384,
-          "a stream message of at most this many features after interactions, on a memory-only "
-          "model, is learned on the gRPC thread that read it while no other such work is and no "
-          "long call learns on that model (0: never); else on the workers");
+          "an Update or stream message of at most this many features after interactions, on a "
+          "memory-only model, is learned on the gRPC thread that received it while no other such "
+          "work is and no long call learns on that model (0: never); else on the workers");
 ABSL_FLAG(uint64_t, max_open_streams, 256,
           "streaming calls (UpdateStream, UpdateStreamAcked, FeedbackStream) open at once, "
           "server-wide; each holds at most one message of --max_message_bytes, and a stream "

@@ -43,6 +43,14 @@ std::string ModelKey(const Request& request) {
   return request.model();
 }
 
+// Whether work placed by a RunHere (ClickdService::Unary) goes to the
+// executor as light work: only a small Update (ClickdService::PlaceUpdate).
+template <typename Placement>
+bool IsLight(const Placement&) {
+  return false;
+}
+bool IsLight(const ClickdService::UpdatePlacement& placement) { return placement.light; }
+
 // Fills the response of a learned update and appends its pre-update scores.
 void FillUpdateResponse(const v1::UpdateRequest& request, size_t applied,
                         const ModelWriter::Learned& learned, v1::UpdateResponse* response,
@@ -132,7 +140,8 @@ std::shared_ptr<UnaryCall<ClickdService, Request, Response>> ClickdService::Star
 
 template <typename Call, typename Work>
 void ClickdService::RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
-                            std::string_view method, std::string_view key, bool here, Work work) {
+                            std::string_view method, std::string_view key, bool here, bool light,
+                            Work work) {
   auto run_call = [call, context, method, work = std::move(work)]() mutable {
     auto run = [&] { return work(call->request(), call->response()); };
     call->Finish(DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run));
@@ -141,8 +150,9 @@ void ClickdService::RunCall(std::shared_ptr<Call> call, grpc::CallbackServerCont
     run_call();
     return;
   }
-  RunCallWork(key, std::move(run_call),
-              [call](const absl::Status& refused) { call->Finish(refused); });
+  RunCallWork(
+      key, std::move(run_call), [call](const absl::Status& refused) { call->Finish(refused); },
+      light);
 }
 
 template <typename Request, typename Response, typename KeyOf, typename Work, typename RunHere>
@@ -155,7 +165,7 @@ grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* cont
     // Alive until the work ran, if it runs here: it may hold a slot
     // (server/inline_lease.h).
     const auto here = run_here(call->request());
-    RunCall(call, context, method, key_of(call->request()), static_cast<bool>(here),
+    RunCall(call, context, method, key_of(call->request()), static_cast<bool>(here), IsLight(here),
             std::move(work));
   }
   return call->reactor();
@@ -338,7 +348,8 @@ grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* con
         if (!served.ok()) return served.status();
         std::vector<ScoredExample> scored;
         return ApplyUpdate(**served, req, resp, &scored);
-      });
+      },
+      [this](const v1::UpdateRequest& req) { return PlaceUpdate(req); });
 }
 
 grpc::ServerUnaryReactor* ClickdService::Feedback(grpc::CallbackServerContext* context,
@@ -432,7 +443,7 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
     GetModelWithDigest(this, context, call);
     return call->reactor();
   }
-  RunCall(call, context, "GetModel", /*key=*/"", /*here=*/false,
+  RunCall(call, context, "GetModel", /*key=*/"", /*here=*/false, /*light=*/false,
           [this](const v1::GetModelRequest& req, v1::GetModelResponse* resp) -> absl::Status {
             auto served = Lookup(req.model(), "model");
             if (!served.ok()) return served.status();

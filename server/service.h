@@ -21,8 +21,8 @@
 // it; it takes no model-wide lock and waits at most for one learner's step
 // on a shard it reads. So is one larger Predict at a time (up to
 // Limits::max_quiet_inline_predict_features) while the executor is idle
-// (server/inline_lease.h), or, in its place, one small stream message on a
-// memory-only model that no long call learns on (PlaceUpdate). Without an
+// (server/inline_lease.h), or, in its place, one small Update or stream
+// message on a memory-only model that no long call learns on (PlaceUpdate). Without an
 // executor (unit tests), work runs on the calling thread.
 //
 // Every finished call, failures included, is recorded in the request
@@ -164,8 +164,8 @@ class ClickdService final : public RawClickdService {
     return open_streams_.Open(method);
   }
 
-  // Where a stream message is learned. `here`: on the gRPC thread that read
-  // it, holding the one inline slot, if the message yields at most
+  // Where an Update or a stream message is learned. `here`: on the gRPC
+  // thread that received it, holding the one inline slot, if it yields at most
   // Limits::max_inline_update_features features after interactions, its
   // model is memory-only and learns in this process (a durable model waits
   // for its journal, a replicated one for JetStream), no call on the model
@@ -176,6 +176,7 @@ class ClickdService final : public RawClickdService {
   struct UpdatePlacement {
     InlineLease here;
     bool light = false;
+    explicit operator bool() const { return static_cast<bool>(here); }
   };
   UpdatePlacement PlaceUpdate(const v1::UpdateRequest& request);
 
@@ -208,10 +209,11 @@ class ClickdService final : public RawClickdService {
       Bytes* response_bytes);
 
   // Runs a started call's work: here if `here`, else on the executor under
-  // `key`; checks the deadline first and turns exceptions into statuses.
+  // `key` (as light work if `light`, Executor::Task::light); checks the
+  // deadline first and turns exceptions into statuses.
   template <typename Call, typename Work>
   void RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
-               std::string_view method, std::string_view key, bool here, Work work);
+               std::string_view method, std::string_view key, bool here, bool light, Work work);
 
   // Whether a Predict is scored on the gRPC thread that received it: if
   // it is small (Limits::max_inline_predict_features), or if it is at most

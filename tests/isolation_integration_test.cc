@@ -460,12 +460,12 @@ TEST(ClickdIsolation, LargePredictTakesTheWorkersWhileTheyAreBusy) {
   update.wait();
 }
 
-// A small stream message on a memory-only model is learned on the gRPC
-// thread that read it (ClickdService::PlaceUpdate), so it needs no worker
-// and no place in the queue; one on a model that a long call learns on is
-// not (it would wait there for that call), and queues for the workers like
-// any other learner: with the queue full, it is refused.
-TEST(ClickdIsolation, SmallStreamMessagesLearnHereUnlessALongCallLearnsOnTheModel) {
+// A small Update or stream message on a memory-only model is learned on the
+// gRPC thread that received it (ClickdService::PlaceUpdate), so it needs no
+// worker and no place in the queue; one on a model that a long call learns
+// on is not (it would wait there for that call), and queues for the workers
+// like any other learner: with the queue full, it is refused.
+TEST(ClickdIsolation, SmallUpdatesLearnHereUnlessALongCallLearnsOnTheModel) {
   auto server = StartServer(LongUpdateFlags({"--max_queued_calls=1"}));
   ASSERT_NE(server, nullptr);
   Client client(*server);
@@ -493,6 +493,10 @@ TEST(ClickdIsolation, SmallStreamMessagesLearnHereUnlessALongCallLearnsOnTheMode
   EXPECT_TRUE(IsResourceExhausted(stream_into("a", &summary),
                                   "message 0 (0 examples applied before it): server overloaded: "
                                   "1 calls queued; the limit is 1"));
+  const grpc::Status unary_into_b = client.Update(UpdateOf("b", Cube(2), 3));
+  EXPECT_TRUE(unary_into_b.ok()) << Describe(unary_into_b);
+  EXPECT_TRUE(IsResourceExhausted(client.Update(UpdateOf("a", Cube(2), 3)),
+                                  "server overloaded: 1 calls queued; the limit is 1"));
   EXPECT_FALSE(update_done) << "the long update ended too soon for this test to mean anything";
   EXPECT_TRUE(ExitsCleanlyOnSigterm(*server));
   update.wait();

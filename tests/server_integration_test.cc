@@ -567,7 +567,7 @@ TEST(ClickdUpdateStream, SummarizesEveryMessage) {
 // interactions, on a memory-only model, is learned on the gRPC thread that
 // read it; a larger one, or every one with the bound at 0, by a worker
 // (ClickdService::PlaceUpdate). Both places learn the same model, bit for
-// bit, through both kinds of stream.
+// bit, through both kinds of stream and unary Updates.
 TEST(ClickdUpdateStream, LearnsTheSameOnTheGrpcThreadAsOnAWorker) {
   // 1 to 40 examples of 3 features (user, ad, bias) per message: with a
   // bound of 60, the messages of up to 20 examples are learned here.
@@ -576,6 +576,7 @@ TEST(ClickdUpdateStream, LearnsTheSameOnTheGrpcThreadAsOnAWorker) {
   struct Learned {
     v1::UpdateStreamResponse summary;
     std::vector<std::string> acks;
+    std::vector<std::string> responses;  // of the unary Updates
     std::string digest;
   };
   std::vector<Learned> learned;
@@ -597,6 +598,11 @@ TEST(ClickdUpdateStream, LearnsTheSameOnTheGrpcThreadAsOnAWorker) {
     }
     acked->WritesDone();
     ASSERT_TRUE(IsOk(acked->Finish()));
+    for (const v1::UpdateRequest& m : messages) {
+      v1::UpdateResponse response;
+      ASSERT_TRUE(IsOk(client.Update(m, &response)));
+      out.responses.push_back(response.SerializeAsString());
+    }
     grpc::ClientContext digest_context;
     SetDeadline(&digest_context);
     v1::GetModelRequest request;
@@ -605,7 +611,7 @@ TEST(ClickdUpdateStream, LearnsTheSameOnTheGrpcThreadAsOnAWorker) {
     v1::GetModelResponse response;
     ASSERT_TRUE(IsOk(client.stub().GetModel(&digest_context, request, &response)));
     out.digest = response.model().state_digest();
-    EXPECT_EQ(response.model().updates(), 2 * out.summary.applied());
+    EXPECT_EQ(response.model().updates(), 3 * out.summary.applied());
     learned.push_back(std::move(out));
     ExpectCleanStop(*server);
   }
@@ -613,6 +619,7 @@ TEST(ClickdUpdateStream, LearnsTheSameOnTheGrpcThreadAsOnAWorker) {
   EXPECT_EQ(learned[0].summary.SerializeAsString(), learned[1].summary.SerializeAsString());
   EXPECT_EQ(learned[0].summary.requests(), messages.size());
   EXPECT_EQ(learned[0].acks, learned[1].acks);
+  EXPECT_EQ(learned[0].responses, learned[1].responses);
   EXPECT_FALSE(learned[0].digest.empty());
   EXPECT_EQ(learned[0].digest, learned[1].digest);
 }
