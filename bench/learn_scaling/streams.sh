@@ -23,28 +23,8 @@ build=${BUILD_DIR:-build/release}
 repeats=${REPEATS:-3}
 duration=${DURATION_S:-4}
 wire=${WIRE:-keys}
-clickd=$build/server/clickd
-clickctl=$build/client/clickctl
-for binary in "$clickd" "$clickctl"; do
-  if [[ ! -x $binary ]]; then
-    echo "streams.sh: $binary is missing: run 'bash scripts/build.sh release'" >&2
-    exit 1
-  fi
-done
-dir=$(mktemp -d "${TMPDIR:-/tmp}/streams.XXXXXX")
-clickd_pid=
-stop_server() {
-  if [[ -n $clickd_pid ]]; then
-    kill -TERM "$clickd_pid" 2>/dev/null || true
-    wait "$clickd_pid" 2>/dev/null || true
-    clickd_pid=
-  fi
-}
-trap 'stop_server; rm -rf "$dir"' EXIT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+source bench/lib/clickd_server.sh
+bench_setup streams.sh
 
 # stream SERVER SEED OUT: one UpdateStream for DURATION_S seconds; the
 # client's CPU seconds (user + sys) go to OUT.cpu.
@@ -69,26 +49,16 @@ wall = t1 - t0
 print(f"{(s1 - s0) / wall:.2f} + {client / wall:.2f} = {(s1 - s0 + client) / wall:.2f} cores")
 PY
 }
-rate_of() {
-  python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["examples_per_second"]))' "$1"
-}
+rate_of() { json_field "$1" examples_per_second; }
 
 echo "# two UpdateStreams, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $build, wire=$wire"
 for model in memory durable; do
-  port=$(free_port)
-  server=127.0.0.1:$port
-  flags=(--address="$server")
+  flags=()
   if [[ $model == durable ]]; then
     rm -rf "$dir/data"
     flags+=(--data_dir="$dir/data" --update_log_sync=none)
   fi
-  "$clickd" "${flags[@]}" > "$dir/clickd_$model.log" 2>&1 &
-  clickd_pid=$!
-  for attempt in $(seq 100); do
-    "$clickctl" loadgen --server="$server" --method=health --warmup_s=0 --duration_s=1 \
-      --max_requests=1 --deadline_ms=200 > /dev/null 2>&1 && break
-    sleep 0.2
-  done
+  start_clickd "${flags[@]}"
   one=()
   two=()
   for rep in $(seq "$repeats"); do
@@ -113,7 +83,7 @@ for model in memory durable; do
     one+=("$r1")
     two+=($((rb + rc)))
   done
-  stop_server
+  stop_clickd
   ratios=""
   for i in "${!one[@]}"; do
     ratios+=" $(python3 -c "print(f'{${two[$i]} / ${one[$i]}:.2f}x')")"
