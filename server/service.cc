@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "absl/cleanup/cleanup.h"
@@ -50,6 +51,15 @@ bool IsLight(const Placement&) {
   return false;
 }
 bool IsLight(const ClickdService::UpdatePlacement& placement) { return placement.light; }
+
+// A unary call's work, run: DEADLINE_EXCEEDED if the deadline passed
+// before it started, an exception turned into a status (Guarded).
+template <typename Call, typename Work>
+absl::Status WorkStatus(Call& call, const grpc::CallbackServerContext* context,
+                        std::string_view method, Work& work) {
+  auto run = [&] { return work(call.request(), call.response()); };
+  return DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run);
+}
 
 // Fills the response of a learned update and appends its pre-update scores.
 void FillUpdateResponse(const v1::UpdateRequest& request, size_t applied,
@@ -140,16 +150,10 @@ std::shared_ptr<UnaryCall<ClickdService, Request, Response>> ClickdService::Star
 
 template <typename Call, typename Work>
 void ClickdService::RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
-                            std::string_view method, std::string_view key, bool here, bool light,
-                            Work work) {
+                            std::string_view method, std::string_view key, bool light, Work work) {
   auto run_call = [call, context, method, work = std::move(work)]() mutable {
-    auto run = [&] { return work(call->request(), call->response()); };
-    call->Finish(DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run));
+    call->Finish(WorkStatus(*call, context, method, work));
   };
-  if (here) {
-    run_call();
-    return;
-  }
   RunCallWork(
       key, std::move(run_call), [call](const absl::Status& refused) { call->Finish(refused); },
       light);
@@ -161,13 +165,20 @@ grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* cont
                                                Bytes* response_bytes, KeyOf key_of, Work work,
                                                RunHere run_here) {
   auto call = StartCall<Request, Response>(context, method, request_bytes, response_bytes);
-  if (!call->finished()) {
-    // Alive until the work ran, if it runs here: it may hold a slot
-    // (server/inline_lease.h).
+  if (call->finished()) return call->reactor();
+  std::optional<absl::Status> status_here;
+  {
+    // Held while the work runs here: it may hold a slot (server/inline_lease.h),
+    // given back before the call is answered, so that the caller's next call
+    // can take it.
     const auto here = run_here(call->request());
-    RunCall(call, context, method, key_of(call->request()), static_cast<bool>(here), IsLight(here),
-            std::move(work));
+    if (here) {
+      status_here = WorkStatus(*call, context, method, work);
+    } else {
+      RunCall(call, context, method, key_of(call->request()), IsLight(here), std::move(work));
+    }
   }
+  if (status_here.has_value()) call->Finish(*status_here);
   return call->reactor();
 }
 
@@ -443,7 +454,7 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
     GetModelWithDigest(this, context, call);
     return call->reactor();
   }
-  RunCall(call, context, "GetModel", /*key=*/"", /*here=*/false, /*light=*/false,
+  RunCall(call, context, "GetModel", /*key=*/"", /*light=*/false,
           [this](const v1::GetModelRequest& req, v1::GetModelResponse* resp) -> absl::Status {
             auto served = Lookup(req.model(), "model");
             if (!served.ok()) return served.status();

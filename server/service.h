@@ -208,12 +208,12 @@ class ClickdService final : public RawClickdService {
       grpc::CallbackServerContext* context, std::string_view method, const Bytes* request_bytes,
       Bytes* response_bytes);
 
-  // Runs a started call's work: here if `here`, else on the executor under
-  // `key` (as light work if `light`, Executor::Task::light); checks the
+  // Runs a started call's work on the executor under `key` (as light work
+  // if `light`, Executor::Task::light) and finishes the call; checks the
   // deadline first and turns exceptions into statuses.
   template <typename Call, typename Work>
   void RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
-               std::string_view method, std::string_view key, bool here, bool light, Work work);
+               std::string_view method, std::string_view key, bool light, Work work);
 
   // Whether a Predict is scored on the gRPC thread that received it: if
   // it is small (Limits::max_inline_predict_features), or if it is at most
