@@ -19,11 +19,7 @@ class FeedbackStreamReactor final
  public:
   FeedbackStreamReactor(ClickdService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context), start_(SteadyClock::now()) {
-    if (absl::Status s = service->CheckAccess(context, kMethod); !s.ok()) {
-      FinishAndRecord(s);
-      return;
-    }
-    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(kMethod);
+    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(context, kMethod);
     if (!ticket.ok()) {
       FinishAndRecord(ticket.status());
       return;

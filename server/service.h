@@ -157,10 +157,13 @@ class ClickdService final : public RawClickdService {
   void RunCallWork(std::string_view key, std::function<void()> run,
                    std::function<void(const absl::Status&)> refuse, bool light = false);
 
-  // A place for a new stream of `method` (UpdateStream, UpdateStreamAcked,
-  // FeedbackStream), held until the ticket is destroyed; RESOURCE_EXHAUSTED
-  // once Limits::max_open_streams are open (server/stream_limit.h).
-  absl::StatusOr<StreamLimit::Ticket> OpenStream(std::string_view method) {
+  // Admits a new stream of `method` (UpdateStream, UpdateStreamAcked,
+  // FeedbackStream): checks access (CheckAccess), then takes a place held
+  // until the ticket is destroyed; RESOURCE_EXHAUSTED once
+  // Limits::max_open_streams are open (server/stream_limit.h).
+  absl::StatusOr<StreamLimit::Ticket> OpenStream(const grpc::CallbackServerContext* context,
+                                                 std::string_view method) {
+    if (absl::Status s = CheckAccess(context, method); !s.ok()) return s;
     return open_streams_.Open(method);
   }
 

@@ -113,11 +113,7 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
         response_bytes_(response_bytes),
         start_(SteadyClock::now()),
         updater_(service, context) {
-    if (absl::Status s = service->CheckAccess(context, "UpdateStream"); !s.ok()) {
-      FinishAndRecord(s);
-      return;
-    }
-    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream("UpdateStream");
+    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(context, "UpdateStream");
     if (!ticket.ok()) {
       FinishAndRecord(ticket.status());
       return;
@@ -208,11 +204,7 @@ class AckedUpdateStreamReactor final
         context_(context),
         start_(SteadyClock::now()),
         updater_(service, context) {
-    if (absl::Status s = service->CheckAccess(context, "UpdateStreamAcked"); !s.ok()) {
-      FinishAndRecord(s);
-      return;
-    }
-    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream("UpdateStreamAcked");
+    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(context, "UpdateStreamAcked");
     if (!ticket.ok()) {
       FinishAndRecord(ticket.status());
       return;
