@@ -77,6 +77,7 @@
 #include "server/executor.h"
 #include "server/grpc_servers.h"
 #include "server/impression_expirer.h"
+#include "server/load_metrics.h"
 #include "server/metrics/clickd_metrics.h"
 #include "server/metrics/durability_metrics.h"
 #include "server/metrics/http_exporter.h"
@@ -160,11 +161,13 @@ class ServerProcess {
   // log, or (a replica) into the replicated log.
   std::optional<ImpressionExpirer> expirer_;
   std::optional<metrics::RpcMetrics> rpc_metrics_;
+  // The executor and the services before the exporter, whose scrapes read
+  // their load (RegisterLoadMetrics), so that they outlive it.
+  std::optional<Executor> executor_;
+  std::vector<std::unique_ptr<ClickdService>> services_;  // main, admin, health
   // Declared before the exporter, which serves it, so that it outlives it.
   std::optional<status::StatusPage> status_page_;
   std::unique_ptr<metrics::HttpExporter> exporter_;  // null: --metrics_port=0
-  std::optional<Executor> executor_;
-  std::vector<std::unique_ptr<ClickdService>> services_;  // main, admin, health
   Servers servers_;
   std::optional<auth::AuthFilesReloader> auth_reloader_;
   // Each server's health service, set once that server has started; calls
@@ -268,6 +271,8 @@ StepResult ServerProcess::StartServing() {
   // service gives that server the callback queue gRPC requires of a server
   // (the health service alone is added too late for its check).
   ClickdService& refusing = AddService(auth::MethodSet::kNone);
+  RegisterLoadMetrics(&metrics_registry_, &*executor_, {&main, &admin, &refusing},
+                      settings_.limits.max_open_streams);
   const Security& security = settings_.security;
   auto servers = StartServers(at, security, settings_.limits, {&main, &admin, &refusing});
   if (!servers.ok()) return Failed(1, servers.status());

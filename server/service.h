@@ -103,6 +103,9 @@ class ClickdService final : public RawClickdService {
   // The model_version a Predict on `served` reports now.
   uint64_t ModelVersion(const ServedModel& served) const { return writer_->Version(served); }
 
+  // Streams of this service open now (OpenStream's tickets not yet released).
+  uint64_t open_streams() const { return open_streams_.open(); }
+
   using Bytes = grpc::ByteBuffer;
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context, const Bytes* request,
                                     Bytes* response) override;

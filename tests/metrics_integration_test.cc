@@ -444,6 +444,46 @@ TEST(Metrics, CancelledStreamCountsAsCancelled) {
   EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
 }
 
+// The scrape's value of the unlabelled `name` once it equals `want`, or its
+// last value after about 10 s.
+std::optional<double> AwaitSample(int port, const std::string& name, double want) {
+  std::optional<double> value;
+  for (int i = 0; i < 200; ++i) {
+    value = Sample(Scrape(port), name);
+    if (value == want) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return value;
+}
+
+// The load gauges: the limits as the flags set them, an open stream counted
+// while it is open, and nothing queued or running once the calls are done.
+TEST(Metrics, LoadGaugesFollowOpenStreamsBesideTheLimits) {
+  MetricsServer server =
+      StartWithMetrics({"--max_open_streams=3", "--max_queued_calls=99", "--worker_threads=3"});
+  ASSERT_NE(server.process, nullptr);
+  const std::string body = Scrape(server.metrics_port);
+  EXPECT_EQ(Sample(body, "clickd_max_open_streams"), 3);
+  EXPECT_EQ(Sample(body, "clickd_executor_max_queued_calls"), 99);
+  EXPECT_EQ(Sample(body, "clickd_executor_worker_threads"), 3);
+  EXPECT_EQ(Sample(body, "clickd_open_streams"), 0);
+  {
+    auto stub = server.process->NewStub();
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::UpdateStreamResponse response;
+    auto stream = stub->UpdateStream(&context, &response);
+    ASSERT_TRUE(stream->Write(UpdateOf("default", 2)));
+    EXPECT_EQ(AwaitSample(server.metrics_port, "clickd_open_streams", 1), 1);
+    ASSERT_TRUE(stream->WritesDone());
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  EXPECT_EQ(AwaitSample(server.metrics_port, "clickd_open_streams", 0), 0);
+  EXPECT_EQ(AwaitSample(server.metrics_port, "clickd_executor_running_calls", 0), 0);
+  EXPECT_EQ(Sample(Scrape(server.metrics_port), "clickd_executor_queued_calls"), 0);
+  EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
+}
+
 TEST(Metrics, BusyMetricsPortStopsTheSecondServer) {
   MetricsServer first = StartWithMetrics();
   ASSERT_NE(first.process, nullptr);

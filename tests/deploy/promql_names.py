@@ -25,6 +25,12 @@ COUNTERS = {
     "clickd_model_admission_admitted_total",
 }
 GAUGES = {
+    "clickd_executor_queued_calls",
+    "clickd_executor_running_calls",
+    "clickd_executor_max_queued_calls",
+    "clickd_executor_worker_threads",
+    "clickd_open_streams",
+    "clickd_max_open_streams",
     "clickd_model_logloss",
     "clickd_model_auc",
     "clickd_model_calibration",
