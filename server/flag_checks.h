@@ -14,6 +14,9 @@ namespace clickd {
 
 // `value` must be in [lo, hi]: "--threads=-5 must be in [0, 1024]".
 absl::Status CheckFlagRange(std::string_view flag, int64_t value, int64_t lo, int64_t hi);
+// The same for an unsigned flag, named with the value as given however
+// large: "--max_models=18446744073709551615 must be in [1, 100000]".
+absl::Status CheckFlagRange(std::string_view flag, uint64_t value, uint64_t lo, uint64_t hi);
 
 }  // namespace clickd
 

@@ -223,29 +223,30 @@ absl::Status CheckServingFlags() {
   const struct {
     const char* name;
     int64_t value, lo, hi;
-  } ranges[] = {
+  } signed_ranges[] = {
       {"threads", absl::GetFlag(FLAGS_threads), 0, 1024},
-      {"max_candidates", static_cast<int64_t>(absl::GetFlag(FLAGS_max_candidates)), 1, 1'000'000},
-      {"max_features_per_example",
-       static_cast<int64_t>(absl::GetFlag(FLAGS_max_features_per_example)), 1, 1 << 20},
-      {"max_examples_per_update",
-       static_cast<int64_t>(absl::GetFlag(FLAGS_max_examples_per_update)), 1, 1'000'000},
-      {"max_feedback_items", static_cast<int64_t>(absl::GetFlag(FLAGS_max_feedback_items)), 1,
-       1'000'000},
       {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, 1 << 30},
-      {"max_models", static_cast<int64_t>(absl::GetFlag(FLAGS_max_models)), 1, 100'000},
-      {"max_inline_predict_features",
-       static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_predict_features)), 0, 65536},
-      {"max_quiet_inline_predict_features",
-       static_cast<int64_t>(absl::GetFlag(FLAGS_max_quiet_inline_predict_features)), 0, 1 << 20},
-      {"max_open_streams", static_cast<int64_t>(absl::GetFlag(FLAGS_max_open_streams)), 1,
-       1'000'000},
-      {"max_inline_update_features",
-       static_cast<int64_t>(absl::GetFlag(FLAGS_max_inline_update_features)), 0, 1 << 20},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
   };
-  for (const auto& r : ranges) {
-    // uint64 flags above INT64_MAX read as negative here, and are refused too.
+  for (const auto& r : signed_ranges) {
+    if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
+  }
+  const struct {
+    const char* name;
+    uint64_t value, lo, hi;
+  } unsigned_ranges[] = {
+      {"max_candidates", absl::GetFlag(FLAGS_max_candidates), 1, 1'000'000},
+      {"max_features_per_example", absl::GetFlag(FLAGS_max_features_per_example), 1, 1 << 20},
+      {"max_examples_per_update", absl::GetFlag(FLAGS_max_examples_per_update), 1, 1'000'000},
+      {"max_feedback_items", absl::GetFlag(FLAGS_max_feedback_items), 1, 1'000'000},
+      {"max_models", absl::GetFlag(FLAGS_max_models), 1, 100'000},
+      {"max_inline_predict_features", absl::GetFlag(FLAGS_max_inline_predict_features), 0, 65536},
+      {"max_quiet_inline_predict_features", absl::GetFlag(FLAGS_max_quiet_inline_predict_features),
+       0, 1 << 20},
+      {"max_open_streams", absl::GetFlag(FLAGS_max_open_streams), 1, 1'000'000},
+      {"max_inline_update_features", absl::GetFlag(FLAGS_max_inline_update_features), 0, 1 << 20},
+  };
+  for (const auto& r : unsigned_ranges) {
     if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
   }
   return absl::OkStatus();

@@ -211,13 +211,16 @@ TEST(ClickdRequestCost, InteractionExplosionIsRefusedAndChangesNothing) {
 }
 
 TEST(ClickdRequestCost, RejectsOutOfRangeLimitFlags) {
-  for (const char* flag : {"--max_features_after_interactions=0", "--max_features_per_request=10",
-                           "--worker_threads=-1", "--max_queued_calls=0",
-                           "--max_learners_per_model=5000", "--max_open_streams=0"}) {
+  for (const char* flag :
+       {"--max_features_after_interactions=0", "--max_features_per_request=10",
+        "--worker_threads=-1", "--max_queued_calls=0", "--max_learners_per_model=5000",
+        "--max_open_streams=0", "--max_inline_predict_features=65537",
+        "--max_quiet_inline_predict_features=1048577", "--max_inline_update_features=1048577",
+        "--max_inline_update_features=18446744073709551615"}) {
     const auto result = clickd::testing::RunClickd({flag});
     EXPECT_EQ(result.status.ToString(), "exit 2") << flag << "\n" << result.output;
-    EXPECT_NE(result.output.find(std::string(flag).substr(0, std::string(flag).find('='))),
-              std::string::npos)
+    // Named as given, however large the value.
+    EXPECT_NE(result.output.find(std::string(flag) + " must be in"), std::string::npos)
         << result.output;
   }
 }
