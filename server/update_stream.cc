@@ -41,17 +41,31 @@ class StreamUpdater {
     return absl::OkStatus();
   }
 
-  // Applies `request` right here if the service places it here
-  // (ClickdService::PlaceUpdate) and returns its status, with the inline
-  // slot free again, so that the stream's next message, which may be read
-  // as soon as this returns, can take it. Else nullopt, and *light says how
-  // to hand the message to a worker.
-  std::optional<absl::Status> ApplyIfPlacedHere(const v1::UpdateRequest& request,
-                                                v1::UpdateResponse* response, bool* light) {
-    const ClickdService::UpdatePlacement placement = service_->PlaceUpdate(request);
-    *light = placement.light;
-    if (!placement.here) return std::nullopt;
-    return Apply(request, response);
+  // Applies `request` (Apply), then calls then(status, &response): right
+  // here if the service places it here (ClickdService::PlaceUpdate), else
+  // on a worker. A refusal by the executor reaches `then` as the status.
+  // The stream's next read starts in `then`, so its messages are applied
+  // one at a time, in order; `request` must live until `then` runs.
+  template <typename Then>
+  void ApplyThen(const v1::UpdateRequest& request, Then then) {
+    bool light = false;
+    v1::UpdateResponse response;
+    if (std::optional<absl::Status> s = ApplyIfPlacedHere(request, &response, &light)) {
+      then(*s, &response);
+      return;
+    }
+    service_->RunCallWork(
+        request.model(),
+        [this, &request, then] {
+          v1::UpdateResponse response;
+          const absl::Status s = Apply(request, &response);
+          then(s, &response);
+        },
+        [then](const absl::Status& refused) {
+          v1::UpdateResponse none;
+          then(refused, &none);
+        },
+        light);
   }
 
   // The error that ends a stream at its current message.
@@ -73,6 +87,18 @@ class StreamUpdater {
   }
 
  private:
+  // Applies `request` right here if the service places it here and returns
+  // its status, with the inline slot free again, so that the stream's next
+  // message, which may be read as soon as this returns, can take it. Else
+  // nullopt, and *light says how to hand the message to a worker.
+  std::optional<absl::Status> ApplyIfPlacedHere(const v1::UpdateRequest& request,
+                                                v1::UpdateResponse* response, bool* light) {
+    const ClickdService::UpdatePlacement placement = service_->PlaceUpdate(request);
+    *light = placement.light;
+    if (!placement.here) return std::nullopt;
+    return Apply(request, response);
+  }
+
   absl::Status CheckModel(const std::string& name) {
     if (served_ == nullptr) {
       auto served = service_->Lookup(name, "model");
@@ -135,21 +161,8 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
       FinishAndRecord(updater_.StreamError(s));
       return;
     }
-    // The next read starts once this message is applied (here or by a
-    // worker), so the stream's messages are applied one at a time, in order.
-    bool light = false;
-    v1::UpdateResponse unused;
-    if (std::optional<absl::Status> s = updater_.ApplyIfPlacedHere(request_, &unused, &light)) {
-      ReadNextAfter(*s);
-      return;
-    }
-    service_->RunCallWork(
-        request_.model(),
-        [this] {
-          v1::UpdateResponse unused;
-          ReadNextAfter(updater_.Apply(request_, &unused));
-        },
-        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); }, light);
+    updater_.ApplyThen(request_,
+                       [this](const absl::Status& s, v1::UpdateResponse*) { ReadNextAfter(s); });
   }
 
   void OnDone() override { delete this; }
@@ -222,20 +235,9 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(updater_.StreamError(s));
       return;
     }
-    bool light = false;
-    v1::UpdateResponse response;
-    if (std::optional<absl::Status> s = updater_.ApplyIfPlacedHere(request_, &response, &light)) {
-      AckAfter(*s, &response);
-      return;
-    }
-    service_->RunCallWork(
-        request_.model(),
-        [this] {
-          v1::UpdateResponse response;
-          const absl::Status s = updater_.Apply(request_, &response);
-          AckAfter(s, &response);
-        },
-        [this](const absl::Status& s) { FinishAndRecord(updater_.StreamError(s)); }, light);
+    updater_.ApplyThen(request_, [this](const absl::Status& s, v1::UpdateResponse* response) {
+      AckAfter(s, response);
+    });
   }
 
   void OnWriteDone(bool ok) override {
