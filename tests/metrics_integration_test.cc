@@ -419,41 +419,45 @@ TEST(Metrics, ImpressionToClickLoop) {
   EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
 }
 
+// The scrape's value of `series` once it equals `want`, or its last value
+// after about 10 s (the server learns of a stream's end asynchronously).
+std::optional<double> AwaitSample(int port, const std::string& series, double want) {
+  std::optional<double> value;
+  for (int i = 0; i < 200; ++i) {
+    value = Sample(Scrape(port), series);
+    if (value == want) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return value;
+}
+
+// An UpdateStream to `server` that has sent one message of 2 examples.
+struct OpenUpdateStream {
+  explicit OpenUpdateStream(const ServerProcess& server) : stub(server.NewStub()) {
+    SetDeadline(&context);
+    writer = stub->UpdateStream(&context, &response);
+    sent = writer->Write(UpdateOf("default", 2));
+  }
+  std::unique_ptr<v1::Clickd::Stub> stub;
+  grpc::ClientContext context;
+  v1::UpdateStreamResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::UpdateRequest>> writer;
+  bool sent = false;
+};
+
 // A stream the client cancels counts as CANCELLED, which is what it saw.
 TEST(Metrics, CancelledStreamCountsAsCancelled) {
   MetricsServer server = StartWithMetrics();
   ASSERT_NE(server.process, nullptr);
   {
-    auto stub = server.process->NewStub();
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    v1::UpdateStreamResponse response;
-    auto stream = stub->UpdateStream(&context, &response);
-    ASSERT_TRUE(stream->Write(UpdateOf("default", 2)));
-    context.TryCancel();
-    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+    OpenUpdateStream stream(*server.process);
+    ASSERT_TRUE(stream.sent);
+    stream.context.TryCancel();
+    EXPECT_EQ(stream.writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
   }
-  // The server learns of the cancellation asynchronously.
-  std::optional<double> cancelled;
-  for (int i = 0; i < 200 && !cancelled; ++i) {
-    cancelled = Sample(Scrape(server.metrics_port), Requests("UpdateStream", "CANCELLED"));
-    if (!cancelled) std::this_thread::sleep_for(milliseconds(50));
-  }
-  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(AwaitSample(server.metrics_port, Requests("UpdateStream", "CANCELLED"), 1), 1);
   EXPECT_EQ(Sample(Scrape(server.metrics_port), Requests("UpdateStream", "OK")), 0);
   EXPECT_EQ(server.process->Stop().ToString(), "exit 0");
-}
-
-// The scrape's value of the unlabelled `name` once it equals `want`, or its
-// last value after about 10 s.
-std::optional<double> AwaitSample(int port, const std::string& name, double want) {
-  std::optional<double> value;
-  for (int i = 0; i < 200; ++i) {
-    value = Sample(Scrape(port), name);
-    if (value == want) break;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return value;
 }
 
 // The load gauges: the limits as the flags set them, an open stream counted
@@ -468,15 +472,11 @@ TEST(Metrics, LoadGaugesFollowOpenStreamsBesideTheLimits) {
   EXPECT_EQ(Sample(body, "clickd_executor_worker_threads"), 3);
   EXPECT_EQ(Sample(body, "clickd_open_streams"), 0);
   {
-    auto stub = server.process->NewStub();
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    v1::UpdateStreamResponse response;
-    auto stream = stub->UpdateStream(&context, &response);
-    ASSERT_TRUE(stream->Write(UpdateOf("default", 2)));
+    OpenUpdateStream stream(*server.process);
+    ASSERT_TRUE(stream.sent);
     EXPECT_EQ(AwaitSample(server.metrics_port, "clickd_open_streams", 1), 1);
-    ASSERT_TRUE(stream->WritesDone());
-    EXPECT_TRUE(stream->Finish().ok());
+    ASSERT_TRUE(stream.writer->WritesDone());
+    EXPECT_TRUE(stream.writer->Finish().ok());
   }
   EXPECT_EQ(AwaitSample(server.metrics_port, "clickd_open_streams", 0), 0);
   EXPECT_EQ(AwaitSample(server.metrics_port, "clickd_executor_running_calls", 0), 0);
