@@ -20,14 +20,20 @@ uint32_t RecordCrc(std::string_view body) {
   return crc32c::Mask(crc32c::Value(body.data(), body.size()));
 }
 
+// Runs under the journal's learn lock: the payload is copied once, and its
+// CRC extends the header's instead of being taken over a copy of both.
 std::string EncodeRecord(uint64_t sequence, std::string_view payload) {
-  std::string body;
-  coding::PutFixed32(&body, static_cast<uint32_t>(payload.size()));
-  coding::PutFixed64(&body, sequence);
-  body.append(payload.data(), payload.size());
+  std::string header;  // length | sequence: what the CRC covers before the payload
+  coding::PutFixed32(&header, static_cast<uint32_t>(payload.size()));
+  coding::PutFixed64(&header, sequence);
+  const uint32_t crc =
+      crc32c::Extend(crc32c::Value(header.data(), header.size()), payload.data(), payload.size());
   std::string record;
-  coding::PutFixed32(&record, RecordCrc(body));
-  return record + body;
+  record.reserve(kRecordHeader + payload.size());
+  coding::PutFixed32(&record, crc32c::Mask(crc));
+  record += header;
+  record.append(payload.data(), payload.size());
+  return record;
 }
 
 // Segment names are the zero-padded first sequence, so they sort in order.
