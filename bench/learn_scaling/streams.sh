@@ -15,8 +15,11 @@
 # with the load before it and the cores the phase kept busy (clickd's CPU
 # from /proc, the clients' from /usr/bin/time, over the phase's wall time),
 # then the ratios of each 2-stream figure to the 1-stream figure just before
-# it. With B cores busy for one stream, two can be at most 2/B times one on
-# this 2-CPU machine. Servers are stopped by PID.
+# it, and beside them the ceiling the machine puts on that ratio: the CPUs
+# the two clients leave, over the cores the server kept busy for one stream
+# (on 2 CPUs, one stream at 1.03 server cores and two clients at 0.19 give
+# (2 - 0.19) / 1.03 = 1.76x, even with no cost at all for sharing the
+# model). Servers are stopped by PID.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build/release}
@@ -61,14 +64,15 @@ for model in memory durable; do
   start_clickd "${flags[@]}"
   one=()
   two=()
+  ceilings=()
   for rep in $(seq "$repeats"); do
     load=$(cut -d' ' -f1 /proc/loadavg)
     c0=$(server_cpu) t0=$(now)
     stream "$server" $((100 + rep)) "$dir/a.json"
     c1=$(server_cpu) t1=$(now)
     r1=$(rate_of "$dir/a.json")
-    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load; busy: server + client" \
-      "$(busy "$c0" "$c1" "$t0" "$t1" "$dir/a.json.cpu"))"
+    busy1=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/a.json.cpu")
+    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load; busy: server + client $busy1)"
     load=$(cut -d' ' -f1 /proc/loadavg)
     c0=$(server_cpu) t0=$(now)
     stream "$server" $((200 + rep)) "$dir/b.json" &
@@ -78,15 +82,24 @@ for model in memory durable; do
     c1=$(server_cpu) t1=$(now)
     rb=$(rate_of "$dir/b.json")
     rc=$(rate_of "$dir/c.json")
+    busy2=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/b.json.cpu" "$dir/c.json.cpu")
     echo "$model rep $rep: 2 streams $rb + $rc = $((rb + rc)) examples/s (load $load; busy:" \
-      "server + clients $(busy "$c0" "$c1" "$t0" "$t1" "$dir/b.json.cpu" "$dir/c.json.cpu"))"
+      "server + clients $busy2)"
     one+=("$r1")
     two+=($((rb + rc)))
+    # What this machine allows: the cores the clients leave, over the cores
+    # the server kept busy for one stream (each example costing the server
+    # as much CPU with two streams as with one).
+    ceilings+=("$(awk -v n="$(nproc)" -v one="$busy1" -v two="$busy2" 'BEGIN {
+      split(one, a, " "); split(two, b, " "); printf "%.2f", (n - b[3]) / a[1] }')")
   done
   stop_clickd
   ratios=""
+  bounds=""
   for i in "${!one[@]}"; do
     ratios+=" $(python3 -c "print(f'{${two[$i]} / ${one[$i]}:.2f}x')")"
+    bounds+=" ${ceilings[$i]}x"
   done
   echo "$model: 2 streams / 1 stream:$ratios"
+  echo "$model: the CPU ceiling of that ratio (CPUs the clients leave / server cores of 1 stream):$bounds"
 done
