@@ -13,7 +13,6 @@ namespace clickd {
 namespace {
 
 constexpr size_t kRecordHeader = 4 + 4 + 8;
-constexpr uint32_t kMaxRecordBytes = 256u << 20;
 constexpr std::string_view kSuffix = ".log";
 
 uint32_t RecordCrc(std::string_view body) {
@@ -65,7 +64,7 @@ RecordAt RecordAtOffset(std::string_view bytes, size_t offset) {
     return r;
   }
   r.size = kRecordHeader + length;
-  const bool valid = length <= kMaxRecordBytes &&
+  const bool valid = length <= FileUpdateLog::kMaxPayloadBytes &&
                      RecordCrc(bytes.substr(offset + 4, kRecordHeader - 4 + length)) == crc;
   r.state = valid ? RecordAt::kWhole : RecordAt::kBadChecksum;
   return r;
@@ -472,6 +471,11 @@ absl::Status FileUpdateLog::StartSegment(uint64_t first_sequence) {
 }
 
 absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
+  if (payload.size() > kMaxPayloadBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the update log's record would take ", payload.size(), " bytes; the limit is ",
+        kMaxPayloadBytes, " bytes per record: send fewer or smaller examples per request"));
+  }
   MutexLock lock(&mu_);
   if (!broken_.ok()) return broken_;
   if (!sync_failure_.ok())

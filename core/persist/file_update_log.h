@@ -52,6 +52,11 @@ class FileUpdateLog final : public UpdateLog {
                                                              const LogRecoveryOptions& how = {});
   ~FileUpdateLog() override;
 
+  // The largest payload a record may carry: what a reader accepts. Append
+  // refuses a larger one (RESOURCE_EXHAUSTED) before writing anything, so
+  // that no acknowledged record reads as damaged at the next start.
+  static constexpr uint32_t kMaxPayloadBytes = 256u << 20;
+
   absl::StatusOr<uint64_t> Append(std::string_view record) override;
   absl::Status WaitDurable(uint64_t sequence) override;
   absl::Status ReadAfter(

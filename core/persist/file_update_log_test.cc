@@ -177,6 +177,28 @@ TEST(FileUpdateLog, FullDiskFailsTheAppendAndLeavesTheLogWhole) {
   EXPECT_EQ(all[1].second, "after");
 }
 
+// A record larger than a reader accepts is refused before anything is
+// written: acknowledged, it would read as damaged at the next start.
+TEST(FileUpdateLog, RecordBeyondWhatAReaderAcceptsIsRefusedAndWritesNothing) {
+  const std::string dir = NewDir();
+  auto log = OpenLog(Env::Default(), dir);
+  ASSERT_TRUE(log->Append("kept").ok());
+  const auto refused = log->Append(std::string(FileUpdateLog::kMaxPayloadBytes + 1, 'x'));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().message(),
+            "the update log's record would take 268435457 bytes; the limit is 268435456 bytes "
+            "per record: send fewer or smaller examples per request");
+  EXPECT_EQ(*log->Append("after"), 2u);
+  ASSERT_TRUE(log->WaitDurable(2).ok());
+  log.reset();
+  UpdateLogRecovery recovery;
+  log = OpenLog(Env::Default(), dir, &recovery);
+  EXPECT_EQ(recovery.torn_tail_bytes, 0u);
+  const auto all = ReadAll(*log);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].second, "after");
+}
+
 TEST(FileUpdateLog, FailedSyncRefusesFurtherAppends) {
   FaultInjectionEnv env(Env::Default());
   auto log = OpenLog(&env, NewDir());
