@@ -34,10 +34,11 @@ struct Limits : ExampleLimits {
   uint64_t max_quiet_inline_predict_features = 16384;
   // An Update or stream message (UpdateStream, UpdateStreamAcked) of at most
   // this many features after interactions, on a memory-only model of this
-  // process, is learned on the gRPC thread that received it while no other large work holds
-  // a gRPC thread and no long call learns on that model (0: never): the
-  // hand-over to a worker and back costs a stream about a tenth of its
-  // throughput (ClickdService::PlaceUpdate, docs/performance_rpc.md).
+  // process, is learned on the gRPC thread that received it while no other
+  // large work holds a gRPC thread and no long call learns on that model
+  // (0: never): the hand-over to a worker and back costs a stream about a
+  // tenth of its throughput (ClickdService::PlaceUpdate,
+  // docs/performance_rpc.md).
   uint64_t max_inline_update_features = 16384;
   // UpdateRequest.idempotency_key (it becomes part of a NATS message id).
   size_t max_idempotency_key_bytes = 128;

@@ -22,8 +22,9 @@
 // on a shard it reads. So is one larger Predict at a time (up to
 // Limits::max_quiet_inline_predict_features) while the executor is idle
 // (server/inline_lease.h), or, in its place, one small Update or stream
-// message on a memory-only model that no long call learns on (PlaceUpdate). Without an
-// executor (unit tests), work runs on the calling thread.
+// message on a memory-only model that no long call learns on
+// (PlaceUpdate). Without an executor (unit tests), work runs on the
+// calling thread.
 //
 // Every finished call, failures included, is recorded in the request
 // metrics (server/metrics/rpc_metrics.h) when the service has them.

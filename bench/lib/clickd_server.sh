@@ -10,16 +10,13 @@
 #   ...
 #   stop_clickd
 
+source bench/lib/require_binaries.sh
+
 # bench_setup NAME: sets clickd, clickctl, dir; exits 1 if a binary is missing.
 bench_setup() {
   clickd=$build/server/clickd
   clickctl=$build/client/clickctl
-  for binary in "$clickd" "$clickctl"; do
-    if [[ ! -x $binary ]]; then
-      echo "$1: $binary is missing: run 'bash scripts/build.sh release' or set BUILD_DIR" >&2
-      exit 1
-    fi
-  done
+  require_binaries "$1" "run 'bash scripts/build.sh release' or set BUILD_DIR" "$clickd" "$clickctl"
   dir=$(mktemp -d "${TMPDIR:-/tmp}/${1%.sh}.XXXXXX")
   clickd_pid=
   trap 'stop_clickd; rm -rf "$dir"' EXIT

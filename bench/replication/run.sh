@@ -28,12 +28,9 @@ out=bench/out/replication
 work=${WORK_DIR:-$out/data}
 bench=$build/bench/replication/replication_bench
 clickd=$build/server/clickd
-for binary in "$bench" "$clickd"; do
-  if [[ ! -x $binary ]]; then
-    echo "run.sh: $binary is missing: build the targets replication_bench and clickd (see above)" >&2
-    exit 1
-  fi
-done
+source bench/lib/require_binaries.sh
+require_binaries run.sh "build the targets replication_bench and clickd (see above)" "$bench" \
+  "$clickd"
 if ! command -v "${NATS_SERVER:-/usr/sbin/nats-server}" > /dev/null; then
   echo "run.sh: nats-server is missing (apt-get install nats-server, or set NATS_SERVER)" >&2
   exit 1

@@ -24,12 +24,8 @@ build=${BUILD_DIR:-build/release}
 label=${LABEL:-$(basename "$build")}
 clickd=$build/server/clickd
 clickctl=$build/client/clickctl
-for binary in "$clickd" "$clickctl"; do
-  if [[ ! -x $binary ]]; then
-    echo "predict_stages.sh: $binary is missing: build it or set BUILD_DIR" >&2
-    exit 1
-  fi
-done
+source bench/lib/require_binaries.sh
+require_binaries predict_stages.sh "build it or set BUILD_DIR" "$clickd" "$clickctl"
 if ! command -v valgrind > /dev/null || ! command -v callgrind_control > /dev/null; then
   echo "predict_stages.sh: needs valgrind (apt-get install valgrind)" >&2
   exit 1

@@ -28,12 +28,9 @@ build=${BUILD_DIR:-build/release}
 repeats=${REPEATS:-3}
 clickd=$build/server/clickd
 clickctl=$build/client/clickctl
-for binary in "$clickd" "$clickctl"; do
-  if [[ ! -x $binary ]]; then
-    echo "profile.sh: $binary is missing: run 'bash scripts/build.sh release' or set BUILD_DIR" >&2
-    exit 1
-  fi
-done
+source bench/lib/require_binaries.sh
+require_binaries profile.sh "run 'bash scripts/build.sh release' or set BUILD_DIR" "$clickd" \
+  "$clickctl"
 if ! command -v valgrind > /dev/null || ! command -v callgrind_control > /dev/null; then
   echo "profile.sh: needs valgrind (apt-get install valgrind)" >&2
   exit 1

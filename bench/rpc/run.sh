@@ -32,12 +32,8 @@ pin=${PIN:-1}
 cases=${CASES:-all}
 clickd=$build/server/clickd
 clickctl=$build/client/clickctl
-for binary in "$clickd" "$clickctl"; do
-  if [[ ! -x $binary ]]; then
-    echo "run.sh: $binary is missing: run 'bash scripts/build.sh release' or set BUILD_DIR" >&2
-    exit 1
-  fi
-done
+source bench/lib/require_binaries.sh
+require_binaries run.sh "run 'bash scripts/build.sh release' or set BUILD_DIR" "$clickd" "$clickctl"
 out=bench/out/rpc
 mkdir -p "$out"
 results=$out/results.jsonl
