@@ -9,6 +9,7 @@
 # at STREAM_QPS messages/s (default 1500: 150k examples/s, which both
 # placements sustain), so that the neighbours' figures are compared at the
 # same learning work too, not only at each placement's own full speed.
+# STREAMS=2 runs two such streams at once (different seeds) instead of one.
 # Servers are stopped by PID.
 #
 #   bash scripts/build.sh release && bash bench/learn_scaling/neighbours.sh   # ~3 min
@@ -21,40 +22,47 @@ build=${BUILD_DIR:-build/release}
 repeats=${REPEATS:-3}
 duration=${DURATION_S:-4}
 stream_qps=${STREAM_QPS:-1500}
+streams=${STREAMS:-1}
 source bench/lib/clickd_server.sh
 bench_setup neighbours.sh
 
 # measure PACE BOUND: one server with --max_inline_update_features=BOUND,
-# one stream (PACE: "full" or messages/s) and, beside it, the health check
-# and then a Predict 1x40, one call in flight each.
+# $streams stream(s) (PACE: "full" or messages/s each) and, beside them,
+# the health check and then a Predict 1x40, one call in flight each.
 measure() {
   local pace=$1 bound=$2 placement pacing=()
   placement=$([[ $bound == 0 ]] && echo "workers    " || echo "gRPC thread")
   [[ $pace != full ]] && pacing=(--qps="$pace")
   start_clickd --max_inline_update_features="$bound"
-  # The stream runs through both neighbour measurements (each 1 s of
+  # The streams run through both neighbour measurements (each 1 s of
   # warm-up + DURATION_S), with a second on either side.
-  "$clickctl" loadgen --server="$server" --json --method=update_stream --batch_size=100 \
-    --candidate_features=40 --wire=keys --request_seed=$((100 + rep)) --warmup_s=1 \
-    --duration_s=$((2 * duration + 3)) "${pacing[@]}" | tail -1 > "$dir/stream.json" &
-  local stream_pid=$!
+  local stream_pids=() s
+  for s in $(seq "$streams"); do
+    "$clickctl" loadgen --server="$server" --json --method=update_stream --batch_size=100 \
+      --candidate_features=40 --wire=keys --request_seed=$((100 * s + rep)) --warmup_s=1 \
+      --duration_s=$((2 * duration + 3)) "${pacing[@]}" | tail -1 > "$dir/stream$s.json" &
+    stream_pids+=($!)
+  done
   sleep 1
   "$clickctl" loadgen --server="$server" --json --method=health --concurrency=1 --warmup_s=1 \
     --duration_s="$duration" | tail -1 > "$dir/health.json"
   "$clickctl" loadgen --server="$server" --json --method=predict --candidates=1 \
     --candidate_features=40 --wire=keys --concurrency=1 --warmup_s=1 --duration_s="$duration" \
     | tail -1 > "$dir/predict.json"
-  wait "$stream_pid"
+  wait "${stream_pids[@]}"
   stop_clickd
-  echo "rep $rep, stream ($pace) on the $placement:" \
-    "$(json_field "$dir/stream.json" examples_per_second) examples/s;" \
+  local learned=0
+  for s in $(seq "$streams"); do
+    learned=$((learned + $(json_field "$dir/stream$s.json" examples_per_second)))
+  done
+  echo "rep $rep, $streams stream(s) ($pace each) on the $placement: $learned examples/s;" \
     "health p50 $(json_field "$dir/health.json" p50_us) p99 $(json_field "$dir/health.json" p99_us)" \
     "us, $(json_field "$dir/health.json" rate)/s; predict 1x40 p50" \
     "$(json_field "$dir/predict.json" p50_us) p99 $(json_field "$dir/predict.json" p99_us) us," \
     "$(json_field "$dir/predict.json" rate)/s"
 }
 
-echo "# a stream's neighbours, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $build"
+echo "# the neighbours of $streams stream(s), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $build"
 for rep in $(seq "$repeats"); do
   for pace in full "$stream_qps"; do
     for bound in 16384 0; do
