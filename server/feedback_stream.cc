@@ -78,10 +78,7 @@ class FeedbackStreamReactor final
   }
 
   void FinishAndRecord(const absl::Status& status) {
-    const absl::StatusCode code =
-        status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
-    service_->RecordRequest(kMethod, code, SecondsSince(start_));
-    Finish(service_->ToCallerStatus(kMethod, status));
+    Finish(service_->EndStream(kMethod, context_, start_, status));
   }
 
   ClickdService* const service_;

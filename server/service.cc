@@ -136,6 +136,16 @@ grpc::Status ClickdService::ToCallerStatus(std::string_view method,
   return ToGrpcStatus(status, data_dir);
 }
 
+grpc::Status ClickdService::EndStream(std::string_view method,
+                                      const grpc::CallbackServerContext* context,
+                                      std::chrono::steady_clock::time_point start,
+                                      const absl::Status& status) const {
+  const absl::StatusCode code =
+      status.ok() && context->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
+  RecordRequest(method, code, SecondsSince(start));
+  return ToCallerStatus(method, status);
+}
+
 template <typename Request, typename Response>
 std::shared_ptr<UnaryCall<ClickdService, Request, Response>> ClickdService::StartCall(
     grpc::CallbackServerContext* context, std::string_view method, const Bytes* request_bytes,

@@ -47,6 +47,7 @@
 #define CLICKD_SERVER_SERVICE_H_
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -195,6 +196,13 @@ class ClickdService final : public RawClickdService {
   // is hidden and long messages cut (server/status.h). Internal errors, and
   // any message that named the data directory, are logged whole to stderr.
   grpc::Status ToCallerStatus(std::string_view method, const absl::Status& status) const;
+
+  // Records the end of a stream of `method` begun at `start` and returns the
+  // status its caller gets (ToCallerStatus). A stream the client cancelled
+  // is recorded as CANCELLED, which is what the client sees.
+  grpc::Status EndStream(std::string_view method, const grpc::CallbackServerContext* context,
+                         std::chrono::steady_clock::time_point start,
+                         const absl::Status& status) const;
 
  private:
   // Runs a unary call of `method`: checks access, parses the request, then

@@ -187,13 +187,9 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
     FinishAndRecord(SerializeResponse(response, response_bytes_));
   }
 
-  // Finishes the call and records it; a stream the client cancelled counts
-  // as CANCELLED, which is what the client sees.
+  // Finishes the call and records it (ClickdService::EndStream).
   void FinishAndRecord(const absl::Status& status) {
-    const absl::StatusCode code =
-        status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
-    service_->RecordRequest("UpdateStream", code, SecondsSince(start_));
-    Finish(service_->ToCallerStatus("UpdateStream", status));
+    Finish(service_->EndStream("UpdateStream", context_, start_, status));
   }
 
   ClickdService* const service_;
@@ -273,10 +269,7 @@ class AckedUpdateStreamReactor final
   }
 
   void FinishAndRecord(const absl::Status& status) {
-    const absl::StatusCode code =
-        status.ok() && context_->IsCancelled() ? absl::StatusCode::kCancelled : status.code();
-    service_->RecordRequest("UpdateStreamAcked", code, SecondsSince(start_));
-    Finish(service_->ToCallerStatus("UpdateStreamAcked", status));
+    Finish(service_->EndStream("UpdateStreamAcked", context_, start_, status));
   }
 
   ClickdService* const service_;
