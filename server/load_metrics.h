@@ -10,17 +10,24 @@
 
 #include "server/executor.h"
 #include "server/metrics/registry.h"
+#include "server/server_load.h"
 #include "server/service.h"
 
 namespace clickd {
 
+// The load of `executor` and of the streams open on `services` (summed),
+// beside `max_open_streams` (each service's limit). `executor` and
+// `services` must outlive the reader.
+ServerLoadReader NewServerLoadReader(const Executor* executor,
+                                     std::vector<const ClickdService*> services,
+                                     uint64_t max_open_streams);
+
 // Registers clickd_executor_queued_calls, clickd_executor_running_calls,
 // clickd_executor_max_queued_calls, clickd_executor_worker_threads,
-// clickd_open_streams (summed over `services`) and clickd_max_open_streams
-// (`max_open_streams`, each service's limit). Computed at scrape time;
-// `executor` and `services` must outlive every Collect of `registry`.
-void RegisterLoadMetrics(metrics::Registry* registry, const Executor* executor,
-                         std::vector<const ClickdService*> services, uint64_t max_open_streams);
+// clickd_open_streams and clickd_max_open_streams, each read with `read`
+// at scrape time: what `read` reads must outlive every Collect of
+// `registry`.
+void RegisterLoadMetrics(metrics::Registry* registry, ServerLoadReader read);
 
 }  // namespace clickd
 

@@ -29,7 +29,7 @@ TEST(LoadMetrics, ReportTheQueueAndTheWorkersBesideTheirLimits) {
   ClickdService main(&models, Limits{}, [] {});
   ClickdService admin(&models, Limits{}, [] {});
   metrics::Registry registry;
-  RegisterLoadMetrics(&registry, &executor, {&main, &admin}, 7);
+  RegisterLoadMetrics(&registry, NewServerLoadReader(&executor, {&main, &admin}, 7));
   const std::map<std::string, double> idle = {{"clickd_executor_queued_calls", 0},
                                               {"clickd_executor_running_calls", 0},
                                               {"clickd_executor_max_queued_calls", 5},

@@ -271,8 +271,10 @@ StepResult ServerProcess::StartServing() {
   // service gives that server the callback queue gRPC requires of a server
   // (the health service alone is added too late for its check).
   ClickdService& refusing = AddService(auth::MethodSet::kNone);
-  RegisterLoadMetrics(&metrics_registry_, &*executor_, {&main, &admin, &refusing},
-                      settings_.limits.max_open_streams);
+  const ServerLoadReader read_load = NewServerLoadReader(&*executor_, {&main, &admin, &refusing},
+                                                         settings_.limits.max_open_streams);
+  RegisterLoadMetrics(&metrics_registry_, read_load);
+  status_page_->SetLoadReader(read_load);
   const Security& security = settings_.security;
   auto servers = StartServers(at, security, settings_.limits, {&main, &admin, &refusing});
   if (!servers.ok()) return Failed(1, servers.status());

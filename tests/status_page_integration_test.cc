@@ -111,7 +111,8 @@ TEST(StatusPage, ChromiumShowsTheModelAndItsChartsWhileItLearns) {
   auto metrics_port = FindFreePort();
   ASSERT_TRUE(metrics_port.ok()) << metrics_port.status();
   ServerOptions options;
-  options.flags = {absl::StrCat("--metrics_port=", *metrics_port)};
+  options.flags = {absl::StrCat("--metrics_port=", *metrics_port), "--max_open_streams=9",
+                   "--max_queued_calls=99"};
   auto server = ServerProcess::Start(options);
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string address = (*server)->address();
@@ -152,6 +153,10 @@ TEST(StatusPage, ChromiumShowsTheModelAndItsChartsWhileItLearns) {
   EXPECT_NE(dom.find("<section data-model=\"default\">"), std::string::npos) << dom;
   EXPECT_NE(dom.find("<h2>default</h2>"), std::string::npos) << dom;
   EXPECT_NE(dom.find("ftrl (alpha=0.1"), std::string::npos) << dom;
+  // The server's load beside its limits, as the flags set them.
+  EXPECT_EQ(Attribute(dom, "<div id=\"load\"", "data-max-open-streams"), "9") << dom;
+  EXPECT_EQ(Attribute(dom, "<div id=\"load\"", "data-max-queued-calls"), "99") << dom;
+  EXPECT_NE(dom.find("stream(s) open"), std::string::npos) << dom;
   for (const char* chart : {"logloss", "auc", "calibration"}) {
     EXPECT_GE(AsInt(Attribute(dom, absl::StrCat("data-chart=\"", chart, "\""), "data-points")), 3)
         << chart << "\n"

@@ -11,7 +11,8 @@ const std::string_view kStatusPageHtml = R"HTML(<!DOCTYPE html>
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 16px; color: #222; background: #fafafa; }
 h1 { font-size: 20px; margin: 0 0 4px; }
-#summary { color: #666; margin-bottom: 12px; }
+#summary { color: #666; margin-bottom: 4px; }
+#load { color: #666; margin-bottom: 12px; }
 body[data-state="error"] #summary { color: #b00; }
 section { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 10px 14px;
           margin-bottom: 14px; }
@@ -29,6 +30,7 @@ canvas { display: block; width: 360px; height: 160px; border: 1px solid #eee; ba
 <body data-state="loading" data-polls="0">
 <h1>clickd status</h1>
 <div id="summary">loading /status.json ...</div>
+<div id="load"></div>
 <div id="models"></div>
 <script>
 "use strict";
@@ -200,6 +202,19 @@ function draw(canvas, h, key) {
   return drawn;
 }
 
+// The server's load beside its limits (null: this server reports none).
+function showLoad(load) {
+  const e = document.getElementById("load");
+  if (!load) { e.textContent = ""; return; }
+  // Each figure also as an attribute (queued_calls: data-queued-calls).
+  for (const [key, value] of Object.entries(load)) {
+    e.dataset[key.replace(/_(.)/g, (_, c) => c.toUpperCase())] = String(value);
+  }
+  e.textContent = "Load: " + load.running_calls + " call(s) running on " + load.worker_threads +
+      " worker(s), " + load.queued_calls + " of " + load.max_queued_calls + " queued; " +
+      load.open_streams + " of " + load.max_open_streams + " stream(s) open";
+}
+
 function render(report) {
   const names = new Set();
   const container = document.getElementById("models");
@@ -221,6 +236,7 @@ function render(report) {
     if (!names.has(name)) { s.root.remove(); sections.delete(name); histories.delete(name); }
   }
   document.body.dataset.models = String(report.models.length);
+  showLoad(report.load);
   document.getElementById("summary").textContent =
       report.models.length + " model(s); updated " + new Date(report.unix_seconds * 1000).toLocaleTimeString() +
       "; the server samples every " + report.sample_interval_seconds + " s and keeps " +

@@ -119,6 +119,14 @@ json Model(const ModelStatus& m) {
           {"points", Points(m.points)}};
 }
 
+json Load(const std::optional<ServerLoad>& load) {
+  if (!load.has_value()) return nullptr;
+  return {
+      {"queued_calls", load->queued_calls},         {"running_calls", load->running_calls},
+      {"max_queued_calls", load->max_queued_calls}, {"worker_threads", load->worker_threads},
+      {"open_streams", load->open_streams},         {"max_open_streams", load->max_open_streams}};
+}
+
 // Writes '<', '>' and '&' as \u escapes. They can occur only inside
 // strings (JSON's syntax has none of them), where the escape means the
 // same character.
@@ -151,6 +159,7 @@ std::string StatusJson(const StatusReport& report) {
   const json root = {{"unix_seconds", Number(report.unix_seconds)},
                      {"sample_interval_seconds", Number(report.sample_interval_seconds)},
                      {"max_points", report.max_points},
+                     {"load", Load(report.load)},
                      {"models", std::move(models)}};
   // ensure_ascii: non-ASCII as \u escapes; replace: invalid UTF-8 as
   // U+FFFD instead of an exception.

@@ -1,6 +1,6 @@
-// The status page's data (GET /status.json): every model's config, size,
-// rates, progressive metrics and a short history of them, as JSON made with
-// nlohmann::json.
+// The status page's data (GET /status.json): the server's load, and every
+// model's config, size, rates, progressive metrics and a short history of
+// them, as JSON made with nlohmann::json.
 //
 // Built from plain structs (ModelStatus) so that tests can feed names and
 // numbers no registry would accept. Model names come from callers: the JSON
@@ -15,12 +15,14 @@
 #define CLICKD_SERVER_STATUS_STATUS_JSON_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/eval/metrics.h"
 #include "core/model/model.h"
 #include "core/model/model_config.h"
+#include "server/server_load.h"
 
 namespace clickd::status {
 
@@ -57,7 +59,8 @@ struct ModelStatus {
 struct StatusReport {
   double unix_seconds = 0;  // when it was made
   double sample_interval_seconds = 0;
-  int max_points = 0;  // the server's history bound per model
+  int max_points = 0;              // the server's history bound per model
+  std::optional<ServerLoad> load;  // null in the JSON when the page has no source
   std::vector<ModelStatus> models;
 };
 

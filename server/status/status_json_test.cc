@@ -167,5 +167,22 @@ TEST(StatusJson, NoModels) {
   EXPECT_EQ(parsed["models"], json::array());
 }
 
+TEST(StatusJson, WritesTheLoadBesideItsLimitsOrNullWithoutOne) {
+  StatusReport report;
+  EXPECT_TRUE(Parse(StatusJson(report))["load"].is_null());
+  report.load = ServerLoad{.queued_calls = 3,
+                           .running_calls = 2,
+                           .max_queued_calls = 1024,
+                           .worker_threads = 8,
+                           .open_streams = 5,
+                           .max_open_streams = 256};
+  EXPECT_EQ(Parse(StatusJson(report))["load"], json({{"queued_calls", 3},
+                                                     {"running_calls", 2},
+                                                     {"max_queued_calls", 1024},
+                                                     {"worker_threads", 8},
+                                                     {"open_streams", 5},
+                                                     {"max_open_streams", 256}}));
+}
+
 }  // namespace
 }  // namespace clickd::status

@@ -106,11 +106,22 @@ void StatusPage::Sample() {
   histories_ = std::move(kept);
 }
 
+void StatusPage::SetLoadReader(ServerLoadReader read) {
+  MutexLock lock(&mu_);
+  read_load_ = std::move(read);
+}
+
 StatusReport StatusPage::Report(double since) const {
   StatusReport report;
   report.unix_seconds = clock_();
   report.sample_interval_seconds = std::chrono::duration<double>(options_.sample_interval).count();
   report.max_points = options_.max_points;
+  ServerLoadReader read_load;
+  {
+    ReaderMutexLock lock(&mu_);
+    read_load = read_load_;
+  }
+  if (read_load) report.load = read_load();
   for (const std::shared_ptr<ServedModel>& model : models_->List()) {
     ModelStatus m;
     m.config = model->model().config();

@@ -1,7 +1,8 @@
 // StatusPage: the human-readable status page on the metrics port. GET /
 // answers a small self-contained HTML page (status_html.h) that polls GET
-// /status.json (status_json.h) every 2 s and draws every model's
-// progressive logloss, AUC and calibration over time.
+// /status.json (status_json.h) every 2 s, shows the server's load beside
+// its limits and draws every model's progressive logloss, AUC and
+// calibration over time.
 //
 // So that a fresh page load already shows curves, the page keeps a ring of
 // recent points per model on the server: a sampler thread takes one point
@@ -65,6 +66,11 @@ class StatusPage {
   // Takes one point of every model now, and forgets deleted models.
   void Sample();
 
+  // How Report reads the server's load; until set, the report has none.
+  // Set once the executor and the services exist, which is after the page
+  // is served; whatever `read` reads must outlive every Report.
+  void SetLoadReader(ServerLoadReader read);
+
   // Every model as it is now, with its points newer than `since` (unix
   // seconds; 0: all it has kept).
   StatusReport Report(double since = 0) const;
@@ -89,6 +95,7 @@ class StatusPage {
   const UnixClock clock_;
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, History> histories_ ABSL_GUARDED_BY(mu_);
+  ServerLoadReader read_load_ ABSL_GUARDED_BY(mu_);
   Mutex sampler_mu_;
   CondVar sampler_cv_;
   bool stopping_ ABSL_GUARDED_BY(sampler_mu_) = false;

@@ -166,6 +166,14 @@ TEST(StatusPage, ServedBesideMetrics) {
   ASSERT_TRUE(newer);
   EXPECT_EQ(json::parse(newer->body)["models"][0]["points"]["t"].size(), 0u);
 
+  // The load appears once the server can read it (after the page is served).
+  EXPECT_TRUE(parsed["load"].is_null());
+  page.SetLoadReader([] { return ServerLoad{.open_streams = 4, .max_open_streams = 9}; });
+  auto loaded = client.Get("/status.json");
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(json::parse(loaded->body)["load"]["open_streams"].get<int>(), 4);
+  EXPECT_EQ(json::parse(loaded->body)["load"]["max_open_streams"].get<int>(), 9);
+
   auto bad = client.Get("/status.json?since=yesterday");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
