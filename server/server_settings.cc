@@ -66,6 +66,10 @@ ABSL_FLAG(std::string, update_log_sync, "every_request",
           "when the update log is synced to disk: every_request (an update is acknowledged "
           "once on disk), interval (every --update_log_sync_interval_ms), none (by the OS)");
 ABSL_FLAG(int, update_log_sync_interval_ms, 100, "sync period for --update_log_sync=interval");
+ABSL_FLAG(int, update_log_group_wait_us, 2000,
+          "--update_log_sync=every_request: how long a sync may wait for the records of writers "
+          "that took turns at the last sync, so that they share it; never longer than the last "
+          "sync took, never for a lone writer (0: never wait)");
 ABSL_FLAG(bool, recover_damaged_log, false,
           "start despite a damaged update log: keep each model's records before the damage, "
           "move the damaged segments aside and report what was dropped (docs/durability.md)");
@@ -141,6 +145,12 @@ absl::StatusOr<DurabilityOptions> DurabilityFromFlags() {
         absl::StrCat("--update_log_sync_interval_ms=", interval_ms, " must be in [1, 60000]"));
   }
   options.journal.log.sync_interval = std::chrono::milliseconds(interval_ms);
+  const int group_wait_us = absl::GetFlag(FLAGS_update_log_group_wait_us);
+  if (group_wait_us < 0 || group_wait_us > 1'000'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--update_log_group_wait_us=", group_wait_us, " must be in [0, 1000000]"));
+  }
+  options.journal.log.max_group_wait = std::chrono::microseconds(group_wait_us);
   options.journal.salvage_damaged_log = absl::GetFlag(FLAGS_recover_damaged_log);
   const int keep = absl::GetFlag(FLAGS_keep_snapshots);
   if (keep < 1 || keep > 1000) {

@@ -216,7 +216,8 @@ TEST(ClickdRequestCost, RejectsOutOfRangeLimitFlags) {
         "--worker_threads=-1", "--max_queued_calls=0", "--max_learners_per_model=5000",
         "--max_open_streams=0", "--max_inline_predict_features=65537",
         "--max_quiet_inline_predict_features=1048577", "--max_inline_update_features=1048577",
-        "--max_inline_update_features=18446744073709551615"}) {
+        "--max_inline_update_features=18446744073709551615", "--update_log_group_wait_us=-1",
+        "--update_log_group_wait_us=1000001"}) {
     const auto result = clickd::testing::RunClickd({flag});
     EXPECT_EQ(result.status.ToString(), "exit 2") << flag << "\n" << result.output;
     // Named as given, however large the value.

@@ -3,7 +3,8 @@
 # beside one: a release clickd (not pinned: it has both cores) learns from
 # one `clickctl loadgen --method=update_stream` and then from two at once
 # (two processes, different request seeds), alternated REPEATS times, for a
-# memory-only model and a durable one (--data_dir, --update_log_sync=none).
+# memory-only model and a durable one (--data_dir, --update_log_sync=$SYNC:
+# none by default; every_request, clickd's default, or interval).
 # 100 examples x 40 features per message, client-hashed packed keys
 # (--wire=keys, the form for speed; WIRE=features for Feature messages).
 # The clients share the two cores with the server: they cost about a tenth
@@ -13,7 +14,9 @@
 #
 # Prints one line per measurement (examples/s of each stream and their sum)
 # with the load before it and the cores the phase kept busy (clickd's CPU
-# from /proc, the clients' from /usr/bin/time, over the phase's wall time),
+# from /proc, the clients' from /usr/bin/time, over the phase's wall time)
+# and, for the durable model, the update log's syncs per message (from
+# clickd's /metrics),
 # then the ratios of each 2-stream figure to the 1-stream figure just before
 # it, and beside them the ceiling the machine puts on that ratio: the CPUs
 # the two clients leave, over the cores the server kept busy for one stream
@@ -26,6 +29,8 @@ build=${BUILD_DIR:-build/release}
 repeats=${REPEATS:-3}
 duration=${DURATION_S:-4}
 wire=${WIRE:-keys}
+sync=${SYNC:-none}
+models=${MODELS:-memory durable}
 source bench/lib/clickd_server.sh
 bench_setup streams.sh
 
@@ -53,28 +58,51 @@ print(f"{(s1 - s0) / wall:.2f} + {client / wall:.2f} = {(s1 - s0 + client) / wal
 PY
 }
 rate_of() { json_field "$1" examples_per_second; }
+# metric NAME: the sum of NAME's series on clickd's /metrics.
+metric() {
+  python3 - "$metrics_port" "$1" <<'PY'
+import sys, urllib.request
+body = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=10).read().decode()
+print(sum(float(line.split()[-1]) for line in body.splitlines()
+          if line.split("{")[0].split(" ")[0] == sys.argv[2]))
+PY
+}
+syncs=clickd_update_log_sync_duration_seconds_count
+# log_syncs SYNCS0 EXAMPLES0: the update log's syncs per message (of 100
+# examples) since clickd had synced SYNCS0 times and learned EXAMPLES0
+# examples, for a durable model (nothing for a memory-only one).
+log_syncs() {
+  [[ $model == durable ]] || return 0
+  local synced learned
+  synced=$(metric "$syncs")
+  learned=$(metric clickd_model_updates)
+  python3 -c "print(f'log syncs per message {($synced - $1) / max(1, ($learned - $2) / 100):.2f}')"
+}
 
-echo "# two UpdateStreams, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $build, wire=$wire"
-for model in memory durable; do
+echo "# two UpdateStreams, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $build, wire=$wire, durable sync=$sync"
+for model in $models; do
   flags=()
   if [[ $model == durable ]]; then
     rm -rf "$dir/data"
-    flags+=(--data_dir="$dir/data" --update_log_sync=none)
+    flags+=(--data_dir="$dir/data" --update_log_sync="$sync")
   fi
-  start_clickd "${flags[@]}"
+  metrics_port=$(free_port)
+  # shellcheck disable=SC2086  # CLICKD_FLAGS: more flags, split on spaces
+  start_clickd "${flags[@]}" --metrics_port="$metrics_port" ${CLICKD_FLAGS:-}
   one=()
   two=()
   ceilings=()
   for rep in $(seq "$repeats"); do
     load=$(cut -d' ' -f1 /proc/loadavg)
-    c0=$(server_cpu) t0=$(now)
+    c0=$(server_cpu) t0=$(now) s0=$(metric "$syncs") e0=$(metric clickd_model_updates)
     stream "$server" $((100 + rep)) "$dir/a.json"
     c1=$(server_cpu) t1=$(now)
     r1=$(rate_of "$dir/a.json")
     busy1=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/a.json.cpu")
-    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load; busy: server + client $busy1)"
+    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load; busy: server + client $busy1)" \
+      "$(log_syncs "$s0" "$e0")"
     load=$(cut -d' ' -f1 /proc/loadavg)
-    c0=$(server_cpu) t0=$(now)
+    c0=$(server_cpu) t0=$(now) s0=$(metric "$syncs") e0=$(metric clickd_model_updates)
     stream "$server" $((200 + rep)) "$dir/b.json" &
     first=$!
     stream "$server" $((300 + rep)) "$dir/c.json"
@@ -84,7 +112,7 @@ for model in memory durable; do
     rc=$(rate_of "$dir/c.json")
     busy2=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/b.json.cpu" "$dir/c.json.cpu")
     echo "$model rep $rep: 2 streams $rb + $rc = $((rb + rc)) examples/s (load $load; busy:" \
-      "server + clients $busy2)"
+      "server + clients $busy2) $(log_syncs "$s0" "$e0")"
     one+=("$r1")
     two+=($((rb + rc)))
     # What this machine allows: the cores the clients leave, over the cores

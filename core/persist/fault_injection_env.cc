@@ -1,6 +1,7 @@
 #include "core/persist/fault_injection_env.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace clickd {
 
@@ -28,6 +29,7 @@ class FaultInjectionFile final : public WritableFile {
   // durable.
   absl::Status Sync() override {
     const uint64_t size = size_.load();
+    env_->RunSyncHook(path_);
     if (env_->sync_fails()) {
       return absl::InternalError("fdatasync " + path_ + ": Input/output error (injected)");
     }
@@ -53,6 +55,20 @@ void FaultInjectionEnv::SetWriteBudget(int64_t bytes) {
 void FaultInjectionEnv::SetSyncFails(bool fails) {
   MutexLock lock(&mu_);
   sync_fails_ = fails;
+}
+
+void FaultInjectionEnv::SetSyncHook(std::function<void(const std::string& path)> hook) {
+  MutexLock lock(&mu_);
+  sync_hook_ = std::move(hook);
+}
+
+void FaultInjectionEnv::RunSyncHook(const std::string& path) {
+  std::function<void(const std::string& path)> hook;
+  {
+    ReaderMutexLock lock(&mu_);
+    hook = sync_hook_;
+  }
+  if (hook) hook(path);
 }
 
 void FaultInjectionEnv::SetRenameFails(bool fails) {

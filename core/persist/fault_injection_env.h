@@ -4,6 +4,7 @@
 //   - a byte budget: once spent, an append writes what fits (a short write)
 //     and fails with ResourceExhausted, as a full disk does;
 //   - failing syncs, renames, truncations and directory syncs;
+//   - a hook at the start of every file sync, to hold one in flight;
 //   - DropUnsyncedData(): truncates every file written through this Env to
 //     its size at its last successful Sync, as a power loss would.
 //
@@ -12,6 +13,7 @@
 #define CLICKD_CORE_PERSIST_FAULT_INJECTION_ENV_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -31,6 +33,10 @@ class FaultInjectionEnv final : public Env {
   void SetSyncFails(bool fails);
   void SetRenameFails(bool fails);
   void SetTruncateFails(bool fails);
+  // Called with the file's path at the start of every file sync (not
+  // directory syncs), without this Env's lock, so that a test can hold a
+  // sync in flight by blocking in it. Null: none.
+  void SetSyncHook(std::function<void(const std::string& path)> hook);
   // Truncates every file written through this Env to its last synced size.
   absl::Status DropUnsyncedData();
 
@@ -64,6 +70,7 @@ class FaultInjectionEnv final : public Env {
   // Returns how many of `want` bytes may be written now, spending them.
   size_t TakeBudget(size_t want);
   bool sync_fails() const;
+  void RunSyncHook(const std::string& path);
   void RecordSynced(const std::string& path, uint64_t size);
 
   Env* const base_;
@@ -72,6 +79,7 @@ class FaultInjectionEnv final : public Env {
   bool sync_fails_ ABSL_GUARDED_BY(mu_) = false;
   bool rename_fails_ ABSL_GUARDED_BY(mu_) = false;
   bool truncate_fails_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void(const std::string& path)> sync_hook_ ABSL_GUARDED_BY(mu_);
   // Every file written through this Env, with its size at its last sync.
   std::map<std::string, uint64_t> synced_size_ ABSL_GUARDED_BY(mu_);
 };

@@ -500,6 +500,7 @@ absl::StatusOr<uint64_t> FileUpdateLog::Append(std::string_view payload) {
   segment.bytes += record.size();
   segment.last_sequence = sequence;
   last_sequence_ = sequence;
+  if (gathering_) appended_cv_.Signal();
   return sequence;
 }
 
@@ -525,7 +526,8 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
   }
   // Group commit: one caller at a time syncs, with the lock released so
   // that others keep appending meanwhile; callers queued behind it find
-  // their record synced, or sync everything appended since in one go.
+  // their record synced, or sync everything appended since in one go
+  // (after gathering the records of writers that take turns: GatherGroup).
   while (synced_sequence_ < sequence && sync_failure_.ok() && syncing_) synced_cv_.Wait(&mu_);
   if (synced_sequence_ >= sequence || !sync_failure_.ok()) {
     const absl::Status failure = sync_failure_;
@@ -535,12 +537,17 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
     return Unavailable(failure, "the update log failed to sync");
   }
   syncing_ = true;  // TruncateThrough waits, so `file` outlives the sync
+  GatherGroup();
+  const uint64_t before = synced_sequence_;
   const uint64_t target = last_sequence_;
   WritableFile* file = active_.get();
   mu_.Unlock();
-  const absl::Status status = TimedSync(file);
+  uint64_t micros = 0;
+  const absl::Status status = TimedSync(file, &micros);
   mu_.Lock();
   syncing_ = false;
+  last_sync_micros_ = micros;
+  expected_group_ = std::max<uint64_t>(1, last_sequence_ - before);
   if (status.ok()) {
     synced_sequence_ = std::max(synced_sequence_, target);
     ClaimSynced(target);
@@ -553,10 +560,24 @@ absl::Status FileUpdateLog::WaitDurable(uint64_t sequence) {
   return absl::OkStatus();
 }
 
-absl::Status FileUpdateLog::TimedSync(WritableFile* file) {
+void FileUpdateLog::GatherGroup() {
+  if (expected_group_ <= 1 || options_.max_group_wait.count() == 0 || !broken_.ok()) return;
+  const auto wait = std::min(std::chrono::microseconds(last_sync_micros_), options_.max_group_wait);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  gathering_ = true;
+  while (last_sequence_ - synced_sequence_ < expected_group_) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= left.zero() || !appended_cv_.WaitFor(&mu_, left)) break;
+  }
+  gathering_ = false;
+}
+
+absl::Status FileUpdateLog::TimedSync(WritableFile* file, uint64_t* micros) {
   const uint64_t start = env_->NowMicros();
   absl::Status s = file->Sync();
-  if (options_.on_sync) options_.on_sync(static_cast<double>(env_->NowMicros() - start) * 1e-6);
+  const uint64_t took = env_->NowMicros() - start;
+  if (options_.on_sync) options_.on_sync(static_cast<double>(took) * 1e-6);
+  if (micros != nullptr) *micros = took;
   return s;
 }
 

@@ -131,8 +131,15 @@ class FileUpdateLog final : public UpdateLog {
   // Raises MANIFEST's high-water mark to `synced`, just made durable, once
   // per segment.
   void ClaimSynced(uint64_t synced) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Syncs `file`, timing it for options_.on_sync.
-  absl::Status TimedSync(WritableFile* file);
+  // Syncs `file`, timing it for options_.on_sync and, if set, *micros.
+  absl::Status TimedSync(WritableFile* file, uint64_t* micros = nullptr);
+  // Called by the one WaitDurable about to sync (syncing_ set): waits, with
+  // mu_ released, until as many records wait for a sync as the last sync
+  // saw (expected_group_), for at most the last sync's duration
+  // (options_.max_group_wait at most). Without it two writers that take
+  // turns never share a sync: each one's record lands while the other's
+  // sync runs, and is synced alone after it.
+  void GatherGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SyncLoop();
 
   Env* const env_;
@@ -151,6 +158,13 @@ class FileUpdateLog final : public UpdateLog {
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   // A WaitDurable is syncing the active segment with mu_ released.
   bool syncing_ ABSL_GUARDED_BY(mu_) = false;
+  // The records the last sync covered plus those appended while it ran:
+  // how many writers were taking turns then (1: one writer).
+  uint64_t expected_group_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t last_sync_micros_ ABSL_GUARDED_BY(mu_) = 0;
+  // Signalled by Append while GatherGroup waits (gathering_).
+  CondVar appended_cv_;
+  bool gathering_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // The segment whose records MANIFEST's high-water mark already reaches.
   uint64_t claimed_segment_ ABSL_GUARDED_BY(mu_) = 0;

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "core/persist/fault_injection_env.h"
 #include "gtest/gtest.h"
@@ -243,6 +246,91 @@ TEST(FileUpdateLog, GroupCommitUnderConcurrentWriters) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(log->last_sequence(), 200u);
   EXPECT_EQ(ReadAll(*log).size(), 200u);
+}
+
+// Holds the syncs of log segments (*.log; not MANIFEST's) in flight
+// (FaultInjectionEnv::SetSyncHook) until the test lets them through,
+// counting those that started.
+class SyncGate {
+ public:
+  explicit SyncGate(FaultInjectionEnv* env) {
+    env->SetSyncHook([this](const std::string& path) {
+      if (!absl::EndsWith(path, ".log")) return;
+      std::unique_lock<std::mutex> lock(mu_);
+      ++started_;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return allowed_ >= started_; });
+    });
+  }
+  int started() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return started_;
+  }
+  void AwaitStarted(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return started_ >= n; });
+  }
+  void Allow(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    allowed_ = n;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int started_ = 0;
+  int allowed_ = 0;
+};
+
+// Two writers taking turns, each waiting for its record's sync before it
+// sends the next (as two UpdateStreams do): B's record lands while A's sync
+// runs. Without gathering, B would then sync its record alone while A's
+// next record arrives, and so on, one sync per record. B's sync instead
+// waits for A's next record (up to the last sync's duration) and covers
+// both.
+TEST(FileUpdateLog, WritersTakingTurnsShareTheNextSync) {
+  const std::string dir = NewDir();
+  FaultInjectionEnv env(Env::Default());
+  UpdateLogOptions options;
+  options.max_group_wait = std::chrono::seconds(60);
+  auto opened = FileUpdateLog::Open(&env, dir, options, nullptr);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<FileUpdateLog> log = *std::move(opened);
+  SyncGate gate(&env);
+
+  auto a1 = log->Append("a1");
+  ASSERT_TRUE(a1.ok());
+  std::thread a([&] { EXPECT_TRUE(log->WaitDurable(*a1).ok()); });
+  gate.AwaitStarted(1);
+  auto b1 = log->Append("b1");  // while A's sync runs
+  ASSERT_TRUE(b1.ok());
+  std::thread b([&] { EXPECT_TRUE(log->WaitDurable(*b1).ok()); });
+  // A's sync takes a second, so B may gather for up to a second.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  gate.Allow(1);
+  a.join();
+  // B gathers instead of syncing b1 alone.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(gate.started(), 1);
+  auto a2 = log->Append("a2");
+  ASSERT_TRUE(a2.ok());
+  gate.AwaitStarted(2);
+  gate.Allow(100);
+  b.join();
+  EXPECT_TRUE(log->WaitDurable(*a2).ok());
+  EXPECT_EQ(gate.started(), 2) << "a2 needed a sync of its own";
+  EXPECT_EQ(ReadAll(*log).size(), 3u);
+
+  // A lone writer never waits to gather: with the gate open, a sync per
+  // record, and every record durable.
+  for (int i = 0; i < 5; ++i) {
+    auto seq = log->Append("lone");
+    ASSERT_TRUE(seq.ok());
+    ASSERT_TRUE(log->WaitDurable(*seq).ok());
+  }
+  EXPECT_EQ(gate.started(), 7);
+  env.SetSyncHook(nullptr);  // the log's destructor syncs after the gate is gone
 }
 
 // Simulates a crash: the log is never destroyed (its destructor would sync),

@@ -54,6 +54,11 @@ struct UpdateLogOptions {
   // and sometimes with the log's lock held: it must be thread-safe, quick,
   // and not call into the log. A log that never syncs never calls it.
   std::function<void(double seconds)> on_sync;
+  // kEveryRequest: how long a sync may wait to gather the records of
+  // writers that took turns at the last sync, so that they share the next
+  // one (FileUpdateLog::WaitDurable). Never longer than the last sync took;
+  // a lone writer never waits. Zero: never wait.
+  std::chrono::microseconds max_group_wait{2000};
 };
 
 // How opening a log treats damage. A log that cannot be damaged (memory)
