@@ -151,22 +151,29 @@ StreamNames StreamNamesFromFlags() {
   return {prefix + "_LOG", subjects + ".log", prefix + "_SNAPSHOTS", subjects + ".snapshots"};
 }
 
-// Opens the log stream, creating it if needed. NATS may not be up yet (a
-// whole cluster restarting): keeps trying for --catch_up_timeout.
+// Runs `open` (a StatusOr) until it succeeds or --catch_up_timeout has
+// passed: NATS may not be up yet (a whole cluster restarting), or may still
+// be electing its JetStream leader, when a stream is looked up or created.
+template <typename Open>
+auto KeepTrying(Open open) -> decltype(open()) {
+  const auto give_up = std::chrono::steady_clock::now() +
+                       absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
+  for (;;) {
+    auto opened = open();
+    if (opened.ok() || std::chrono::steady_clock::now() > give_up) return opened;
+    std::cerr << "clickd: waiting for NATS: " << opened.status().message() << std::endl;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// Opens the log stream, creating it if needed (KeepTrying).
 absl::StatusOr<std::unique_ptr<JetStreamLog>> OpenLog(NatsConnection* nats,
                                                       const StreamNames& names) {
   JetStreamLogOptions options;
   options.stream = names.log_stream;
   options.subject = names.log_subject;
   options.replicas = absl::GetFlag(FLAGS_nats_replicas);
-  const auto give_up = std::chrono::steady_clock::now() +
-                       absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
-  for (;;) {
-    auto log = JetStreamLog::Open(nats, options);
-    if (log.ok() || std::chrono::steady_clock::now() > give_up) return log;
-    std::cerr << "clickd: waiting for NATS: " << log.status().message() << std::endl;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
+  return KeepTrying([&] { return JetStreamLog::Open(nats, options); });
 }
 
 // Counts every publish in the publish latency histogram or the failures.
@@ -249,9 +256,13 @@ absl::StatusOr<std::unique_ptr<Replication>> StartReplication(
   auto log = OpenLog(out->nats.get(), names);
   if (!log.ok()) return log.status();
   out->log = *std::move(log);
-  auto snapshots =
-      SnapshotStore::Open(out->nats->jetstream(), names.snapshot_stream, names.snapshot_subjects,
-                          absl::GetFlag(FLAGS_nats_replicas), out->nats->timeout());
+  // Its stream too (KeepTrying): created right after the log's, it can
+  // time out while a fresh cluster places its replicas.
+  auto snapshots = KeepTrying([&] {
+    return SnapshotStore::Open(out->nats->jetstream(), names.snapshot_stream,
+                               names.snapshot_subjects, absl::GetFlag(FLAGS_nats_replicas),
+                               out->nats->timeout());
+  });
   if (!snapshots.ok()) return snapshots.status();
   out->snapshots = *std::move(snapshots);
 
