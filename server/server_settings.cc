@@ -140,33 +140,31 @@ absl::StatusOr<DurabilityOptions> DurabilityFromFlags() {
   if (!sync.ok()) return sync.status();
   options.journal.log.sync = *sync;
   const int interval_ms = absl::GetFlag(FLAGS_update_log_sync_interval_ms);
-  if (interval_ms < 1 || interval_ms > 60'000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--update_log_sync_interval_ms=", interval_ms, " must be in [1, 60000]"));
+  if (absl::Status s =
+          CheckFlagRange("update_log_sync_interval_ms", int64_t{interval_ms}, 1, 60'000);
+      !s.ok()) {
+    return s;
   }
   options.journal.log.sync_interval = std::chrono::milliseconds(interval_ms);
   const int group_wait_us = absl::GetFlag(FLAGS_update_log_group_wait_us);
-  if (group_wait_us < 0 || group_wait_us > 1'000'000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--update_log_group_wait_us=", group_wait_us, " must be in [0, 1000000]"));
+  if (absl::Status s =
+          CheckFlagRange("update_log_group_wait_us", int64_t{group_wait_us}, 0, 1'000'000);
+      !s.ok()) {
+    return s;
   }
   options.journal.log.max_group_wait = std::chrono::microseconds(group_wait_us);
   options.journal.salvage_damaged_log = absl::GetFlag(FLAGS_recover_damaged_log);
   const int keep = absl::GetFlag(FLAGS_keep_snapshots);
-  if (keep < 1 || keep > 1000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--keep_snapshots=", keep, " must be in [1, 1000]"));
-  }
+  if (absl::Status s = CheckFlagRange("keep_snapshots", int64_t{keep}, 1, 1000); !s.ok()) return s;
   options.journal.keep_snapshots = keep;
   const int64_t window = absl::GetFlag(FLAGS_idempotency_window_seconds);
-  if (window < 1 || window > 7 * 24 * 3600) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--idempotency_window_seconds=", window, " must be in [1, 604800]"));
+  if (absl::Status s = CheckFlagRange("idempotency_window_seconds", window, 1, 7 * 24 * 3600);
+      !s.ok()) {
+    return s;
   }
   const uint64_t max_keys = absl::GetFlag(FLAGS_idempotency_max_keys);
-  if (max_keys < 1 || max_keys > 10'000'000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--idempotency_max_keys=", max_keys, " must be in [1, 10000000]"));
+  if (absl::Status s = CheckFlagRange("idempotency_max_keys", max_keys, 1, 10'000'000); !s.ok()) {
+    return s;
   }
   options.journal.idempotency = {.window_us = window * 1'000'000, .max_keys = max_keys};
   if (absl::GetFlag(FLAGS_snapshot_interval) < absl::ZeroDuration()) {
