@@ -151,16 +151,21 @@ StreamNames StreamNamesFromFlags() {
   return {prefix + "_LOG", subjects + ".log", prefix + "_SNAPSHOTS", subjects + ".snapshots"};
 }
 
-// Runs `open` (a StatusOr) until it succeeds or --catch_up_timeout has
-// passed: NATS may not be up yet (a whole cluster restarting), or may still
-// be electing its JetStream leader, when a stream is looked up or created.
+// Runs `open` (a StatusOr) again while it fails with UNAVAILABLE, until
+// --catch_up_timeout has passed: NATS may not be up yet (a whole cluster
+// restarting), or may still be electing its JetStream leader, when a
+// stream is looked up or created. Any other error (a stream that cannot be
+// created as configured, such as one whose subjects another stream owns)
+// is returned at once: waiting would not change it.
 template <typename Open>
 auto KeepTrying(Open open) -> decltype(open()) {
   const auto give_up = std::chrono::steady_clock::now() +
                        absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
   for (;;) {
     auto opened = open();
-    if (opened.ok() || std::chrono::steady_clock::now() > give_up) return opened;
+    if (!absl::IsUnavailable(opened.status()) || std::chrono::steady_clock::now() > give_up) {
+      return opened;
+    }
     std::cerr << "clickd: waiting for NATS: " << opened.status().message() << std::endl;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }

@@ -412,5 +412,36 @@ TEST(Replication, FlagsAreCheckedBeforeAnythingStarts) {
   EXPECT_TRUE(absl::StrContains(run.output, "--nats_replicas=7 must be in [1, 5]")) << run.output;
 }
 
+// A stream that cannot be created as configured fails the start at once,
+// with JetStream's reason, instead of being retried for --catch_up_timeout
+// as if NATS were still starting: prefixes that differ only in case share
+// subjects (clickd.<prefix in lower case>.log), which JetStream refuses.
+TEST(Replication, StreamThatCannotBeCreatedFailsTheStartAtOnce) {
+  const std::string dir = ::testing::TempDir() + "/replication_overlap_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  auto nats = NatsCluster::Start(dir + "/nats", 1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  const std::vector<std::string> common = {"--replication=jetstream",
+                                           "--nats_url=" + (*nats)->Urls(), "--nats_replicas=1",
+                                           "--catch_up_timeout=10m"};
+  {
+    ServerOptions options;
+    options.flags = common;
+    options.flags.push_back("--nats_stream=CTR");
+    options.flags.push_back("--data_dir=" + dir + "/upper");
+    auto first = ServerProcess::Start(std::move(options));
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ((*first)->Stop().ToString(), "exit 0");
+  }
+  std::vector<std::string> flags = common;
+  flags.push_back("--nats_stream=ctr");
+  flags.push_back("--data_dir=" + dir + "/lower");
+  // Killed after 60 s if it waits: far less than --catch_up_timeout.
+  const auto run = ::clickd::testing::RunClickd(flags, std::chrono::seconds(60));
+  EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "create stream ctr_LOG")) << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "waiting for NATS")) << run.output;
+}
+
 }  // namespace
 }  // namespace clickd
