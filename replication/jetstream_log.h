@@ -87,6 +87,25 @@ struct PublishAck {
   bool duplicate = false;
 };
 
+// A delivered record as the applier reads it.
+struct LogRecordView {
+  uint64_t sequence = 0;
+  std::string_view data;
+  std::string_view msg_id;
+  int64_t unix_nanos = 0;
+  uint64_t pending = 0;
+};
+
+// The same, owning its bytes (what a test's rewrite returns).
+struct OwnedLogRecord {
+  uint64_t sequence = 0;
+  std::string data;
+  std::string msg_id;
+  int64_t unix_nanos = 0;
+  uint64_t pending = 0;
+  LogRecordView view() const { return {sequence, data, msg_id, unix_nanos, pending}; }
+};
+
 // One message read from the stream. Owns the nats.c message.
 class LogMessage {
  public:
@@ -106,6 +125,10 @@ class LogMessage {
   }
   // The publisher's message id ("" if none).
   std::string_view msg_id() const;
+  LogRecordView view() const { return {sequence_, data(), msg_id(), unix_nanos_, pending_}; }
+  OwnedLogRecord Owned() const {
+    return {sequence_, std::string(data()), std::string(msg_id()), unix_nanos_, pending_};
+  }
 
  private:
   natsMsg* const msg_;

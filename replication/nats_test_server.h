@@ -30,7 +30,7 @@ extern char** environ;
 namespace clickd::testing {
 
 #ifndef CLICKD_NATS_SERVER
-#define CLICKD_NATS_SERVER "/usr/sbin/nats-server"
+#define CLICKD_NATS_SERVER "/usr/local/bin/nats-server"
 #endif
 
 // A port the kernel just handed out (and released) on 127.0.0.1.

@@ -1,9 +1,13 @@
 #include "replication/replica.h"
 
+#include <xxhash.h>
+
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/quote.h"
+#include "core/model/state_digest.h"
 #include "core/persist/batch_codec.h"
 #include "core/persist/feedback_codec.h"
 #include "core/persist/snapshot.h"
@@ -31,6 +35,9 @@ constexpr std::chrono::milliseconds kPoll{200};
 // How long a reader may deliver nothing while the stream holds records
 // after ours before it is replaced.
 constexpr double kStalled = 2.0;
+// Bounds of the wait before a replaced reader's successor opens.
+constexpr std::chrono::milliseconds kMinReopenDelay{100};
+constexpr std::chrono::milliseconds kMaxReopenDelay{5000};
 
 }  // namespace
 
@@ -52,7 +59,9 @@ Replica::Replica(ModelRegistry* registry, JetStreamLog* log, SnapshotStore* snap
       log_(log),
       snapshots_(snapshots),
       options_(std::move(options)),
-      id_prefix_(absl::StrCat(options_.replica_id, "-", UnixNanos())) {}
+      id_prefix_(absl::StrCat(options_.replica_id, "-", UnixNanos())),
+      monitor_(std::make_shared<DivergenceMonitor>(
+          DivergenceMonitor::Options{id_prefix_, 16384, 16, options_.peer_ttl})) {}
 
 absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(ModelRegistry* registry, JetStreamLog* log,
                                                         SnapshotStore* snapshots,
@@ -66,8 +75,12 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(ModelRegistry* registry,
   const auto start = Clock::now();
   if (absl::Status s = replica->Restore(report); !s.ok()) return s;
   report->seconds = SecondsSince(start);
+  if (absl::Status s = replica->SubscribeCheckpoints(); !s.ok()) return s;
   replica->applier_ = std::thread([r = replica.get()] { r->ApplyLoop(); });
   replica->snapshotter_ = std::thread([r = replica.get()] { r->SnapshotLoop(); });
+  if (replica->checkpoint_feed_ != nullptr) {
+    replica->checkpointer_ = std::thread([r = replica.get()] { r->CheckpointLoop(); });
+  }
   return replica;
 }
 
@@ -83,6 +96,8 @@ Replica::~Replica() {
   }
   if (applier_.joinable()) applier_.join();
   if (snapshotter_.joinable()) snapshotter_.join();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  UnsubscribeCheckpoints();
 }
 
 // --- Applying --------------------------------------------------------------
@@ -91,21 +106,35 @@ void Replica::ApplyLoop() {
   std::unique_ptr<JetStreamLog::Reader> reader;
   auto last_state = Clock::now() - std::chrono::hours(1);
   auto last_message = Clock::now();  // or the reader's start
+  // Time between replacing a reader and opening the next: grows while
+  // readers deliver nothing that applies, so a replica that cannot move on
+  // does not open consumers in a loop.
+  std::chrono::milliseconds reopen_delay{0};
+  auto replace_reader = [&] {
+    reader.reset();
+    reopen_delay = std::clamp(reopen_delay * 2, kMinReopenDelay, kMaxReopenDelay);
+  };
   for (;;) {
     uint64_t next;
     {
       MutexLock lock(&mu_);
       if (stopping_) return;
-      if (!broken_.ok()) {
-        applied_cv_.WaitFor(&mu_, std::chrono::seconds(1));
-        continue;
-      }
       next = applied_ + 1;
     }
+    if (!broken().ok()) {
+      // Keep the lag figures true while stopped.
+      if (SecondsSince(last_state) >= 5) {
+        last_state = Clock::now();
+        CheckStream(next);
+      }
+      if (!Pause(std::chrono::seconds(1))) return;
+      continue;
+    }
     if (reader == nullptr) {
+      if (!Pause(reopen_delay)) return;
       auto opened = log_->ReadFrom(next);
       if (!opened.ok()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        replace_reader();
         continue;
       }
       reader = *std::move(opened);
@@ -113,54 +142,93 @@ void Replica::ApplyLoop() {
     }
     auto message = reader->Next(kPoll);
     if (!message.ok()) {
-      reader.reset();
+      replace_reader();
       continue;
     }
     if (!message->has_value()) {
-      // Idle: learn how far the stream goes, at most once a second.
+      // Idle: learn how far the stream goes, at most once a second. The
+      // stream holds records we have not got, and nothing came for a
+      // while: the consumer did not survive (all NATS nodes restarted,
+      // say). Read again from the next sequence.
       if (SecondsSince(last_state) >= 1) {
         last_state = Clock::now();
-        bool stalled = false;
-        if (auto state = log_->State(); state.ok()) {
-          MutexLock lock(&mu_);
-          stream_sequence_ = std::max(stream_sequence_, state->last_sequence);
-          // The stream holds records we have not got, and nothing came for
-          // a while: the consumer did not survive (all NATS nodes
-          // restarted, say). Read again from the next sequence.
-          stalled = state->last_sequence > applied_ && SecondsSince(last_message) >= kStalled;
-          if (state->first_sequence > applied_ + 1) {
-            broken_ = absl::DataLossError(absl::StrCat(
-                "stream ", log_->options().stream, " was purged up to sequence ",
-                state->first_sequence - 1, " while this replica had applied only ", applied_,
-                ": restart it to bootstrap from the newest published snapshot"));
-            std::cerr << "clickd: replication stopped: " << broken_.message() << std::endl;
-          }
-        }
-        if (stalled) reader.reset();
+        if (CheckStream(next) && SecondsSince(last_message) >= kStalled) replace_reader();
       }
       continue;
     }
     last_message = Clock::now();
     const LogMessage& m = ***message;
-    if (m.sequence() < next) continue;  // already applied (a redelivery)
-    if (m.sequence() > next) {
-      // A gap: start reading again at `next`; if the stream no longer
-      // holds it, the idle check above reports it.
-      reader.reset();
-      continue;
+    bool in_order = true;
+    if (options_.rewrite_for_testing) {
+      for (const OwnedLogRecord& r : options_.rewrite_for_testing(m.Owned())) {
+        if (in_order) in_order = Deliver(r.view());
+      }
+    } else {
+      in_order = Deliver(m.view());
     }
-    MutexLock apply(&apply_mu_);
-    Apply(m);
+    if (!in_order) {
+      last_state = Clock::now();
+      replace_reader();
+    } else if (applied_sequence() >= next) {
+      reopen_delay = std::chrono::milliseconds(0);
+    }
   }
 }
 
-void Replica::Apply(const LogMessage& message) {
-  const uint64_t sequence = message.sequence();
+bool Replica::Deliver(const LogRecordView& record) {
+  const uint64_t next = applied_sequence() + 1;
+  if (record.sequence < next) return true;  // already applied (a redelivery)
+  if (record.sequence > next) {
+    // A gap: a new reader starts at `next`, unless the stream no longer
+    // holds it.
+    CheckStream(next);
+    return false;
+  }
+  MutexLock apply(&apply_mu_);
+  Apply(record);
+  return true;
+}
+
+bool Replica::CheckStream(uint64_t next) {
+  auto state = log_->State();
+  if (!state.ok()) return false;
+  MutexLock lock(&mu_);
+  stream_sequence_ = std::max(stream_sequence_, state->last_sequence);
+  if (state->first_sequence > next && broken_.ok()) {
+    broken_ = absl::DataLossError(
+        absl::StrCat("stream ", log_->options().stream, " was purged up to sequence ",
+                     state->first_sequence - 1, " while this replica had applied only ", next - 1,
+                     ": restart it to bootstrap from the newest published snapshot"));
+    std::cerr << "clickd: replication stopped: " << broken_.message() << std::endl;
+  }
+  return broken_.ok() && state->last_sequence >= next;
+}
+
+bool Replica::Pause(std::chrono::milliseconds delay) {
+  const auto deadline = Clock::now() + delay;
+  MutexLock lock(&mu_);
+  while (!stopping_ && Clock::now() < deadline) applied_cv_.WaitFor(&mu_, deadline - Clock::now());
+  return !stopping_;
+}
+
+uint64_t Replica::DigestOfModels() const {
+  std::vector<std::shared_ptr<ServedModel>> models = registry_->List();
+  std::sort(models.begin(), models.end(),
+            [](const auto& a, const auto& b) { return a->name() < b->name(); });
+  std::string names_and_digests;
+  for (const std::shared_ptr<ServedModel>& served : models) {
+    absl::StrAppend(&names_and_digests, served->name(), "=", StateDigest(served->model()), ";");
+  }
+  return XXH3_64bits(names_and_digests.data(), names_and_digests.size());
+}
+
+void Replica::Apply(const LogRecordView& message) {
+  const uint64_t sequence = message.sequence;
   absl::Status status;
   AppliedRecord applied;
   std::shared_ptr<ServedModel> created;
   std::string model;
-  auto record = DecodeLogRecord(message.data());
+  auto record = DecodeLogRecord(message.data);
   if (!record.ok()) {
     // Every replica skips the same record: they stay equal. It is counted
     // and logged, and its publisher (if waiting here) gets the error.
@@ -218,15 +286,19 @@ void Replica::Apply(const LogMessage& message) {
       }
     }
   }
+  monitor_->Applied(sequence, message.data);
+  if (options_.state_digest_records > 0 && sequence % options_.state_digest_records == 0) {
+    monitor_->StateDigestAt(sequence, DigestOfModels());
+  }
   MutexLock lock(&mu_);
   if (!record.ok()) ++rejected_records_;
   applied_ = sequence;
-  stream_sequence_ = std::max(stream_sequence_, sequence + message.pending());
-  last_applied_nanos_ = message.unix_nanos();
+  stream_sequence_ = std::max(stream_sequence_, sequence + message.pending);
+  last_applied_nanos_ = message.unix_nanos;
   if (status.ok() && !model.empty() && record->kind != LogRecord::Kind::kDelete) {
     versions_[model] = sequence;
   }
-  if (auto it = waiters_.find(std::string(message.msg_id())); it != waiters_.end()) {
+  if (auto it = waiters_.find(std::string(message.msg_id)); it != waiters_.end()) {
     Waiter& w = *it->second;
     w.done = true;
     w.status = status;
@@ -248,6 +320,7 @@ absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishAndWait(const s
                                                                          std::string msg_id) {
   auto waiter = std::make_shared<Waiter>();
   bool registered = false;
+  if (absl::Status diverged = DivergedStatus(); !diverged.ok()) return diverged;
   {
     MutexLock lock(&mu_);
     if (!broken_.ok()) return absl::UnavailableError(broken_.message());
@@ -307,6 +380,19 @@ absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishAndWait(const s
                      options_.apply_timeout.count(),
                      " ms; it will be applied: retry with the same "
                      "idempotency_key to learn its outcome without learning it twice"));
+  }
+  if (waiter->sequence != ack->sequence) {
+    // The server that acknowledged it and the one this replica reads from
+    // hold different records at these sequences.
+    std::string reason =
+        absl::StrCat("JetStream acknowledged the record at sequence ", ack->sequence,
+                     " but this replica's reader delivered it at sequence ", waiter->sequence,
+                     ": the NATS servers' copies of the log differ");
+    monitor_->MarkDiverged(reason);
+    return absl::UnavailableError(
+        absl::StrCat(reason,
+                     "; this replica now refuses writes (docs/replication.md#divergence): retry on "
+                     "another replica with the same idempotency_key"));
   }
   return waiter;
 }
@@ -481,7 +567,23 @@ ReplicaStatus Replica::status() const {
   out.published_snapshot_sequence = published_snapshot_;
   out.rejected_records = rejected_records_;
   out.broken = broken_;
+  out.divergence = monitor_->Report(Clock::now());
   return out;
+}
+
+absl::Status Replica::broken() const {
+  MutexLock lock(&mu_);
+  return broken_;
+}
+
+absl::Status Replica::DivergedStatus() const {
+  DivergenceReport report = monitor_->Report(Clock::now());
+  if (!report.diverged) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "this replica's copy of the replicated log or models diverged from its peers (",
+      report.reason,
+      "); it serves reads but refuses writes: send writes to another replica, and heal this one "
+      "as docs/replication.md#divergence says"));
 }
 
 }  // namespace clickd

@@ -41,6 +41,7 @@
 #include "core/feedback/feedback_loop.h"
 #include "core/persist/env.h"
 #include "core/serving/registry.h"
+#include "replication/divergence.h"
 #include "replication/jetstream_log.h"
 #include "replication/replica_snapshot.h"
 #include "replication/snapshot_store.h"
@@ -65,6 +66,31 @@ struct ReplicaOptions {
   // Called after every publish attempt with its latency and outcome. May be
   // null; must be thread-safe and quick.
   std::function<void(double seconds, bool acknowledged)> on_publish;
+
+  // --- Divergence detection (divergence.h) ---
+  // The core NATS subject replicas exchange checkpoints on (empty: none are
+  // sent or compared).
+  std::string checkpoint_subject;
+  std::chrono::milliseconds checkpoint_interval{1000};
+  // A state digest of every model after each sequence that is a multiple
+  // of this (0: none). It reads every coordinate while the applier waits.
+  uint64_t state_digest_records = 10000;
+  // A peer not heard from for this long is forgotten (verdicts, retention).
+  std::chrono::milliseconds peer_ttl{15000};
+
+  // --- Retention ---
+  // Records kept below the newest published snapshot however recent the
+  // older one is (0: none beyond the older snapshot).
+  uint64_t retain_records = 10000;
+
+  // How long Start retries reading the stream and the published snapshots
+  // while NATS answers UNAVAILABLE.
+  std::chrono::milliseconds restore_timeout{0};
+
+  // Tests only: replaces each record the reader delivers with what it
+  // returns (none, itself, others), to give this replica another copy of
+  // the log than its peers'.
+  std::function<std::vector<OwnedLogRecord>(OwnedLogRecord)> rewrite_for_testing;
 };
 
 // How Start restored the models.
@@ -85,6 +111,7 @@ struct ReplicaStatus {
   uint64_t published_snapshot_sequence = 0;
   uint64_t rejected_records = 0;
   absl::Status broken;  // why this replica stopped applying (OK if it did not)
+  DivergenceReport divergence;
 };
 
 struct ReplicaSnapshotReport {
@@ -169,6 +196,7 @@ class Replica {
 
  private:
   struct Waiter;
+  struct CheckpointFeed;
 
   Replica(ModelRegistry* registry, JetStreamLog* log, SnapshotStore* snapshots,
           ReplicaOptions options);
@@ -187,8 +215,28 @@ class Replica {
   std::string MessageIdFor(std::string_view kind, const std::string& model,
                            std::string_view idempotency_key);
   void ApplyLoop();
-  // Applies the message at applied_ + 1.
-  void Apply(const LogMessage& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Applies `record` if it is the next one; false on a gap (after checking
+  // whether the stream was purged past this replica).
+  bool Deliver(const LogRecordView& record);
+  // Applies the record at applied_ + 1.
+  void Apply(const LogRecordView& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Learns how far the stream goes; breaks the replica if it was purged
+  // past `next`. Returns whether it has records from `next` on.
+  bool CheckStream(uint64_t next);
+  // Sleeps `delay` (waking early to stop); false if stopping.
+  bool Pause(std::chrono::milliseconds delay);
+  // XXH3-64 over every model's name and StateDigest, in name order.
+  uint64_t DigestOfModels() const;
+  // Checkpoints (replica_checkpoints.cc): peers' arrive on nats.c's thread
+  // and go to monitor_; this replica's are published every interval.
+  absl::Status SubscribeCheckpoints();
+  void UnsubscribeCheckpoints();
+  void CheckpointLoop();
+  absl::Status broken() const;
+  // Whether this replica is diverged now (and why).
+  absl::Status DivergedStatus() const;
+  // Where the log may be purged below after publishing a snapshot (0: not).
+  uint64_t PurgePoint(const std::vector<SnapshotStore::Published>& published) const;
   // Snapshot's work; `models` gets the models it copied.
   absl::StatusOr<ReplicaSnapshotReport> SnapshotModels(
       bool publish, std::vector<std::shared_ptr<ServedModel>>* models);
@@ -226,8 +274,12 @@ class Replica {
   std::chrono::steady_clock::time_point last_publish_check_ ABSL_GUARDED_BY(snapshot_mu_);
   uint64_t last_seen_published_ ABSL_GUARDED_BY(snapshot_mu_) = 0;
 
+  const std::shared_ptr<DivergenceMonitor> monitor_;
+  std::shared_ptr<CheckpointFeed> checkpoint_feed_;
+
   std::thread applier_;
   std::thread snapshotter_;
+  std::thread checkpointer_;
 };
 
 }  // namespace clickd

@@ -121,6 +121,9 @@ std::string EncodeReplicaSnapshot(const ReplicaSnapshot& snapshot) {
   std::string out(kMagic);
   coding::PutFixed32(&out, kReplicaSnapshotFormatVersion);
   coding::PutFixed64(&out, snapshot.sequence);
+  coding::PutFixed32(&out, snapshot.chain.has_value() ? 1 : 0);
+  coding::PutFixed64(&out, snapshot.chain.value_or(LogDigest{}).high);
+  coding::PutFixed64(&out, snapshot.chain.value_or(LogDigest{}).low);
   coding::PutFixed32(&out, static_cast<uint32_t>(models.size()));
   for (const ReplicaModel* model : models) {
     const std::string bytes = EncodeSnapshot(model->contents);
@@ -146,13 +149,22 @@ absl::StatusOr<ReplicaSnapshot> DecodeReplicaSnapshot(std::string_view bytes) {
   ReplicaSnapshot out;
   in.GetFixed32(&version);
   in.GetFixed64(&out.sequence);
-  in.GetFixed32(&count);
   if (version > kReplicaSnapshotFormatVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat("replica snapshot format version ", version, " is newer than this build's ",
                      kReplicaSnapshotFormatVersion, "; upgrade clickd to read it"));
   }
   if (version == 0) return Corrupt("format version 0");
+  if (version >= 2) {
+    uint32_t known = 0;
+    LogDigest chain;
+    if (!in.GetFixed32(&known) || !in.GetFixed64(&chain.high) || !in.GetFixed64(&chain.low) ||
+        known > 1) {
+      return Corrupt("log chain truncated or malformed");
+    }
+    if (known == 1) out.chain = chain;
+  }
+  if (!in.GetFixed32(&count)) return Corrupt("model count truncated");
   if (absl::Status s = DecodeModels(&in, count, &out); !s.ok()) return s;
   return out;
 }

@@ -9,10 +9,14 @@
 //
 // Format (all integers little-endian, as core/base/coding.h writes them):
 //
-//   bundle   := magic version sequence count model{count} crc
+//   bundle   := magic version sequence [chain] count model{count} crc
 //   magic    := "CLKDREP1"                        8 bytes
 //   version  := fixed32                           kReplicaSnapshotFormatVersion
 //   sequence := fixed64                           last stream record every model contains
+//   chain    := known:fixed32 high:fixed64 low:fixed64
+//               (version 2 on: the log chain at sequence, log_chain.h;
+//               known 0 if the writer's chain was unknown; version 1
+//               bundles have none and restore with an unknown chain)
 //   count    := fixed32                           number of models
 //   model    := created_sequence:fixed64 length:fixed64 snapshot[length]
 //               (snapshot: EncodeSnapshot(contents), docs/snapshot_format.md)
@@ -28,6 +32,7 @@
 #define CLICKD_REPLICATION_REPLICA_SNAPSHOT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,10 +41,11 @@
 #include "absl/status/statusor.h"
 #include "core/persist/env.h"
 #include "core/persist/snapshot.h"
+#include "replication/log_chain.h"
 
 namespace clickd {
 
-inline constexpr uint32_t kReplicaSnapshotFormatVersion = 1;
+inline constexpr uint32_t kReplicaSnapshotFormatVersion = 2;
 
 struct ReplicaModel {
   uint64_t created_sequence = 0;  // stream sequence of the model's CREATE record
@@ -48,6 +54,7 @@ struct ReplicaModel {
 
 struct ReplicaSnapshot {
   uint64_t sequence = 0;             // the last stream record every model here contains
+  std::optional<LogDigest> chain;    // the log chain at `sequence` (nullopt: unknown)
   std::vector<ReplicaModel> models;  // sorted by name
 };
 

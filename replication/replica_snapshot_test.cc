@@ -89,6 +89,26 @@ TEST(ReplicaSnapshot, EmptyBundleRoundTrips) {
   EXPECT_TRUE(decoded->models.empty());
 }
 
+TEST(ReplicaSnapshot, TheLogChainRoundTripsAndAVersion1BundleHasNone) {
+  ReplicaSnapshot with_chain;
+  with_chain.sequence = 9;
+  with_chain.chain = LogDigest{0x1234, 0x5678};
+  auto decoded = DecodeReplicaSnapshot(EncodeReplicaSnapshot(with_chain));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_TRUE(decoded->chain.has_value());
+  EXPECT_EQ(*decoded->chain, (LogDigest{0x1234, 0x5678}));
+  // A version 1 bundle (before chains): magic, version, sequence, count, crc.
+  std::string v1 = "CLKDREP1";
+  coding::PutFixed32(&v1, 1);
+  coding::PutFixed64(&v1, 7);
+  coding::PutFixed32(&v1, 0);
+  coding::PutFixed32(&v1, crc32c::Mask(crc32c::Value(v1.data(), v1.size())));
+  auto old = DecodeReplicaSnapshot(v1);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->sequence, 7u);
+  EXPECT_FALSE(old->chain.has_value());
+}
+
 TEST(ReplicaSnapshot, EverySingleByteCorruptionIsDataLoss) {
   const std::string bytes = EncodeReplicaSnapshot(ThreeModels());
   for (size_t i = 0; i < bytes.size(); ++i) {

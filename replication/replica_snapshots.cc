@@ -1,6 +1,7 @@
 // Replica: restoring from a snapshot at start, and taking, writing and
 // publishing snapshots (replica.h describes the whole class).
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/base/quote.h"
@@ -17,6 +18,20 @@ double SecondsSince(Clock::time_point start) {
 }
 
 }  // namespace
+
+// Runs `read` again while it fails with UNAVAILABLE (NATS restarting or
+// electing a leader), for at most `timeout`.
+template <typename Read>
+auto RetryWhileUnavailable(std::chrono::milliseconds timeout, Read read) -> decltype(read()) {
+  const auto give_up = Clock::now() + timeout;
+  for (;;) {
+    auto result = read();
+    if (!absl::IsUnavailable(result.status()) || Clock::now() >= give_up) return result;
+    std::cerr << "clickd: waiting for NATS to restore the replica: " << result.status().message()
+              << std::endl;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
 
 // --- Restoring -------------------------------------------------------------
 
@@ -35,7 +50,10 @@ absl::Status Replica::Restore(ReplicaStartReport* report) {
   // The stream decides whether the local snapshot is enough: it must hold
   // every record after it. Without NATS a local snapshot is served as it is
   // and the applier catches up once NATS is back.
-  auto stream = log_->State();
+  // Without a local snapshot there is nothing to serve until NATS answers.
+  auto stream = chosen.has_value() ? log_->State()
+                                   : RetryWhileUnavailable(options_.restore_timeout,
+                                                           [&] { return log_->State(); });
   if (!stream.ok()) {
     if (chosen.has_value()) {
       report->snapshot_sequence = chosen->sequence;
@@ -57,7 +75,10 @@ absl::Status Replica::Restore(ReplicaStartReport* report) {
   const bool purged_past = stream->first_sequence > have + 1;
   if (purged_past) {
     std::vector<std::string> rejected;
-    auto published = snapshots_->FetchNewest(&rejected);
+    auto published = RetryWhileUnavailable(options_.restore_timeout, [&] {
+      rejected.clear();
+      return snapshots_->FetchNewest(&rejected);
+    });
     if (!published.ok()) return published.status();
     report->rejected.insert(report->rejected.end(), rejected.begin(), rejected.end());
     if (!published->has_value()) {
@@ -80,7 +101,10 @@ absl::Status Replica::Restore(ReplicaStartReport* report) {
     chosen = *std::move(decoded);
     report->source = "published snapshot";
   }
-  if (!chosen.has_value()) return absl::OkStatus();
+  if (!chosen.has_value()) {
+    monitor_->Reset(0, LogDigest{});
+    return absl::OkStatus();
+  }
   report->snapshot_sequence = chosen->sequence;
   report->models = chosen->models.size();
   return LoadSnapshot(*chosen);
@@ -109,6 +133,7 @@ absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
   }
   applied_ = snapshot.sequence;
   stream_sequence_ = std::max(stream_sequence_, snapshot.sequence);
+  monitor_->Reset(snapshot.sequence, snapshot.chain);
   return absl::OkStatus();
 }
 
@@ -171,6 +196,7 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
       snapshot.sequence = applied_;
       created = created_;
     }
+    snapshot.chain = monitor_->chain();
     *models = registry_->List();
     for (const std::shared_ptr<ServedModel>& served : *models) {
       ReplicaModel m;
@@ -214,7 +240,8 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
       return s;
     }
   }
-  if (publish) {
+  // A diverged replica's state is not one to bootstrap others from.
+  if (publish && !monitor_->Report(Clock::now()).diverged) {
     if (absl::Status s =
             snapshots_->Publish(snapshot.sequence, bytes, options_.keep_published_snapshots);
         !s.ok()) {
@@ -223,8 +250,7 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
     report.published = true;
     last_publish_check_ = Clock::now();
     last_seen_published_ = snapshot.sequence;
-    // Records leave the log only once the older kept published snapshot
-    // contains them.
+    // Retention (PurgePoint) reads the kept snapshots.
     auto published = snapshots_->List();
     if (!published.ok()) return published.status();
     {
@@ -233,12 +259,30 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
         published_snapshot_ = std::max(published_snapshot_, published->front().sequence);
       }
     }
-    if (published->size() >= static_cast<size_t>(options_.keep_published_snapshots)) {
-      if (absl::Status s = log_->PurgeBelow(published->back().sequence + 1); !s.ok()) return s;
+    if (const uint64_t below = PurgePoint(*published); below > 1) {
+      if (absl::Status s = log_->PurgeBelow(below); !s.ok()) return s;
     }
   }
   report.seconds = SecondsSince(start);
   return report;
+}
+
+uint64_t Replica::PurgePoint(const std::vector<SnapshotStore::Published>& published) const {
+  if (published.size() < static_cast<size_t>(options_.keep_published_snapshots)) return 0;
+  // Records leave the log only once the older kept published snapshot
+  // contains them...
+  uint64_t below = published.back().sequence + 1;
+  // ...and never closer than retain_records to the newest, so that two
+  // snapshots published moments apart leave a replica a little behind
+  // something to catch up from...
+  const uint64_t newest = published.front().sequence;
+  below =
+      std::min(below, newest + 1 > options_.retain_records ? newest + 1 - options_.retain_records
+                                                           : uint64_t{1});
+  // ...nor past what a live replica still has to apply.
+  const DivergenceReport report = monitor_->Report(Clock::now());
+  if (report.min_live_applied > 0) below = std::min(below, report.min_live_applied + 1);
+  return below;
 }
 
 void Replica::SnapshotLoop() {

@@ -7,6 +7,7 @@
 #define CLICKD_REPLICATION_REPLICA_TEST_FIXTURE_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,7 +85,9 @@ class ReplicaTest : public ::testing::Test {
 
   // Starts a replica on the test's streams (owned by the test). `data_dir`
   // "": no local snapshots.
-  Node* StartNode(const std::string& id, const std::string& data_dir = "") {
+  // `configure`, if set, changes the replica's options last.
+  Node* StartNode(const std::string& id, const std::string& data_dir = "",
+                  std::function<void(ReplicaOptions*)> configure = nullptr) {
     Node* node = nodes_.emplace_back(std::make_unique<Node>()).get();
     NatsConnectionOptions nats_options;
     nats_options.urls = server_.url();
@@ -114,6 +117,11 @@ class ReplicaTest : public ::testing::Test {
     options.publish_timeout = milliseconds(5000);
     options.apply_timeout = kWait;
     options.snapshot_interval = milliseconds(0);  // only when a test asks
+    options.retain_records = 0;                   // purges as far as the snapshots allow
+    options.checkpoint_subject = "clickd.repltest.checkpoints";
+    options.checkpoint_interval = milliseconds(100);
+    options.state_digest_records = 5;
+    if (configure) configure(&options);
     auto replica = Replica::Start(node->registry.get(), node->log.get(), node->snapshots.get(),
                                   options, &node->report);
     EXPECT_TRUE(replica.ok()) << replica.status();

@@ -14,7 +14,7 @@ PACKAGES=(
   python3 python3-xxhash python3-matplotlib
   prometheus python3-yaml nodejs  # deploy tests: promtool, YAML, node for deploy/validate
   python3-grpcio python3-protobuf python3-pytest python3-setuptools python3-pip  # the Python client (client/python); its stubs come from protobuf-compiler + protobuf-compiler-grpc (python3-grpc-tools' protoc predates proto3 optional)
-  nats-server libnats-dev nlohmann-json3-dev  # --replication=jetstream; the replication tests start a nats-server cluster (JSON: its monitoring endpoint)
+  libnats-dev nlohmann-json3-dev  # --replication=jetstream (the C client); the replication tests start a nats-server cluster (scripts/install_nats.sh: a pinned nats-server from the Go module proxy; JSON: its monitoring endpoint)
   chromium  # the status page's integration test loads it in headless Chromium (nlohmann-json3-dev above: /status.json)
 )
 
@@ -24,6 +24,8 @@ for p in "${PACKAGES[@]}"; do
 done
 # Debian's nodejs comes without npm; NodeSource's bundles it (and conflicts with Debian's).
 command -v npm >/dev/null || missing+=(npm)
+# The pinned nats-server, built from the Go module proxy (not Debian's 2.9.10).
+bash "$(dirname "$0")/install_nats.sh" >/dev/null
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -38,7 +38,7 @@ using Json = nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr char kClusterName[] = "clickd-test";
-constexpr char kDefaultBinary[] = "/usr/sbin/nats-server";
+constexpr char kDefaultBinary[] = "/usr/local/bin/nats-server";
 // The endpoint that tells each node's view of the meta group and of the
 // streams it hosts (cluster.leader, cluster.replicas).
 constexpr char kJszPath[] = "/jsz?accounts=true&streams=true";

@@ -14,7 +14,8 @@
 // (appended to across restarts, each start marked by a line of ours). Its
 // client, cluster and monitoring ports are free ports of 127.0.0.1 chosen by
 // Start() and kept for restarts, so that clients and the other nodes find it
-// again. The binary is $NATS_SERVER, else /usr/sbin/nats-server.
+// again. The binary is $NATS_SERVER, else /usr/local/bin/nats-server (the
+// pinned version scripts/install_nats.sh installs).
 //
 // Leadership is read from each node's monitoring endpoint,
 // /jsz?accounts=true&streams=true: a node is a leader only while it names
