@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "replication/nats_server_version.h"
 #include "replication/nats_test_server.h"
 
 namespace clickd {
@@ -306,6 +307,35 @@ TEST_F(JetStreamLogTest, AReaderDeliversInOrderFromItsStartSequence) {
   ASSERT_TRUE(next->has_value());
   EXPECT_EQ((**next)->sequence(), 11u);
   EXPECT_EQ((**next)->data(), "r11");
+}
+
+}  // namespace
+}  // namespace clickd
+
+namespace clickd {
+namespace {
+
+TEST(NatsServerVersion, ParsesReleasesAndRefusesTheRest) {
+  EXPECT_EQ(ParseServerVersion("2.15.3"), (std::array<int, 3>{2, 15, 3}));
+  EXPECT_EQ(ParseServerVersion("v2.9.10"), (std::array<int, 3>{2, 9, 10}));
+  EXPECT_EQ(ParseServerVersion("2.16.0-beta.1"), (std::array<int, 3>{2, 16, 0}));
+  for (const char* bad : {"", "2.15", "2.x.1", "2.15.3.4", "-1.0.0"}) {
+    EXPECT_FALSE(ParseServerVersion(bad).has_value()) << bad;
+  }
+}
+
+TEST_F(JetStreamLogTest, TheServersVersionIsReadFromItsInfoLineAndCheckedAgainstTheMinimum) {
+  auto version = ReadServerVersion(server_.url(), std::chrono::milliseconds(5000));
+  ASSERT_TRUE(version.ok()) << version.status();
+  ASSERT_TRUE(ParseServerVersion(*version).has_value()) << *version;
+  EXPECT_TRUE(CheckServerVersions(server_.url(), *version).ok());
+  EXPECT_TRUE(CheckServerVersions(server_.url(), "2.0.0").ok());
+  const absl::Status old = CheckServerVersions(server_.url(), "99.0.0");
+  EXPECT_EQ(old.code(), absl::StatusCode::kFailedPrecondition) << old;
+  EXPECT_NE(old.message().find(*version), std::string::npos) << old;
+  EXPECT_NE(old.message().find("--nats_min_server_version=99.0.0"), std::string::npos) << old;
+  // A server that does not answer cannot be checked now: not a refusal.
+  EXPECT_TRUE(CheckServerVersions("nats://127.0.0.1:1", "99.0.0").ok());
 }
 
 }  // namespace

@@ -30,8 +30,12 @@ bool IsUnavailable(natsStatus status) {
 }  // namespace
 
 absl::Status NatsError(natsStatus status, jsErrCode js_error, std::string_view what) {
-  std::string message =
-      absl::StrCat("NATS JetStream ", std::string(what), ": ", natsStatus_GetText(status));
+  // nats.c answers a publish while disconnected (it buffers nothing: see
+  // the header) with "Insufficient Buffer": say what it means.
+  const char* text = status == NATS_INSUFFICIENT_BUFFER || status == NATS_NOT_YET_CONNECTED
+                         ? "not connected to NATS (reconnecting)"
+                         : natsStatus_GetText(status);
+  std::string message = absl::StrCat("NATS JetStream ", std::string(what), ": ", text);
   if (js_error != 0)
     absl::StrAppend(&message, " (JetStream error ", static_cast<int>(js_error), ")");
   if (IsUnavailable(status)) return absl::UnavailableError(message);

@@ -46,7 +46,7 @@ void GetModelWithDigest(ClickdService* service, grpc::CallbackServerContext* con
           call->Finish(served.status());
           return;
         }
-        v1::ModelInfo info = ToModelInfo(**served);
+        v1::ModelInfo info = service->Describe(**served);
         info.set_state_digest(StateDigest((*served)->model()));
         if (SystemClock::now() > deadline) {
           call->Finish(DeadlinePassedError());

@@ -69,6 +69,9 @@ class ModelWriter {
   // most the writer's wait, naming both versions.
   virtual absl::Status AwaitVersion(const ServedModel& served, uint64_t min_version) = 0;
 
+  // This replica's view of the replicated log; nullopt without replication.
+  virtual std::optional<ReplicaStatus> Replication() const { return std::nullopt; }
+
   // Whether SnapshotModel snapshots every model at one sequence (a
   // replica) instead of the one named.
   virtual bool SnapshotsAllModels() const { return false; }
@@ -128,6 +131,7 @@ class ReplicatedModelWriter final : public ModelWriter {
   absl::Status AwaitVersion(const ServedModel&, uint64_t min_version) override {
     return replica_->AwaitApplied(min_version, max_version_wait_);
   }
+  std::optional<ReplicaStatus> Replication() const override { return replica_->status(); }
   bool SnapshotsAllModels() const override { return true; }
   absl::StatusOr<SnapshotReport> SnapshotAll() override;
 

@@ -8,6 +8,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "replication/nats_server_version.h"
+#include "server/flag_checks.h"
 
 ABSL_FLAG(std::string, replication, "none",
           "none: each process is its own model (the embedded file log in --data_dir); "
@@ -29,7 +31,22 @@ ABSL_FLAG(absl::Duration, replication_apply_timeout, absl::Seconds(5),
 ABSL_FLAG(absl::Duration, max_version_wait, absl::Seconds(1),
           "how long a Predict with min_model_version waits for this replica to reach it");
 ABSL_FLAG(absl::Duration, catch_up_timeout, absl::Minutes(2),
-          "at start, how long to apply the stream before serving (serving starts anyway after)");
+          "at start, how long to apply the stream before serving (serving starts anyway after); "
+          "also how long reading the stream and the published snapshots is retried while NATS "
+          "is unavailable");
+ABSL_FLAG(absl::Duration, replication_checkpoint_interval, absl::Seconds(1),
+          "how often a replica publishes its checkpoint (applied sequence, log chain, state "
+          "digest) for the others to compare (docs/replication.md#divergence)");
+ABSL_FLAG(uint64_t, replication_state_digest_records, 10000,
+          "a replica digests every model's state after each sequence that is a multiple of "
+          "this, for the others to compare (reads every coordinate while applying waits; 0: "
+          "never, the log chain is still compared)");
+ABSL_FLAG(uint64_t, replication_retain_records, 10000,
+          "records the log keeps below the newest published snapshot, besides what the older "
+          "kept snapshot and live replicas need (so a replica a little behind can catch up)");
+ABSL_FLAG(std::string, nats_min_server_version, "2.15.0",
+          "refuse to start against a nats-server older than this (docs/replication.md says why; "
+          "empty: no check)");
 
 namespace clickd {
 namespace {
@@ -85,6 +102,34 @@ void RegisterReplicationMetrics(metrics::Registry* registry, const ModelRegistry
   gauge("clickd_replication_broken",
         "1 if this replica stopped applying the log (see its log; restart it to bootstrap).",
         [](const ReplicaStatus& s) { return s.broken.ok() ? 0 : 1; });
+  gauge("clickd_replication_diverged",
+        "1 if this replica's copy of the log or models differs from its peers' (it refuses "
+        "writes; docs/replication.md#divergence).",
+        [](const ReplicaStatus& s) { return s.divergence.diverged ? 1 : 0; });
+  gauge("clickd_replication_peers_disagreeing",
+        "Live replicas whose last checkpoint differed from this replica's at the same sequence.",
+        [](const ReplicaStatus& s) { return s.divergence.peers_disagreeing; });
+  gauge("clickd_replication_peers_agreeing",
+        "Live replicas whose last checkpoint equalled this replica's at the same sequence.",
+        [](const ReplicaStatus& s) { return s.divergence.peers_agreeing; });
+  gauge("clickd_replication_min_live_applied_sequence",
+        "The lowest sequence applied by this replica and its live healthy peers: retention "
+        "keeps the log above it.",
+        [](const ReplicaStatus& s) { return s.divergence.min_live_applied; });
+  registry->BuildCallback(
+      "clickd_replication_checkpoint_comparisons_total",
+      "Peer checkpoints compared with this replica's at equal sequences.", MetricType::kCounter,
+      [replica] {
+        return std::vector<metrics::Sample>{
+            {{}, static_cast<double>(replica->status().divergence.comparisons)}};
+      });
+  registry->BuildCallback(
+      "clickd_replication_checkpoint_mismatches_total",
+      "Peer checkpoints that differed from this replica's at the same sequence.",
+      MetricType::kCounter, [replica] {
+        return std::vector<metrics::Sample>{
+            {{}, static_cast<double>(replica->status().divergence.mismatches)}};
+      });
   registry->BuildCallback("clickd_replication_rejected_records_total",
                           "Damaged records every replica skipped.", MetricType::kCounter,
                           [replica] {
@@ -135,6 +180,29 @@ absl::StatusOr<bool> ReplicationFromFlags() {
         std::tuple("catch_up_timeout", absl::GetFlag(FLAGS_catch_up_timeout), absl::Hours(24))}) {
     if (absl::Status s = CheckDuration(flag, value, max); !s.ok()) return s;
   }
+  if (absl::Status s =
+          CheckDuration("replication_checkpoint_interval",
+                        absl::GetFlag(FLAGS_replication_checkpoint_interval), absl::Minutes(1));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckFlagRange("replication_state_digest_records",
+                                      absl::GetFlag(FLAGS_replication_state_digest_records),
+                                      uint64_t{0}, uint64_t{1} << 40);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckFlagRange("replication_retain_records",
+                                      absl::GetFlag(FLAGS_replication_retain_records), uint64_t{0},
+                                      uint64_t{1} << 40);
+      !s.ok()) {
+    return s;
+  }
+  if (const std::string v = absl::GetFlag(FLAGS_nats_min_server_version);
+      !v.empty() && !ParseServerVersion(v).has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nats_min_server_version=", v, " is not a version like 2.15.0"));
+  }
   return true;
 }
 
@@ -142,13 +210,14 @@ namespace {
 
 // The stream-name prefix's streams and subjects (docs/replication.md#flags).
 struct StreamNames {
-  std::string log_stream, log_subject, snapshot_stream, snapshot_subjects;
+  std::string log_stream, log_subject, snapshot_stream, snapshot_subjects, checkpoint_subject;
 };
 
 StreamNames StreamNamesFromFlags() {
   const std::string prefix = absl::GetFlag(FLAGS_nats_stream);
   const std::string subjects = absl::StrCat("clickd.", absl::AsciiStrToLower(prefix));
-  return {prefix + "_LOG", subjects + ".log", prefix + "_SNAPSHOTS", subjects + ".snapshots"};
+  return {prefix + "_LOG", subjects + ".log", prefix + "_SNAPSHOTS", subjects + ".snapshots",
+          subjects + ".checkpoints"};
 }
 
 // Runs `open` (a StatusOr) again while it fails with UNAVAILABLE, until
@@ -253,6 +322,11 @@ absl::StatusOr<std::unique_ptr<Replication>> StartReplication(
   nats_options.creds_file = absl::GetFlag(FLAGS_nats_creds);
   nats_options.name = absl::StrCat("clickd ", replica_id);
   nats_options.timeout = absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_nats_publish_timeout));
+  if (absl::Status s =
+          CheckServerVersions(nats_options.urls, absl::GetFlag(FLAGS_nats_min_server_version));
+      !s.ok()) {
+    return s;
+  }
   auto nats = NatsConnection::Connect(nats_options);
   if (!nats.ok()) return nats.status();
   out->nats = *std::move(nats);
@@ -279,6 +353,12 @@ absl::StatusOr<std::unique_ptr<Replication>> StartReplication(
       absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_replication_apply_timeout));
   options.snapshot_interval = snapshot_interval;
   options.on_publish = PublishObserver(metrics);
+  options.checkpoint_subject = names.checkpoint_subject;
+  options.checkpoint_interval =
+      absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_replication_checkpoint_interval));
+  options.state_digest_records = absl::GetFlag(FLAGS_replication_state_digest_records);
+  options.retain_records = absl::GetFlag(FLAGS_replication_retain_records);
+  options.restore_timeout = absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_catch_up_timeout));
   ReplicaStartReport report;
   auto replica = Replica::Start(registry, out->log.get(), out->snapshots.get(), options, &report);
   if (!replica.ok()) return replica.status();

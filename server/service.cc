@@ -446,9 +446,24 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
         auto served = writer_->Create(*config);
         if (!served.ok()) return served.status();
         on_models_changed_();
-        *resp->mutable_model() = ToModelInfo(**served);
+        *resp->mutable_model() = Describe(**served);
         return absl::OkStatus();
       });
+}
+
+v1::ModelInfo ClickdService::Describe(const ServedModel& served) const {
+  v1::ModelInfo info = ToModelInfo(served);
+  if (std::optional<ReplicaStatus> status = writer_->Replication(); status.has_value()) {
+    v1::ReplicationInfo* out = info.mutable_replication();
+    out->set_applied_sequence(status->applied_sequence);
+    out->set_broken(!status->broken.ok());
+    out->set_diverged(status->divergence.diverged);
+    out->set_reason(!status->broken.ok() ? std::string(status->broken.message())
+                                         : status->divergence.reason);
+    out->set_peers_agreeing(status->divergence.peers_agreeing);
+    out->set_peers_disagreeing(status->divergence.peers_disagreeing);
+  }
+  return info;
 }
 
 grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* context,
@@ -468,7 +483,7 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
           [this](const v1::GetModelRequest& req, v1::GetModelResponse* resp) -> absl::Status {
             auto served = Lookup(req.model(), "model");
             if (!served.ok()) return served.status();
-            *resp->mutable_model() = ToModelInfo(**served);
+            *resp->mutable_model() = Describe(**served);
             return absl::OkStatus();
           });
   return call->reactor();
@@ -479,7 +494,7 @@ grpc::ServerUnaryReactor* ClickdService::ListModels(grpc::CallbackServerContext*
   return Unary<v1::ListModelsRequest, v1::ListModelsResponse>(
       context, "ListModels", request, response, NoKey,
       [this](const v1::ListModelsRequest&, v1::ListModelsResponse* resp) {
-        for (const auto& served : registry_->List()) *resp->add_models() = ToModelInfo(*served);
+        for (const auto& served : registry_->List()) *resp->add_models() = Describe(*served);
         return absl::OkStatus();
       });
 }

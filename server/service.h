@@ -146,6 +146,10 @@ class ClickdService final : public RawClickdService {
   absl::Status ScorePredictRequest(const v1::PredictRequest& request,
                                    v1::PredictResponse* response);
 
+  // What GetModel and ListModels say of `served`: its ModelInfo and, on a
+  // replica, the replica's health.
+  v1::ModelInfo Describe(const ServedModel& served) const;
+
   // The named model, or NotFound / InvalidArgument naming `field`.
   absl::StatusOr<std::shared_ptr<ServedModel>> Lookup(const std::string& name,
                                                       const char* field) const;

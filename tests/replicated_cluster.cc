@@ -23,11 +23,13 @@ ReplicatedCluster::ReplicatedCluster(const std::string& name)
 }
 
 std::vector<std::string> ReplicatedCluster::ReplicaFlags(int i, const std::string& data_dir) const {
-  return {"--replication=jetstream",   "--nats_url=" + nats_->Urls(),
-          "--nats_replicas=3",         "--replica_id=r" + std::to_string(i),
-          "--data_dir=" + data_dir,    "--snapshot_interval=2s",
-          "--nats_publish_timeout=2s", "--replication_apply_timeout=5s",
-          "--catch_up_timeout=60s",    "--shutdown_grace_seconds=2"};
+  return {"--replication=jetstream", "--nats_url=" + nats_->Urls(), "--nats_replicas=3",
+          "--replica_id=r" + std::to_string(i), "--data_dir=" + data_dir, "--snapshot_interval=2s",
+          "--nats_publish_timeout=2s", "--replication_apply_timeout=5s", "--catch_up_timeout=60s",
+          "--shutdown_grace_seconds=2",
+          // Small enough for the tests' few hundred records to be purged;
+          // state digests often enough to be compared within a test.
+          "--replication_retain_records=20", "--replication_state_digest_records=50"};
 }
 
 bool ReplicatedCluster::StartReplica(int i) {

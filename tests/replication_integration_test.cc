@@ -190,6 +190,15 @@ void ExpectReplicasEqualOfflineReplay(ReplicatedCluster& cluster, const Writer& 
     EXPECT_EQ(DigestAt(cluster, i, writer.max_version()), offline)
         << label << ": replica " << i << " differs from an offline replay of the "
         << writer.acknowledged() << " acknowledged batches in stream order";
+    // Equal replicas see no divergence in their checkpoints.
+    auto client = ClickdClient::Create(cluster.Address(i));
+    ASSERT_TRUE(client.ok());
+    auto info = (*client)->GetModel("default");
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_TRUE(info->has_replication());
+    EXPECT_FALSE(info->replication().diverged()) << label << ": " << info->replication().reason();
+    EXPECT_EQ(info->replication().peers_disagreeing(), 0u)
+        << label << ": replica " << i << ": " << info->replication().reason();
   }
 }
 
@@ -221,6 +230,8 @@ TEST(Replication, ReplicasLearnAsOneAndReadYourWrites) {
   auto dup = (*client)->Update(again.request);
   ASSERT_TRUE(dup.ok()) << dup.status();
   EXPECT_EQ(dup->model_version(), writer.versions()[0]);
+  EXPECT_TRUE(dup->duplicate());
+  EXPECT_EQ(dup->applied(), 0u);  // nothing learned now
 
   ExpectReplicasEqualOfflineReplay(cluster, writer, "basic");
 

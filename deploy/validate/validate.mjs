@@ -50,6 +50,8 @@ const HEALTH_PORT = 50053;
 // replicated log needs (docs/replication.md).
 const NATS_PORTS = { client: 4222, cluster: 6222, monitor: 8222 };
 const NATS_MAX_PAYLOAD = 8 * 1024 * 1024;
+// clickd's --nats_min_server_version default (2.15.0) as major*1e6+minor*1e3+patch.
+const NATS_MIN_VERSION = 2015000;
 // The ports a NetworkPolicy must admit, by container.
 const ADMITTED_PORTS = { clickd: ['grpc', 'grpc-admin', 'metrics'], nats: ['client', 'cluster', 'monitor'] };
 // The flags naming files that must come from a mounted Secret.
@@ -377,6 +379,15 @@ function checkNats(doc, nats, byKind, errors) {
   }
   const js = natsBlock(text, 'jetstream');
   const storeDir = js === null ? undefined : natsValue(js, 'store_dir');
+  // docs/replication.md#what-the-guarantees-rest-on: a pinned server at or
+  // after the version clickd is tested with, and every write synced.
+  const tag = /^nats:(\d+)\.(\d+)\.(\d+)(-[a-z0-9.]+)?$/.exec(nats.image ?? '');
+  if (!tag || Number(tag[1]) * 1e6 + Number(tag[2]) * 1e3 + Number(tag[3]) < NATS_MIN_VERSION) {
+    errors.push(`${cw}: image ${nats.image} is not a pinned nats:X.Y.Z at or after 2.15.0 (older servers let copies of a stream diverge)`);
+  }
+  if ((js === null ? undefined : natsValue(js, 'sync_interval')) !== 'always') {
+    errors.push(`${conf}: jetstream sync_interval is not "always" (an acknowledged record must survive a power loss)`);
+  }
   const store = (nats.volumeMounts ?? []).find((m) => storeDir !== undefined &&
     (storeDir === m.mountPath || storeDir.startsWith(`${m.mountPath.replace(/\/$/, '')}/`)));
   if (!store || !(spec.volumeClaimTemplates ?? []).some((t) => t.metadata?.name === store.name)) {

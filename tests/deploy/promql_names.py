@@ -14,6 +14,8 @@ COUNTERS = {
     "clickd_snapshot_failures_total",
     "clickd_replication_publish_failures_total",
     "clickd_replication_rejected_records_total",
+    "clickd_replication_checkpoint_comparisons_total",
+    "clickd_replication_checkpoint_mismatches_total",
     "clickd_model_impressions_logged_total",
     "clickd_model_impressions_refused_total",
     "clickd_model_impressions_expired_total",
@@ -58,6 +60,10 @@ GAUGES = {
     "clickd_model_version",
     "clickd_replication_broken",
     "clickd_replication_rejected_records_total",
+    "clickd_replication_diverged",
+    "clickd_replication_peers_disagreeing",
+    "clickd_replication_peers_agreeing",
+    "clickd_replication_min_live_applied_sequence",
     "clickd_model_variant_loss",
     "clickd_model_variant_champion",
     "clickd_model_variant_examples",
@@ -90,6 +96,12 @@ REPLICATION = {
     "clickd_model_version",
     "clickd_replication_broken",
     "clickd_replication_rejected_records_total",
+    "clickd_replication_diverged",
+    "clickd_replication_peers_disagreeing",
+    "clickd_replication_peers_agreeing",
+    "clickd_replication_min_live_applied_sequence",
+    "clickd_replication_checkpoint_comparisons_total",
+    "clickd_replication_checkpoint_mismatches_total",
 }
 # The metrics of models with variants only (docs/variants.md); a server
 # whose models have none has none of these series.
