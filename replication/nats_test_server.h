@@ -97,6 +97,11 @@ class NatsTestServer {
   }
 
   // Stops the server by its PID: SIGTERM, then SIGKILL after ~5 s.
+  // Sends `sig` to the server (SIGSTOP / SIGCONT freeze and thaw it).
+  void Signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+
   void Stop() {
     if (pid_ <= 0) return;
     kill(pid_, SIGTERM);

@@ -1,8 +1,11 @@
-// Divergence detection (divergence.h) and the log's retention, with replicas
+// Divergence detection (divergence.h), the log's retention and restoring
+// through a NATS outage, with replicas
 // applying one stream of a real nats-server (replica_test_fixture.h). One
 // replica's reader is given another copy of the log than its peers' (as a
 // NATS node whose store diverged would serve it), and the replicas must
 // notice instead of learning it silently.
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -186,6 +189,33 @@ TEST_F(ReplicaTest, RetentionKeepsWhatALiveReplicaHasNotAppliedAndAMarginOfRecor
   LearnBatches(*a, 90, 1);
   CatchUp(*b);
   EXPECT_TRUE(b->replica->status().broken.ok()) << b->replica->status().broken;
+  EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
+}
+
+TEST_F(ReplicaTest, ANewReplicaWaitsForAFrozenNatsToReadThePublishedSnapshot) {
+  Node* a = StartNode("a");
+  ASSERT_NE(a, nullptr);
+  CreateEverywhere(*a, {a}, "ctr");
+  LearnBatches(*a, 0, 5);
+  ASSERT_TRUE(a->replica->Snapshot(true).ok());
+  LearnBatches(*a, 10, 5);
+  ASSERT_TRUE(a->replica->Snapshot(true).ok());
+  // b starts with an empty volume while the only NATS server is frozen for
+  // longer than one request's timeout (5 s): reading the stream and the
+  // published snapshots is retried instead of failing the start.
+  std::thread thaw;
+  Node* b = StartNode("b", "", [&](ReplicaOptions* options) {
+    options->restore_timeout = kWait;
+    server_.Signal(SIGSTOP);
+    thaw = std::thread([this] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(6000));
+      server_.Signal(SIGCONT);
+    });
+  });
+  thaw.join();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->report.source, "published snapshot");
+  CatchUp(*b);
   EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
 }
 

@@ -54,7 +54,7 @@ case $mode in
     done
     routes=$(printf 'nats://127.0.0.1:%s,' "${route_ports[@]}")
     for i in 0 1 2; do
-      /usr/sbin/nats-server -a 127.0.0.1 -p "${client_ports[$i]}" -m "${monitor_ports[$i]}" \
+      /usr/local/bin/nats-server -a 127.0.0.1 -p "${client_ports[$i]}" -m "${monitor_ports[$i]}" \
         -js -sd "$data_dir/nats$i" -n "n$i" --cluster_name=bench \
         --cluster="nats://127.0.0.1:${route_ports[$i]}" --routes="${routes%,}" \
         > "$out/nats$i.log" 2>&1 &

@@ -31,8 +31,8 @@ clickd=$build/server/clickd
 source bench/lib/require_binaries.sh
 require_binaries run.sh "build the targets replication_bench and clickd (see above)" "$bench" \
   "$clickd"
-if ! command -v "${NATS_SERVER:-/usr/sbin/nats-server}" > /dev/null; then
-  echo "run.sh: nats-server is missing (apt-get install nats-server, or set NATS_SERVER)" >&2
+if ! command -v "${NATS_SERVER:-/usr/local/bin/nats-server}" > /dev/null; then
+  echo "run.sh: nats-server is missing (bash scripts/install_nats.sh, or set NATS_SERVER)" >&2
   exit 1
 fi
 mkdir -p "$out"
@@ -41,7 +41,7 @@ exec > >(tee "$out/run.txt") 2>&1
 echo "# clickd replication benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -g | awk '/Mem:/{print $2}') GiB;" \
   "work dir on $(df -T "$(dirname "$work")" | awk 'NR==2{print $2 " " $1}')"
-echo "nats-server: $("${NATS_SERVER:-/usr/sbin/nats-server}" --version)"
+echo "nats-server: $("${NATS_SERVER:-/usr/local/bin/nats-server}" --version)"
 echo "build: $build, $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$build/CMakeCache.txt")"
 echo "every process (3 NATS nodes, 4 clickd, this client) shares these $(nproc) CPUs: absolute"
 echo "numbers are pessimistic; compare the ratios within this run."

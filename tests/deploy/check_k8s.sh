@@ -10,7 +10,7 @@
 # container's flags against CLICKD_BINARY --helpfull and the ConfigMap's
 # config loaded by the real binary, the NATS ConfigMap's nats.conf tested by
 # the real nats-server (`nats-server -t`; NATS_SERVER, default: the one on
-# PATH or /usr/sbin/nats-server, skipped with a note when there is none), and
+# PATH or /usr/local/bin/nats-server, skipped with a note when there is none), and
 # in-memory broken copies that must fail. Last, broken copies on disk
 # (containerPort as a string; clickd's --nats_url naming a NATS pod that does
 # not exist) must make validate.mjs exit non-zero with the expected message.
@@ -29,9 +29,9 @@ if ! cmp -s "$src/package-lock.json" "$work/node_modules/.clickd-package-lock.js
 fi
 
 nats_server=${NATS_SERVER:-$(command -v nats-server || true)}
-if [[ -z "$nats_server" && -x /usr/sbin/nats-server ]]; then nats_server=/usr/sbin/nats-server; fi
+if [[ -z "$nats_server" && -x /usr/local/bin/nats-server ]]; then nats_server=/usr/local/bin/nats-server; fi
 if [[ -z "$nats_server" ]]; then
-  echo "check_k8s: note: no nats-server (Debian package nats-server); nats.conf not tested by it"
+  echo "check_k8s: note: no nats-server (scripts/install_nats.sh); nats.conf not tested by it"
 fi
 
 node "$work/validate.mjs" "$root/deploy/k8s" ${clickd:+"--clickd=$clickd"} ${nats_server:+"--nats_server=$nats_server"}

@@ -102,7 +102,7 @@ def may_be_empty(expr, replication):
 def start_nats(work, procs):
     """Starts a JetStream nats-server on a free loopback port; returns its URL, or None."""
     nats_server = shutil.which("nats-server") or (
-        "/usr/sbin/nats-server" if os.access("/usr/sbin/nats-server", os.X_OK) else None)
+        "/usr/local/bin/nats-server" if os.access("/usr/local/bin/nats-server", os.X_OK) else None)
     if not nats_server:
         return None
     port = free_port()
