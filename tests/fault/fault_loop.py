@@ -441,7 +441,9 @@ def main():
     rng = random.Random(args.seed)
     cluster = Cluster(args.work, args)
     ledger = Ledger()
-    pending, faults, stale_copies = [], [], {}
+    pending, faults, stale_copies, progress = [], [], {}, []
+    # SIGTERM (ctest's timeout) cleans up like an error does.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     started = time.time()
     summary = {"nats_server": version, "seed": args.seed, "rounds": args.rounds}
     ok = False
@@ -464,25 +466,29 @@ def main():
                     stale_copies[i] = copy
             fault = rng.choice(FAULTS)
             faults.append(inject(cluster, fault, rng, stale_copies))
+            progress.append(len(ledger.acked))
             print(f"round {r}: {faults[-1]}; {len(ledger.acked)} acknowledged", file=sys.stderr,
                   flush=True)
         stop.set()
         for t in threads:
             t.join(60)
-        # Every batch not acknowledged yet is sent again with its key.
+        # Every batch not acknowledged yet is sent again with its key, for
+        # at most 2 minutes in all.
+        give_up = time.time() + 120
         for key, lines, req in pending:
-            send_until_acked(cluster, ledger, key, lines, req, 0, time.time() + 90)
+            send_until_acked(cluster, ledger, key, lines, req, 0, give_up)
         checks = check(cluster, ledger, args, pending)
         summary.update(checks)
         ok = checks["ok"]
     finally:
         summary.update({
-            "faults": faults, "acknowledged_batches": len(ledger.acked),
+            "faults": faults, "acknowledged_after_each_round": progress,
+            "acknowledged_batches": len(ledger.acked),
             "acknowledged_examples": sum(len(v) for v in ledger.lines.values()),
             "attempts": ledger.attempts, "failed_attempts": ledger.failures,
             "errors": ledger.errors, "seconds": round(time.time() - started, 1)})
         cluster.stop()
-    print(json.dumps(summary, sort_keys=True))
+        print(json.dumps(summary, sort_keys=True), flush=True)
     return 0 if ok else 1
 
 
@@ -497,9 +503,10 @@ def check(cluster, ledger, args, pending):
     examples = sum(len(v) for v in ledger.lines.values())
     top = max(versions) if versions else 0
     replicas = []
+    give_up = time.time() + 180  # for all replicas together
     for i in range(REPLICAS):
         address = cluster.replica_address(i)
-        reached = await_version(address, top, 180)
+        reached = await_version(address, top, max(5, give_up - time.time()))
         entry = {"replica": i, "reached": reached}
         try:
             info = model_info(address, True)
