@@ -49,6 +49,9 @@ struct Replica::Waiter {
   // The stream already held the message id: the record was applied (or
   // will be) under the first copy's sequence, and nothing is known of it.
   bool duplicate = false;
+  // The sequence this replica's reader delivered the record at (for a
+  // duplicate the stream stored again, not `sequence`).
+  uint64_t delivered = 0;
   AppliedRecord applied;  // an UPDATE record's effects
   std::shared_ptr<ServedModel> created;
 };
@@ -60,6 +63,7 @@ Replica::Replica(ModelRegistry* registry, JetStreamLog* log, SnapshotStore* snap
       snapshots_(snapshots),
       options_(std::move(options)),
       id_prefix_(absl::StrCat(options_.replica_id, "-", UnixNanos())),
+      applied_ids_(log_->options().duplicate_window),
       monitor_(std::make_shared<DivergenceMonitor>(
           DivergenceMonitor::Options{id_prefix_, 16384, 16, options_.peer_ttl})) {}
 
@@ -224,6 +228,13 @@ uint64_t Replica::DigestOfModels() const {
 
 void Replica::Apply(const LogRecordView& message) {
   const uint64_t sequence = message.sequence;
+  if (!message.msg_id.empty()) {
+    if (std::optional<uint64_t> first = applied_ids_.Seen(message.msg_id, message.unix_nanos)) {
+      SkipDuplicate(message, *first);
+      return;
+    }
+    applied_ids_.Add(message.msg_id, sequence, message.unix_nanos);
+  }
   absl::Status status;
   AppliedRecord applied;
   std::shared_ptr<ServedModel> created;
@@ -303,8 +314,35 @@ void Replica::Apply(const LogRecordView& message) {
     w.done = true;
     w.status = status;
     w.sequence = sequence;
+    w.delivered = sequence;
     w.applied = std::move(applied);
     w.created = std::move(created);
+    waiters_.erase(it);
+  }
+  applied_cv_.SignalAll();
+}
+
+void Replica::SkipDuplicate(const LogRecordView& message, uint64_t first) {
+  const uint64_t sequence = message.sequence;
+  std::cerr << "clickd: stream record " << sequence << " repeats message id " << message.msg_id
+            << " first applied at " << first << " within the duplicate window: skipped"
+            << std::endl;
+  // Still a record of the log: the chain and the sequences go on.
+  monitor_->Applied(sequence, message.data);
+  if (options_.state_digest_records > 0 && sequence % options_.state_digest_records == 0) {
+    monitor_->StateDigestAt(sequence, DigestOfModels());
+  }
+  MutexLock lock(&mu_);
+  ++duplicate_records_;
+  applied_ = sequence;
+  stream_sequence_ = std::max(stream_sequence_, sequence + message.pending);
+  last_applied_nanos_ = message.unix_nanos;
+  if (auto it = waiters_.find(std::string(message.msg_id)); it != waiters_.end()) {
+    Waiter& w = *it->second;
+    w.done = true;
+    w.sequence = first;
+    w.delivered = sequence;
+    w.duplicate = true;
     waiters_.erase(it);
   }
   applied_cv_.SignalAll();
@@ -381,12 +419,12 @@ absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishAndWait(const s
                      " ms; it will be applied: retry with the same "
                      "idempotency_key to learn its outcome without learning it twice"));
   }
-  if (waiter->sequence != ack->sequence) {
+  if (waiter->delivered != ack->sequence) {
     // The server that acknowledged it and the one this replica reads from
     // hold different records at these sequences.
     std::string reason =
         absl::StrCat("JetStream acknowledged the record at sequence ", ack->sequence,
-                     " but this replica's reader delivered it at sequence ", waiter->sequence,
+                     " but this replica's reader delivered it at sequence ", waiter->delivered,
                      ": the NATS servers' copies of the log differ");
     monitor_->MarkDiverged(reason);
     return absl::UnavailableError(
@@ -505,6 +543,12 @@ absl::StatusOr<std::shared_ptr<ServedModel>> Replica::Create(const ModelConfig& 
   auto waiter = PublishAndWait(EncodeLogRecord(record), NewMessageId());
   if (!waiter.ok()) return waiter.status();
   if (!(*waiter)->status.ok()) return (*waiter)->status;
+  if ((*waiter)->created == nullptr) {
+    // Only a record the stream stored twice (skipped the second time)
+    // could do this; the first copy created it.
+    if (std::shared_ptr<ServedModel> served = registry_->Get(config.name)) return served;
+    return absl::UnavailableError("the create record was stored twice; retry");
+  }
   return (*waiter)->created;
 }
 
@@ -566,6 +610,7 @@ ReplicaStatus Replica::status() const {
   }
   out.published_snapshot_sequence = published_snapshot_;
   out.rejected_records = rejected_records_;
+  out.duplicate_records = duplicate_records_;
   out.broken = broken_;
   out.divergence = monitor_->Report(Clock::now());
   return out;

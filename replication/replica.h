@@ -41,6 +41,7 @@
 #include "core/feedback/feedback_loop.h"
 #include "core/persist/env.h"
 #include "core/serving/registry.h"
+#include "replication/applied_ids.h"
 #include "replication/divergence.h"
 #include "replication/jetstream_log.h"
 #include "replication/replica_snapshot.h"
@@ -110,6 +111,9 @@ struct ReplicaStatus {
   bool nats_connected = false;
   uint64_t published_snapshot_sequence = 0;
   uint64_t rejected_records = 0;
+  // Records skipped because their message id was applied within the
+  // duplicate window (a server that stored a retry twice).
+  uint64_t duplicate_records = 0;
   absl::Status broken;  // why this replica stopped applying (OK if it did not)
   DivergenceReport divergence;
 };
@@ -201,7 +205,7 @@ class Replica {
   Replica(ModelRegistry* registry, JetStreamLog* log, SnapshotStore* snapshots,
           ReplicaOptions options);
   absl::Status Restore(ReplicaStartReport* report);
-  absl::Status LoadSnapshot(const ReplicaSnapshot& snapshot);
+  absl::Status LoadSnapshot(const ReplicaSnapshot& snapshot) ABSL_LOCKS_EXCLUDED(apply_mu_);
   // Publishes a record and waits until it is applied here.
   absl::StatusOr<std::shared_ptr<Waiter>> PublishAndWait(const std::string& record,
                                                          std::string msg_id);
@@ -220,6 +224,11 @@ class Replica {
   bool Deliver(const LogRecordView& record);
   // Applies the record at applied_ + 1.
   void Apply(const LogRecordView& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  // Passes over a record whose message id was applied at `first` within
+  // the duplicate window (applied_ids.h): nothing is learned, its
+  // publisher is told it is a duplicate of `first`.
+  void SkipDuplicate(const LogRecordView& record, uint64_t first)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Learns how far the stream goes; breaks the replica if it was purged
   // past `next`. Returns whether it has records from `next` on.
   bool CheckStream(uint64_t next);
@@ -254,6 +263,7 @@ class Replica {
 
   // Held by the applier for each record, and by a snapshot while it copies.
   Mutex apply_mu_;
+  AppliedIds applied_ids_ ABSL_GUARDED_BY(apply_mu_);
   mutable Mutex mu_;
   CondVar applied_cv_;
   uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
@@ -261,6 +271,7 @@ class Replica {
   int64_t last_applied_nanos_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t published_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t rejected_records_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t duplicate_records_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // The sequence of each model's CREATE record, and of the last record

@@ -124,6 +124,7 @@ std::string EncodeReplicaSnapshot(const ReplicaSnapshot& snapshot) {
   coding::PutFixed32(&out, snapshot.chain.has_value() ? 1 : 0);
   coding::PutFixed64(&out, snapshot.chain.value_or(LogDigest{}).high);
   coding::PutFixed64(&out, snapshot.chain.value_or(LogDigest{}).low);
+  coding::PutString(&out, snapshot.applied_ids);
   coding::PutFixed32(&out, static_cast<uint32_t>(models.size()));
   for (const ReplicaModel* model : models) {
     const std::string bytes = EncodeSnapshot(model->contents);
@@ -159,8 +160,8 @@ absl::StatusOr<ReplicaSnapshot> DecodeReplicaSnapshot(std::string_view bytes) {
     uint32_t known = 0;
     LogDigest chain;
     if (!in.GetFixed32(&known) || !in.GetFixed64(&chain.high) || !in.GetFixed64(&chain.low) ||
-        known > 1) {
-      return Corrupt("log chain truncated or malformed");
+        known > 1 || !in.GetString(&out.applied_ids)) {
+      return Corrupt("log chain or applied message ids truncated or malformed");
     }
     if (known == 1) out.chain = chain;
   }

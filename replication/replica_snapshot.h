@@ -13,10 +13,12 @@
 //   magic    := "CLKDREP1"                        8 bytes
 //   version  := fixed32                           kReplicaSnapshotFormatVersion
 //   sequence := fixed64                           last stream record every model contains
-//   chain    := known:fixed32 high:fixed64 low:fixed64
+//   chain    := known:fixed32 high:fixed64 low:fixed64 ids:string
 //               (version 2 on: the log chain at sequence, log_chain.h;
-//               known 0 if the writer's chain was unknown; version 1
-//               bundles have none and restore with an unknown chain)
+//               known 0 if the writer's chain was unknown; ids: the
+//               message ids applied within the duplicate window,
+//               applied_ids.h; version 1 bundles have neither and restore
+//               with an unknown chain and no ids)
 //   count    := fixed32                           number of models
 //   model    := created_sequence:fixed64 length:fixed64 snapshot[length]
 //               (snapshot: EncodeSnapshot(contents), docs/snapshot_format.md)
@@ -55,6 +57,7 @@ struct ReplicaModel {
 struct ReplicaSnapshot {
   uint64_t sequence = 0;             // the last stream record every model here contains
   std::optional<LogDigest> chain;    // the log chain at `sequence` (nullopt: unknown)
+  std::string applied_ids;           // AppliedIds::Encode() ("": none)
   std::vector<ReplicaModel> models;  // sorted by name
 };
 

@@ -111,6 +111,15 @@ absl::Status Replica::Restore(ReplicaStartReport* report) {
 }
 
 absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
+  MutexLock apply(&apply_mu_);
+  if (!snapshot.applied_ids.empty()) {
+    auto ids = AppliedIds::Decode(snapshot.applied_ids, log_->options().duplicate_window);
+    if (!ids.ok()) {
+      return absl::DataLossError(absl::StrCat("the snapshot at sequence ", snapshot.sequence, ": ",
+                                              ids.status().message()));
+    }
+    applied_ids_ = *std::move(ids);
+  }
   MutexLock lock(&mu_);
   for (const ReplicaModel& m : snapshot.models) {
     auto served = registry_->Create(m.contents.config);
@@ -197,6 +206,7 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
       created = created_;
     }
     snapshot.chain = monitor_->chain();
+    snapshot.applied_ids = applied_ids_.Encode();
     *models = registry_->List();
     for (const std::shared_ptr<ServedModel>& served : *models) {
       ReplicaModel m;

@@ -130,6 +130,14 @@ void RegisterReplicationMetrics(metrics::Registry* registry, const ModelRegistry
         return std::vector<metrics::Sample>{
             {{}, static_cast<double>(replica->status().divergence.mismatches)}};
       });
+  registry->BuildCallback(
+      "clickd_replication_duplicate_records_total",
+      "Records skipped because their message id was applied within the duplicate window (the "
+      "stream stored a retry twice).",
+      MetricType::kCounter, [replica] {
+        return std::vector<metrics::Sample>{
+            {{}, static_cast<double>(replica->status().duplicate_records)}};
+      });
   registry->BuildCallback("clickd_replication_rejected_records_total",
                           "Damaged records every replica skipped.", MetricType::kCounter,
                           [replica] {

@@ -16,6 +16,7 @@ COUNTERS = {
     "clickd_replication_rejected_records_total",
     "clickd_replication_checkpoint_comparisons_total",
     "clickd_replication_checkpoint_mismatches_total",
+    "clickd_replication_duplicate_records_total",
     "clickd_model_impressions_logged_total",
     "clickd_model_impressions_refused_total",
     "clickd_model_impressions_expired_total",
@@ -102,6 +103,7 @@ REPLICATION = {
     "clickd_replication_min_live_applied_sequence",
     "clickd_replication_checkpoint_comparisons_total",
     "clickd_replication_checkpoint_mismatches_total",
+    "clickd_replication_duplicate_records_total",
 }
 # The metrics of models with variants only (docs/variants.md); a server
 # whose models have none has none of these series.
