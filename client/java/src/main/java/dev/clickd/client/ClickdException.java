@@ -35,12 +35,28 @@ public final class ClickdException extends RuntimeException {
     return serverMessage;
   }
 
+  private static boolean closedTransport(Throwable cause) {
+    for (Throwable c = cause; c != null; c = c.getCause()) {
+      if (c instanceof java.nio.channels.ClosedChannelException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   static ClickdException from(Throwable t) {
     if (t instanceof ClickdException) {
       return (ClickdException) t;
     }
     Status s = Status.fromThrowable(t);
     String message = s.getDescription() != null ? s.getDescription() : "";
+    if (s.getCode() == Status.Code.UNKNOWN && closedTransport(s.getCause())) {
+      // grpc-java reports a call that meets a connection the server just
+      // closed (killed, restarting) as UNKNOWN "channel closed"; the C++,
+      // Python and Go clients see UNAVAILABLE, and so does this one, so that
+      // the same calls are retried.
+      return new ClickdException(Status.Code.UNAVAILABLE, message, t);
+    }
     if (t instanceof StatusRuntimeException) {
       return new ClickdException(s.getCode(), message, t);
     }
