@@ -83,8 +83,7 @@ TEST(HasherGolden, XxH3ReferenceValue) {
 }
 
 TEST(HasherGolden, SeedZero) {
-  EXPECT_EQ(CheckGolden([](const GoldenVector& v) { return v.seed == 0 && v.kind != "xxh3"; }),
-            9);
+  EXPECT_EQ(CheckGolden([](const GoldenVector& v) { return v.seed == 0 && v.kind != "xxh3"; }), 9);
 }
 
 TEST(HasherGolden, Seed42) {
