@@ -2,7 +2,7 @@
 # Builds and tests the Go and Java clients (client/go, client/java) against
 # the real clickd of build/release (scripts/build.sh release first), offline
 # from the caches scripts/install_client_deps.sh fills:
-#   - Go: generated code matches proto/, gofmt and go vet clean, go test
+#   - Go: code generated from proto/, gofmt and go vet clean, go test
 #   - Java: mvn test (compiles with -Xlint:all -Werror), JUnit against clickd
 #   - the cross-language digest check: the same examples learned through the
 #     Go, Java and Python clients, each in the features and the keys form,
@@ -32,10 +32,7 @@ echo "-- Go client"
 (
   cd client/go
   export GOFLAGS=-mod=readonly GOPROXY=off   # offline: the module cache must hold everything
-  ./generate.sh "$work/gen"
-  for f in clickd.pb.go clickd_grpc.pb.go; do
-    cmp -s "$work/gen/$f" "clickdpb/$f" || { echo "client/go/clickdpb/$f is stale: run client/go/generate.sh" >&2; exit 1; }
-  done
+  ./generate.sh
   unformatted=$(gofmt -l .)
   [ -z "$unformatted" ] || { echo "gofmt: $unformatted" >&2; exit 1; }
   go vet ./...

@@ -28,7 +28,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"
 echo "machine: $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$work/machine"
 ps -eo pcpu,comm --sort=-pcpu | head -6 | tail -5 | sed 's/^/  busy: /' | tee -a "$work/machine"
 
-(cd client/go && GOFLAGS=-mod=readonly go build -o "$work/gobench" ./examples/bench)
+(cd client/go && ./generate.sh && GOFLAGS=-mod=readonly go build -o "$work/gobench" ./examples/bench)
 (cd client/java && mvn -B -q -o -Dstyle.color=never compile dependency:build-classpath \
   -Dmdep.outputFile=target/classpath.txt >&2)
 jcp="$root/client/java/target/classes:$(cat client/java/target/classpath.txt)"

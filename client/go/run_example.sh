@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin"
 export GOFLAGS=-mod=readonly
+./generate.sh
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 go build -o "$bin/adserver" ./examples/adserver
