@@ -24,6 +24,7 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.util.JsonFormat;
 import io.grpc.CallCredentials;
 import io.grpc.ChannelCredentials;
+import io.grpc.ClientInterceptor;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
@@ -34,6 +35,7 @@ import io.grpc.stub.AbstractStub;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -112,6 +114,7 @@ public final class ClickdClient implements AutoCloseable {
     if (b.serverName != null) {
       cb.overrideAuthority(b.serverName);
     }
+    cb.intercept(b.interceptors);
     this.channel = cb.build();
     // One daemon thread schedules the async calls' backoffs; it never blocks.
     this.scheduler =
@@ -146,6 +149,7 @@ public final class ClickdClient implements AutoCloseable {
     private byte[] keyPem;
     private String serverName;
     private Sleeper sleeper = d -> Thread.sleep(d.toMillis(), d.toNanosPart() % 1_000_000);
+    private final List<ClientInterceptor> interceptors = new ArrayList<>();
 
     private Builder(String target) {
       if (target == null || target.isEmpty()) {
@@ -199,6 +203,12 @@ public final class ClickdClient implements AutoCloseable {
     /** Verifies the server's certificate against this name instead of the target's host. */
     public Builder serverName(String name) {
       serverName = name;
+      return this;
+    }
+
+    /** Adds gRPC client interceptors to the channel (metrics, tracing, the tests' recorders). */
+    public Builder intercept(ClientInterceptor... more) {
+      interceptors.addAll(List.of(more));
       return this;
     }
 
