@@ -40,7 +40,7 @@ echo "-- Go client"
 )
 
 echo "-- Java client"
-(cd client/java && mvn -B -q -o -Dstyle.color=never test -Dclickd.binary="$CLICKD_BINARY" 2>&1 | tail -40)
+(cd client/java && mvn -B -q -o -Dstyle.color=never test -Dclickd.binary="$CLICKD_BINARY" 2>&1 | sed "s/\x1b\[[0-9;]*m//g" | tail -40)
 [ -s "$CLICKD_DIGEST_DIR/java" ] || { echo "test_clients: the Java tests failed" >&2; exit 1; }
 
 # One clickd for the Python digest and the examples, on a port the kernel picks.
