@@ -170,7 +170,7 @@ type Client struct {
 	mu      sync.Mutex // guards rng
 	rng     *rand.Rand
 	bearer  string
-	closeMu sync.Once
+	closeOnce sync.Once
 }
 
 // New connects to target ("host:port"). The connection is made lazily; a
@@ -234,7 +234,7 @@ func New(target string, opts ...Option) (*Client, error) {
 // Close closes the connection; calls under way are cancelled.
 func (c *Client) Close() error {
 	var err error
-	c.closeMu.Do(func() { err = c.conn.Close() })
+	c.closeOnce.Do(func() { err = c.conn.Close() })
 	return err
 }
 

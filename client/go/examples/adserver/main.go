@@ -113,7 +113,7 @@ func main() {
 // It returns the shown ad's impression id, or false when nothing can be
 // labelled (the page is still served).
 func serve(ctx context.Context, client *clickd.Client, model string, p page, inventory []ad) (uint64, bool) {
-	context := clickd.Example{
+	shared := clickd.Example{ // the page's features, shared by every candidate
 		clickd.NS("user", clickd.Name("country="+p.country), clickd.NameValue("age", p.age)),
 		clickd.NS("page", clickd.Name(p.section)),
 	}
@@ -121,7 +121,7 @@ func serve(ctx context.Context, client *clickd.Client, model string, p page, inv
 	for i, a := range inventory {
 		candidates[i] = clickd.Example{clickd.NS("ad", clickd.ID(a.id), clickd.Name(fmt.Sprintf("campaign=%d", a.campaign)))}
 	}
-	scores, err := client.Predict(ctx, clickd.PredictArgs{Model: model, Context: context, Candidates: candidates}.Proto())
+	scores, err := client.Predict(ctx, clickd.PredictArgs{Model: model, Context: shared, Candidates: candidates}.Proto())
 	if err != nil {
 		log.Printf("clickd: %v", err) // UNAVAILABLE after retries, DEADLINE_EXCEEDED, ...
 		return 0, false
@@ -132,7 +132,7 @@ func serve(ctx context.Context, client *clickd.Client, model string, p page, inv
 			best = i
 		}
 	}
-	shown, err := client.Predict(ctx, clickd.PredictArgs{Model: model, Context: context,
+	shown, err := client.Predict(ctx, clickd.PredictArgs{Model: model, Context: shared,
 		Candidates: candidates[best : best+1], LogImpressions: true}.Proto())
 	if err != nil {
 		log.Printf("clickd: %v", err) // also RESOURCE_EXHAUSTED: the join buffer is full
