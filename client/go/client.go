@@ -164,12 +164,12 @@ func WithSleep(sleep func(context.Context, time.Duration) error) Option {
 
 // Client is a clickd client over one gRPC connection; see the package doc.
 type Client struct {
-	conn    *grpc.ClientConn
-	stub    pb.ClickdClient
-	opts    options
-	mu      sync.Mutex // guards rng
-	rng     *rand.Rand
-	bearer  string
+	conn      *grpc.ClientConn
+	stub      pb.ClickdClient
+	opts      options
+	mu        sync.Mutex // guards rng
+	rng       *rand.Rand
+	bearer    string
 	closeOnce sync.Once
 }
 
