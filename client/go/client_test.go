@@ -505,3 +505,19 @@ func TestCrossLanguageDigest(t *testing.T) {
 	}
 	t.Logf("state digest %s", digests[clickd.WireFeatures])
 }
+
+func TestVariant(t *testing.T) {
+	s := startServer(t, "--update_log_sync=none")
+	c := dial(t, s.Address)
+	name := createModel(t, c, `{"name": "variants", "variants": [{"name": "ada", "optimizer": "adagrad"}]}`)
+	for _, v := range []string{"ada", "primary"} {
+		resp := must(c.Predict(ctx, clickd.PredictArgs{Model: name, Candidates: ads, Variant: v}.Proto()))
+		if resp.Variant != v {
+			t.Fatalf("variant %q answered by %q", v, resp.Variant)
+		}
+	}
+	_, err := c.Predict(ctx, clickd.PredictArgs{Model: name, Candidates: ads, Variant: "nope"}.Proto())
+	if clickd.Code(err) == codes.OK {
+		t.Fatal("an unknown variant was accepted")
+	}
+}

@@ -326,4 +326,19 @@ class ClientTest {
       }
     }
   }
+
+  @Test
+  void variant() throws Exception {
+    try (ServerProcess s = new ServerProcess("--update_log_sync=none").start();
+        ClickdClient c = client(s)) {
+      String name =
+          c.createModel(ClickdClient.parseModelConfig("{\"name\": \"variants\", \"variants\": [{\"name\": \"ada\", \"optimizer\": \"adagrad\"}]}"))
+              .getConfig()
+              .getName();
+      for (String v : List.of("ada", "primary")) {
+        assertEquals(v, c.predict(Requests.predict(name, null, ADS, Wire.FEATURES, 0).setVariant(v).build()).getVariant());
+      }
+      assertThrows(ClickdException.class, () -> c.predict(Requests.predict(name, null, ADS, Wire.FEATURES, 0).setVariant("nope").build()));
+    }
+  }
 }
