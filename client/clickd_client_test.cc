@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <tuple>
@@ -24,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/model/model.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "wire/predict_request.h"
 
 namespace clickd {
@@ -515,17 +517,29 @@ TEST(KeyHasher, KeysHashAsTheServerHashes) {
   EXPECT_EQ(KeyHasher::ForModel(info).seed(), 1234u);
 }
 
-// The golden vectors of docs/hashing.md.
+// The golden vectors of docs/hashing.md, from tests/data/hashing_golden.json
+// (the one copy every language's tests read): the rows a client hashes itself,
+// namespaces and unfolded named or pre-hashed features.
 TEST(KeyHasher, GoldenVectors) {
-  for (const auto& [seed, named, id] :
-       {std::tuple<uint64_t, uint64_t, uint64_t>{0, 0x4e7766629ead153d, 0x60d50635a90a9b43},
-        {42, 0x29066de8c7c5c6e4, 0xcf55aca09cf341ec}}) {
-    const KeyHasher hasher(seed);
-    const uint64_t ns = hasher.NamespaceHash("user");
-    EXPECT_EQ(KeyHasher::NamedKey(ns, "country=FR"), named) << seed;
-    EXPECT_EQ(KeyHasher::IdKey(ns, 12345), id) << seed;
+  std::ifstream in(CLICKD_HASHING_GOLDEN);
+  ASSERT_TRUE(in.good()) << "cannot open " << CLICKD_HASHING_GOLDEN;
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  int checked = 0;
+  for (const nlohmann::json& row : doc.at("vectors")) {
+    const std::string kind = row.at("kind").get<std::string>();
+    if ((kind != "namespace" && kind != "feature") || row.contains("bits")) continue;
+    const KeyHasher hasher(row.at("seed").get<uint64_t>());
+    const uint64_t want = std::stoull(row.at("key").get<std::string>(), nullptr, 16);
+    const uint64_t ns = hasher.NamespaceHash(row.at("namespace").get<std::string>());
+    uint64_t got = ns;
+    if (kind == "feature") {
+      got = row.contains("id") ? KeyHasher::IdKey(ns, row.at("id").get<uint64_t>())
+                               : KeyHasher::NamedKey(ns, row.at("name").get<std::string>());
+    }
+    EXPECT_EQ(got, want) << row.dump();
+    ++checked;
   }
-  EXPECT_EQ(KeyHasher(0).NamespaceHash("user"), 0x99e389d25c10af32u);
+  EXPECT_EQ(checked, 8);
 }
 
 TEST(KeyHasher, AllOnesLeaveKeyValuesEmptyAndKeysStay) {

@@ -24,13 +24,14 @@ for p in "${PACKAGES[@]}"; do
 done
 # Debian's nodejs comes without npm; NodeSource's bundles it (and conflicts with Debian's).
 command -v npm >/dev/null || missing+=(npm)
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "install_deps: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 # The pinned nats-server, built from the Go module proxy (not Debian's 2.9.10).
 bash "$(dirname "$0")/install_nats.sh" >/dev/null
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-echo "install_deps: installing ${missing[*]}" >&2
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The Go and Java clients' code generators, modules and Maven artifacts (cached).
+bash "$(dirname "$0")/install_client_deps.sh"

@@ -34,6 +34,7 @@ for flavour in release asan tsan; do
     exit 1
   fi
   stage_done "test $flavour"
+  [ "$flavour" != release ] || { bash scripts/test_clients.sh; stage_done "test clients (Go, Java; scripts/test_clients.sh)"; }
 done
 
 echo "== container image: podman build + smoke test (scripts/build_image.sh)"

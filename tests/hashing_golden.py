@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Reproduces clickd's feature keys from docs/hashing.md with Python's xxhash.
 
-The same golden values are pinned in core/features/hasher_test.cc, so a
-client following the document in another language gets the server's keys.
+The golden values are tests/data/hashing_golden.json, which the C++
+(core/features/hasher_test.cc), Python client, Go and Java tests read too, so
+a client following the document in another language gets the server's keys.
 """
+import json
+import os
 import struct
 import sys
 
@@ -18,57 +21,46 @@ def le64(*keys: int) -> bytes:
     return b"".join(struct.pack("<Q", k) for k in keys)
 
 
-def keys(seed: int) -> dict:
-    user = h(b"user", seed)
-    ad = h(b"ad", seed)
-    named = h(b"country=FR", user)
-    campaign = h(b"campaign=7", ad)
-    ident = h(le64(12345), user)
-    return {
-        "ns(user)": user,
-        "ns(ad)": ad,
-        "user/country=FR": named,
-        "user/#12345": ident,
-        "ad/campaign=7": campaign,
-        "bias": h(b"clickd.bias", seed),
-        "cross2": h(le64(named, campaign), seed),
-        "cross3": h(le64(named, campaign, ident), seed),
-        "fold18(user/country=FR)": named & ((1 << 18) - 1),
-    }
+GOLDEN_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                           "hashing_golden.json")
 
 
-GOLDEN = {
-    0: {
-        "ns(user)": 0x99E389D25C10AF32,
-        "ns(ad)": 0xDE5B1B56A0B78045,
-        "user/country=FR": 0x4E7766629EAD153D,
-        "user/#12345": 0x60D50635A90A9B43,
-        "ad/campaign=7": 0xD5A62F69DD533E23,
-        "bias": 0x0D3C7B1005D35E2E,
-        "cross2": 0xEC2EA4DE06D3DA4E,
-        "cross3": 0xFB85785B87AA7D67,
-        "fold18(user/country=FR)": 0x4E7766629EAD153D & 0x3FFFF,
-    },
-    42: {
-        "ns(user)": 0xD53B42323A2E7AF2,
-        "user/country=FR": 0x29066DE8C7C5C6E4,
-        "user/#12345": 0xCF55ACA09CF341EC,
-        "bias": 0x95FB0167ED71DC85,
-        "cross2": 0x5F09E826CBCED44D,
-    },
-}
+def part_key(part: dict, seed: int) -> int:
+    """The unfolded key of {"namespace": ..., "name" | "id": ...}."""
+    ns = h(part["namespace"].encode(), seed)
+    if "id" in part:
+        return h(le64(part["id"]), ns)
+    return h(part["name"].encode(), ns)
+
+
+def compute(row: dict) -> int:
+    """The key the recipe gives for one row of tests/data/hashing_golden.json."""
+    seed, kind = row["seed"], row["kind"]
+    if kind == "xxh3":
+        return h(row["input"].encode(), seed)
+    if kind == "namespace":
+        return h(row["namespace"].encode(), seed)
+    if kind == "feature":
+        key = part_key(row, seed)
+        return key & ((1 << row["bits"]) - 1) if row.get("bits") else key
+    if kind == "bias":
+        return h(b"clickd.bias", seed)
+    if kind == "cross":
+        return h(le64(*(part_key(p, seed) for p in row["parts"])), seed)
+    raise ValueError(f"unknown kind {kind!r}")
 
 
 def main() -> int:
     failures = 0
     checks = 0
-    for seed, expected in GOLDEN.items():
-        got = keys(seed)
-        for name, value in expected.items():
-            checks += 1
-            if got[name] != value:
-                failures += 1
-                print(f"seed {seed} {name}: got {got[name]:016x}, want {value:016x}")
+    with open(GOLDEN_FILE, encoding="utf-8") as f:
+        rows = json.load(f)["vectors"]
+    for row in rows:
+        checks += 1
+        got, want = compute(row), int(row["key"], 16)
+        if got != want:
+            failures += 1
+            print(f"{row}: got {got:016x}, want {want:016x}")
     print(f"{checks - failures} passed, {failures} failed")
     return 1 if failures else 0
 
