@@ -60,6 +60,18 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address,
   for (grpc::Service* service : services) builder.RegisterService(service);
   if (!reflection) builder.SetOption(std::make_unique<NoReflectionOption>());
   builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
+  // Connections that hold a descriptor without serving calls are closed:
+  // before their HTTP/2 settings, after the handshake timeout (gRPC's
+  // default is 120 s); without calls, after the idle time (default never);
+  // a peer that stops answering pings, after kKeepalive + kKeepaliveTimeout.
+  constexpr int kKeepaliveMs = 60'000;
+  constexpr int kKeepaliveTimeoutMs = 20'000;
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             limits.handshake_timeout_seconds * 1000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             limits.max_connection_idle_seconds * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   if (quota != nullptr) builder.SetResourceQuota(*quota);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *port == 0) return nullptr;

@@ -1,0 +1,191 @@
+// Hostile connections against the real clickd binary (issue 33): file
+// descriptors used up by idle connections (N1). Each test starts its own
+// server on a free port of 127.0.0.1 and stops it by PID; every loop is
+// bounded in count and time, and no assertion depends on how fast anything
+// runs.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace clickd {
+namespace {
+
+using ::clickd::testing::CheckHealth;
+using ::clickd::testing::ServerOptions;
+using ::clickd::testing::ServerProcess;
+
+const bool kFastIdlePolling =
+    setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", /*overwrite=*/0) == 0;
+
+int PortOf(const ServerProcess& server) {
+  int port = 0;
+  const std::string& address = server.address();
+  EXPECT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &port)) << address;
+  return port;
+}
+
+// A TCP connection to 127.0.0.1:port that sends nothing; -1 on failure.
+int ConnectRaw(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The soft and hard "Max open files" of a process, from /proc/PID/limits.
+std::pair<std::string, std::string> OpenFileLimits(pid_t pid) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/limits"));
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.rfind("Max open files", 0) != 0) continue;
+    std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.size() >= 5) return {words[3], words[4]};
+  }
+  return {};
+}
+
+size_t OpenDescriptors(pid_t pid) {
+  std::error_code error;
+  size_t count = 0;
+  for (std::filesystem::directory_iterator it(absl::StrCat("/proc/", pid, "/fd"), error), end;
+       !error && it != end; it.increment(error)) {
+    ++count;
+  }
+  return count;
+}
+
+// Lowers this process's soft RLIMIT_NOFILE while it lives (children started
+// meanwhile inherit it), so that a test sees whether clickd raises it.
+class LowSoftOpenFileLimit {
+ public:
+  explicit LowSoftOpenFileLimit(rlim_t soft) {
+    getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = std::min(soft, saved_.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &lowered);
+  }
+  ~LowSoftOpenFileLimit() { setrlimit(RLIMIT_NOFILE, &saved_); }
+
+ private:
+  rlimit saved_{};
+};
+
+TEST(Descriptors, SoftOpenFileLimitIsRaisedToTheHardLimit) {
+  rlimit limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max <= 256) {
+    GTEST_SKIP() << "the hard limit " << limit.rlim_max << " leaves no room to lower the soft one";
+  }
+  std::unique_ptr<ServerProcess> server;
+  {
+    LowSoftOpenFileLimit low(256);
+    auto started = ServerProcess::Start();
+    ASSERT_TRUE(started.ok()) << started.status();
+    server = *std::move(started);
+  }
+  const auto [soft, hard] = OpenFileLimits(server->pid());
+  EXPECT_EQ(soft, hard) << "soft " << soft << ", hard " << hard;
+  EXPECT_NE(soft, "256");
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// More idle connections than the server has descriptors: the ones beyond
+// are closed at once, and once the idle ones close the server accepts again
+// (gRPC 1.51 alone stops listening for good: issue 33, N1).
+TEST(Descriptors, AcceptingResumesAfterDescriptorsRanOut) {
+  auto started = ServerProcess::Start();
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  const pid_t pid = server->pid();
+  // A cheap exhaustion: the server may open 48 more descriptors than now.
+  const rlim_t cap = OpenDescriptors(pid) + 48;
+  const rlimit lowered{cap, cap};
+  ASSERT_EQ(prlimit(pid, RLIMIT_NOFILE, &lowered, nullptr), 0) << std::strerror(errno);
+
+  const int port = PortOf(*server);
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ConnectRaw(port);
+    if (fd >= 0) idle.push_back(fd);
+  }
+  // Let the server reach its limit (bounded wait).
+  for (int i = 0; i < 100 && OpenDescriptors(pid) < cap; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(OpenDescriptors(pid), cap - 2) << "the server never ran out of descriptors";
+  for (int fd : idle) close(fd);
+  for (int i = 0; i < 200 && OpenDescriptors(pid) >= cap - 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+
+  // The same server answers a new connection.
+  auto health = CheckHealth(server->NewChannel(), "", std::chrono::milliseconds(10'000));
+  ASSERT_TRUE(health.ok()) << health.status() << "\n" << server->Output();
+  EXPECT_EQ(*health, grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_NE(server->Output().find("new connection(s) closed at once"), std::string::npos)
+      << server->Output();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// A connection that never sends the HTTP/2 preface is closed after
+// --handshake_timeout_seconds (gRPC's own default is 120 s).
+TEST(Descriptors, PrefacelessConnectionsAreClosed) {
+  ServerOptions options;
+  options.flags = {"--handshake_timeout_seconds=1"};
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  const int fd = ConnectRaw(PortOf(*server));
+  ASSERT_GE(fd, 0);
+  const timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const auto start = std::chrono::steady_clock::now();
+  char bytes[4096];
+  ssize_t got = 0;
+  // The server may send its settings and a GOAWAY first; then it closes.
+  for (int i = 0; i < 64 && (got = recv(fd, bytes, sizeof(bytes), 0)) > 0; ++i) {
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(got, 0) << "not closed within 30 s (waited " << waited << " s)";
+  close(fd);
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+TEST(Descriptors, ConnectionFlagsAreRangeChecked) {
+  for (const std::string flag : {"--handshake_timeout_seconds=0", "--max_connection_idle_seconds=0",
+                                 "--max_connection_idle_seconds=100000"}) {
+    const auto result = testing::RunClickd({flag});
+    EXPECT_EQ(result.status.ToString(), "exit 2") << flag << "\n" << result.output;
+    EXPECT_NE(result.output.find(flag + " must be in ["), std::string::npos)
+        << flag << "\n" << result.output;
+  }
+}
+
+}  // namespace
+}  // namespace clickd
