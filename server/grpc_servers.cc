@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth/header_auth.h"
 #include "server/auth/tls.h"
 
 namespace clickd {
@@ -88,6 +89,17 @@ absl::StatusOr<Servers> StartServers(const Addresses& addresses, const Security&
     quota->SetMaxThreads(addresses.grpc_threads);
   }
   const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
+  // With credentials required, a call is authenticated from its headers
+  // before gRPC reads its message (server/auth/header_auth.h).
+  std::shared_ptr<grpc::ServerCredentials> credentials = security.credentials;
+  if (security.auth != nullptr) {
+    auto processor = std::make_shared<auth::HeaderAuthProcessor>(security.auth.get());
+    if (security.tls) {
+      credentials->SetAuthMetadataProcessor(processor);
+    } else {
+      credentials = auth::InsecureCredentialsWithAuth(processor);
+    }
+  }
   auto start = [&](const std::string& address, std::shared_ptr<grpc::ServerCredentials> creds,
                    grpc::Service* service, int* port) {
     return StartServer(address, std::move(creds), {service}, addresses.reflection, limits,
@@ -95,14 +107,14 @@ absl::StatusOr<Servers> StartServers(const Addresses& addresses, const Security&
   };
   Servers servers;
   WarnIfExposed("--address", addresses.main, security);
-  servers.all.push_back(start(addresses.main, security.credentials, services.main, &servers.port));
+  servers.all.push_back(start(addresses.main, credentials, services.main, &servers.port));
   if (servers.all.back() == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", addresses.main));
   }
   if (const std::string& admin = addresses.admin; !admin.empty()) {
     WarnIfExposed("--admin_address", admin, security);
     int port = 0;
-    servers.all.push_back(start(admin, security.credentials, services.admin, &port));
+    servers.all.push_back(start(admin, credentials, services.admin, &port));
     if (servers.all.back() == nullptr) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", admin, " (--admin_address)"));
     }
