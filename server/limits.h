@@ -54,6 +54,10 @@ struct Limits : ExampleLimits {
   // time, is closed, so that idle connections do not hold descriptors.
   int handshake_timeout_seconds = 10;
   int max_connection_idle_seconds = 300;
+  // A streaming call waiting this long for its caller's next message is
+  // cancelled (server/stream_idle.h), so idle streams do not hold
+  // max_open_streams' places.
+  int stream_idle_timeout_seconds = 120;
 };
 
 }  // namespace clickd

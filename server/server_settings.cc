@@ -52,6 +52,9 @@ ABSL_FLAG(int, handshake_timeout_seconds, 10,
 ABSL_FLAG(int, max_connection_idle_seconds, 300,
           "a connection without a call for this long is closed (GOAWAY; gRPC clients reconnect "
           "when they next call)");
+ABSL_FLAG(int, stream_idle_timeout_seconds, 120,
+          "a streaming call (UpdateStream, UpdateStreamAcked, FeedbackStream) that waits this "
+          "long for its caller's next message is cancelled, freeing its --max_open_streams place");
 ABSL_FLAG(int, worker_threads, 0,
           "threads that run the model work of calls, off gRPC's threads (0: four per core; "
           "durable learners spend most of their time waiting for a disk sync, and several "
@@ -244,6 +247,8 @@ absl::Status CheckServingFlags() {
       {"handshake_timeout_seconds", absl::GetFlag(FLAGS_handshake_timeout_seconds), 1, 300},
       {"max_connection_idle_seconds", absl::GetFlag(FLAGS_max_connection_idle_seconds), 1,
        86'400},
+      {"stream_idle_timeout_seconds", absl::GetFlag(FLAGS_stream_idle_timeout_seconds), 1,
+       86'400},
   };
   for (const auto& r : signed_ranges) {
     if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
@@ -284,6 +289,7 @@ Limits LimitsFromFlags() {
   limits.max_open_streams = absl::GetFlag(FLAGS_max_open_streams);
   limits.handshake_timeout_seconds = absl::GetFlag(FLAGS_handshake_timeout_seconds);
   limits.max_connection_idle_seconds = absl::GetFlag(FLAGS_max_connection_idle_seconds);
+  limits.stream_idle_timeout_seconds = absl::GetFlag(FLAGS_stream_idle_timeout_seconds);
   return limits;
 }
 

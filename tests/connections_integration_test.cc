@@ -1,6 +1,6 @@
 // Hostile connections against the real clickd binary (issue 33): file
 // descriptors used up by idle connections (N1), partial messages from a
-// caller without credentials (N2). Each test starts its own
+// caller without credentials (N2), streams that send nothing (N10). Each test starts its own
 // server on a free port of 127.0.0.1 and stops it by PID; every loop is
 // bounded in count and time, and no assertion depends on how fast anything
 // runs.
@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "clickd/v1/clickd.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/raw_http2.h"
 #include "tests/server_process.h"
@@ -181,8 +182,9 @@ TEST(Descriptors, PrefacelessConnectionsAreClosed) {
 }
 
 TEST(Descriptors, ConnectionFlagsAreRangeChecked) {
-  for (const std::string flag : {"--handshake_timeout_seconds=0", "--max_connection_idle_seconds=0",
-                                 "--max_connection_idle_seconds=100000"}) {
+  for (const std::string flag :
+       {"--handshake_timeout_seconds=0", "--max_connection_idle_seconds=0",
+        "--max_connection_idle_seconds=100000", "--stream_idle_timeout_seconds=0"}) {
     const auto result = testing::RunClickd({flag});
     EXPECT_EQ(result.status.ToString(), "exit 2") << flag << "\n" << result.output;
     EXPECT_NE(result.output.find(flag + " must be in ["), std::string::npos)
@@ -248,6 +250,50 @@ TEST(MemoryBeforeAuth, PartialMessagesWithoutCredentialsAreNotBuffered) {
   EXPECT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
   std::filesystem::remove(tokens);
+}
+
+// --max_open_streams streams that send nothing used to refuse every other
+// stream for as long as their callers kept them open: each is now cancelled
+// after --stream_idle_timeout_seconds, and new streams open again.
+TEST(IdleStreams, StreamsThatSendNothingAreCancelled) {
+  constexpr int kStreams = 4;
+  ServerOptions options;
+  options.flags = {"--stream_idle_timeout_seconds=1", absl::StrCat("--max_open_streams=", kStreams)};
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  auto stub = server->NewStub();
+  struct Idle {
+    grpc::ClientContext context;
+    v1::UpdateStreamResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::UpdateRequest>> writer;
+  };
+  std::vector<std::unique_ptr<Idle>> idle;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kStreams; ++i) {
+    auto stream = std::make_unique<Idle>();
+    stream->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    stream->writer = stub->UpdateStream(&stream->context, &stream->response);
+    idle.push_back(std::move(stream));
+  }
+  for (auto& stream : idle) {
+    const grpc::Status status = stream->writer->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << kStreams << " idle streams ended after " << waited << " s" << std::endl;
+
+  // A new stream opens and finishes.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  v1::UpdateStreamResponse response;
+  auto writer = stub->UpdateStream(&context, &response);
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
 }  // namespace
