@@ -1,6 +1,7 @@
 // Hostile connections against the real clickd binary (issue 33): file
 // descriptors used up by idle connections (N1), partial messages from a
-// caller without credentials (N2), streams that send nothing (N10). Each test starts its own
+// caller without credentials (N2), streams that send nothing (N10), the
+// metrics port under large bodies and idle connections (N11). Each test starts its own
 // server on a free port of 127.0.0.1 and stops it by PID; every loop is
 // bounded in count and time, and no assertion depends on how fast anything
 // runs.
@@ -24,6 +25,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include <httplib.h>
+
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/raw_http2.h"
@@ -293,6 +296,82 @@ TEST(IdleStreams, StreamsThatSendNothingAreCancelled) {
   const grpc::Status status = writer->Finish();
   EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
   stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// A POST of 64 MiB (announcing 1 GiB) to the metrics port is refused before
+// its body is read, where httplib buffered any body whole (issue 33, N11).
+TEST(MetricsPort, LargeBodiesAreNotBuffered) {
+  auto metrics_port = testing::FindFreePort();
+  ASSERT_TRUE(metrics_port.ok()) << metrics_port.status();
+  ServerOptions options;
+  options.flags = {absl::StrCat("--metrics_port=", *metrics_port)};
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  const int64_t before = RssKib(server->pid());
+  const int fd = ConnectRaw(*metrics_port);
+  ASSERT_GE(fd, 0);
+  const timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const std::string head =
+      "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n";
+  ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  const std::string chunk(1 << 20, 'x');
+  size_t sent = 0;
+  for (int i = 0; i < 64; ++i) {
+    const ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server closed, or stopped reading
+    sent += static_cast<size_t>(n);
+  }
+  char reply[256] = {};
+  const ssize_t got = recv(fd, reply, sizeof(reply) - 1, 0);
+  close(fd);
+  const int64_t after = RssKib(server->pid());
+  std::cout << "sent " << sent << " body bytes; reply \""
+            << std::string(reply, got > 0 ? std::min<size_t>(static_cast<size_t>(got), 12) : 0)
+            << "\"; server RSS " << before << " KiB -> " << after << " KiB" << std::endl;
+  EXPECT_LT(after - before, 16 * 1024) << "server RSS grew by " << (after - before) << " KiB";
+  EXPECT_EQ(std::string(reply).rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// 200 connections to the metrics port that send nothing (or half a request)
+// held every thread of httplib's fixed pool of 16, each for the 2 s read
+// timeout, and overflowed its listen backlog of 5: a scrape took 20 s,
+// beyond Prometheus' 10 s timeout (issue 33, N11). Now a scrape gets a
+// thread of its own; it must answer within Prometheus' timeout.
+TEST(MetricsPort, ScrapesAnswerBeside200IdleConnections) {
+  auto metrics_port = testing::FindFreePort();
+  ASSERT_TRUE(metrics_port.ok()) << metrics_port.status();
+  ServerOptions options;
+  options.flags = {absl::StrCat("--metrics_port=", *metrics_port)};
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  std::vector<int> hostile;
+  for (int i = 0; i < 200; ++i) {
+    const int fd = ConnectRaw(*metrics_port);
+    if (fd < 0) continue;
+    if (i % 2 == 1) {  // slowloris: half a request line, never finished
+      const std::string part = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+      send(fd, part.data(), part.size(), MSG_NOSIGNAL);
+    }
+    hostile.push_back(fd);
+  }
+  EXPECT_EQ(hostile.size(), 200u);
+  httplib::Client client("127.0.0.1", *metrics_port);
+  client.set_connection_timeout(std::chrono::seconds(10));
+  client.set_read_timeout(std::chrono::seconds(10));
+  const auto start = std::chrono::steady_clock::now();
+  auto response = client.Get("/metrics");
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "scrape beside 200 hostile connections: " << took << " s" << std::endl;
+  ASSERT_TRUE(response) << httplib::to_string(response.error()) << " after " << took << " s";
+  EXPECT_EQ(response->status, 200);
+  for (int fd : hostile) close(fd);
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
