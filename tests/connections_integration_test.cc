@@ -1,7 +1,8 @@
 // Hostile connections against the real clickd binary (issue 33): file
 // descriptors used up by idle connections (N1), partial messages from a
 // caller without credentials (N2), streams that send nothing (N10), the
-// metrics port under large bodies and idle connections (N11). Each test starts its own
+// metrics port under large bodies and idle connections (N11), and a
+// tokens file rewritten with its mtime restored (N14). Each test starts its own
 // server on a free port of 127.0.0.1 and stops it by PID; every loop is
 // bounded in count and time, and no assertion depends on how fast anything
 // runs.
@@ -9,6 +10,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -373,6 +375,61 @@ TEST(MetricsPort, ScrapesAnswerBeside200IdleConnections) {
   EXPECT_EQ(response->status, 200);
   for (int fd : hostile) close(fd);
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+grpc::StatusCode ListModelsWith(v1::Clickd::Stub& stub, const std::string& token) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.AddMetadata("authorization", "Bearer " + token);
+  v1::ListModelsRequest request;
+  v1::ListModelsResponse response;
+  return stub.ListModels(&context, request, &response).error_code();
+}
+
+// A revoked token stops working even when the new file has the old one's
+// size, inode and modification time (cp -p, tar): the reload compares the
+// content, not only (mtime, size, inode) (issue 33, N14).
+TEST(TokensFile, SameSizeRewriteWithTheMtimeRestoredIsReread) {
+  const std::string tokens = absl::StrCat(::testing::TempDir(), "/connections_n14_", getpid());
+  const std::string old_token = "old-token-0123456789ab";
+  const std::string new_token = "new-token-0123456789ab";
+  ASSERT_EQ(old_token.size(), new_token.size());
+  {
+    std::ofstream file(tokens);
+    file << "admin " << old_token << "\n";
+  }
+  struct stat before {};
+  ASSERT_EQ(stat(tokens.c_str(), &before), 0);
+  ServerOptions options;
+  options.flags = {"--auth_tokens_file=" + tokens, "--auth_reload_interval_seconds=1"};
+  auto started = ServerProcess::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<ServerProcess> server = *std::move(started);
+  auto stub = server->NewStub();
+  ASSERT_EQ(ListModelsWith(*stub, old_token), grpc::StatusCode::OK);
+
+  {  // rewritten in place (same inode), same size, then the mtime restored
+    std::fstream file(tokens, std::ios::in | std::ios::out);
+    file << "admin " << new_token << "\n";
+  }
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, tokens.c_str(), times, 0), 0);
+  struct stat after {};
+  ASSERT_EQ(stat(tokens.c_str(), &after), 0);
+  ASSERT_EQ(after.st_ino, before.st_ino);
+  ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+
+  grpc::StatusCode old_code = grpc::StatusCode::OK;
+  for (int i = 0; i < 40 && old_code == grpc::StatusCode::OK; ++i) {  // up to ~10 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    old_code = ListModelsWith(*stub, old_token);
+  }
+  EXPECT_EQ(old_code, grpc::StatusCode::UNAUTHENTICATED) << server->Output();
+  EXPECT_EQ(ListModelsWith(*stub, new_token), grpc::StatusCode::OK);
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  std::filesystem::remove(tokens);
 }
 
 }  // namespace
