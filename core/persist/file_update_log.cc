@@ -47,25 +47,29 @@ absl::Status Unavailable(const absl::Status& cause, std::string_view what) {
 
 // One record read at an offset of a segment.
 struct RecordAt {
-  enum State { kWhole, kPartial, kBadChecksum } state = kPartial;
+  // kBadLength: a whole header whose length field is above
+  // FileUpdateLog::kMaxPayloadBytes, which no append writes and no torn
+  // append can leave (a cut shortens a record, it does not rewrite it).
+  enum State { kWhole, kPartial, kBadChecksum, kBadLength } state = kPartial;
   uint64_t sequence = 0;
   std::string_view payload;
   size_t size = 0;  // header + payload, as the length field says
 };
 
 // Decodes the record at `offset`: kPartial if its header or payload runs
-// past the end of `bytes`.
+// past the end of `bytes`, kBadLength if its length is impossible.
 RecordAt RecordAtOffset(std::string_view bytes, size_t offset) {
   RecordAt r;
   coding::Decoder in(bytes.substr(offset));
   uint32_t crc = 0, length = 0;
-  if (!in.GetFixed32(&crc) || !in.GetFixed32(&length) || !in.GetFixed64(&r.sequence) ||
-      !in.GetBytes(length, &r.payload)) {
+  if (!in.GetFixed32(&crc) || !in.GetFixed32(&length) || !in.GetFixed64(&r.sequence)) return r;
+  r.size = kRecordHeader + size_t{length};
+  if (length > FileUpdateLog::kMaxPayloadBytes) {
+    r.state = RecordAt::kBadLength;
     return r;
   }
-  r.size = kRecordHeader + length;
-  const bool valid = length <= FileUpdateLog::kMaxPayloadBytes &&
-                     RecordCrc(bytes.substr(offset + 4, kRecordHeader - 4 + length)) == crc;
+  if (!in.GetBytes(length, &r.payload)) return r;
+  const bool valid = RecordCrc(bytes.substr(offset + 4, kRecordHeader - 4 + length)) == crc;
   r.state = valid ? RecordAt::kWhole : RecordAt::kBadChecksum;
   return r;
 }
@@ -124,6 +128,9 @@ SegmentScan ScanSegment(std::string_view bytes, uint64_t first) {
             absl::StrCat("record ", r.sequence, " where record ", scan.last + 1, " was expected");
       } else if (r.state == RecordAt::kBadChecksum) {
         scan.what = absl::StrCat("a record of ", r.size, " bytes fails its checksum");
+      } else if (r.state == RecordAt::kBadLength) {
+        scan.what = absl::StrCat("a record's length field reads ", r.size - kRecordHeader,
+                                 " bytes, above the maximum of ", FileUpdateLog::kMaxPayloadBytes);
       } else {
         scan.what = "a record runs past the end of the file but valid records follow it";
       }

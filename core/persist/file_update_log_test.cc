@@ -491,9 +491,20 @@ TEST(FileUpdateLogDamage, DamagedLengthWithValidRecordsAfterIsNotATornTail) {
   const std::string dir = WriteLog(10);
   FlipByte(dir + "/" + Segment(1), 4 * kRecordBytes + 7);  // record 5's length, top byte
   ExpectDataLoss(dir,
-                 "log/00000000000000000001.log: damaged at byte 96 (a record runs past the end "
-                 "of the file but valid records follow it): records 5 to at least 10 follow the "
-                 "damage");
+                 "log/00000000000000000001.log: damaged at byte 96 (a record's length field "
+                 "reads 536870920 bytes, above the maximum of 268435456): records 5 to at least "
+                 "10 follow the damage");
+}
+
+// No torn append leaves a length above the maximum: in the last record too,
+// it is damage, not a torn tail to cut (issue 33, N13).
+TEST(FileUpdateLogDamage, ImpossibleLengthInTheLastRecordIsNotATornTail) {
+  const std::string dir = WriteLog(10);
+  FlipByte(dir + "/" + Segment(1), 9 * kRecordBytes + 7);  // record 10's length, top byte
+  ExpectDataLoss(dir,
+                 "log/00000000000000000001.log: damaged at byte 216 (a record's length field "
+                 "reads 536870920 bytes, above the maximum of 268435456): records from 10 on, "
+                 "if any, follow the damage");
 }
 
 TEST(FileUpdateLogDamage, FlippedByteInAnOlderSegment) {
