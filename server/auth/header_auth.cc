@@ -42,18 +42,25 @@ class InsecureWithAuth final : public grpc::ServerCredentials {
  private:
   int AddPortToServer(const std::string& address, grpc_server* server) override {
     grpc_server_credentials* credentials = grpc_insecure_server_credentials_create();
-    grpc_server_credentials_set_auth_metadata_processor(credentials,
-                                                        {&Process, nullptr, processor_.get()});
+    // The core's credentials outlive these (the server holds them), so the
+    // processor's state owns a reference of its own, dropped by Destroy.
+    grpc_server_credentials_set_auth_metadata_processor(
+        credentials,
+        {&Process, &Destroy, new std::shared_ptr<grpc::AuthMetadataProcessor>(processor_)});
     const int port = grpc_server_add_http2_port(server, address.c_str(), credentials);
     grpc_server_credentials_release(credentials);
     return port;
   }
 
-  // Adapts the C core's processor callback to the C++ processor (which
-  // outlives the server: the credentials hold it, the builder holds them).
+  static void Destroy(void* state) {
+    delete static_cast<std::shared_ptr<grpc::AuthMetadataProcessor>*>(state);
+  }
+
+  // Adapts the C core's processor callback to the C++ processor.
   static void Process(void* state, grpc_auth_context* /*context*/, const grpc_metadata* metadata,
                       size_t count, grpc_process_auth_metadata_done_cb done, void* user_data) {
-    auto* processor = static_cast<grpc::AuthMetadataProcessor*>(state);
+    grpc::AuthMetadataProcessor* processor =
+        static_cast<std::shared_ptr<grpc::AuthMetadataProcessor>*>(state)->get();
     grpc::AuthMetadataProcessor::InputMetadata input;
     for (size_t i = 0; i < count; ++i) {
       const absl::string_view key = View(metadata[i].key);
