@@ -362,6 +362,31 @@ TEST(Durability, ImpossibleLengthInTheLastRecordIsDamage) {
   EXPECT_EQ(fs::file_size(segment), bytes.size());  // nothing cut
 }
 
+// log/MANIFEST deleted together with the newest segment: the copy beside
+// the log directory (log.MANIFEST) still says what was written, so the
+// start stops instead of serving the older records silently (issue 33,
+// N13; main 298a0d8 started with none of the 10 acknowledged records).
+TEST(Durability, DeletedManifestAndNewestSegmentIsDamage) {
+  const std::string dir = NewDataDir();
+  {
+    auto server = Start(dir);
+    ASSERT_NE(server, nullptr);
+    auto client = Connect(*server);
+    ASSERT_TRUE(client->CreateModel(Config("ctr")).ok());
+    Learn(*client, "ctr", 0, 10);  // acknowledged: records 1..10
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  const std::string log_dir = dir + "/models/ctr/log";
+  ASSERT_TRUE(fs::remove(log_dir + "/MANIFEST"));
+  ASSERT_TRUE(fs::remove(log_dir + "/00000000000000000001.log"));
+  const auto run = RunClickd({"--data_dir=" + dir});
+  EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "log/00000000000000000001.log is missing "
+                                            "(log.MANIFEST names it as the newest segment)"))
+      << run.output;
+}
+
 TEST(Durability, SnapshotModelErrors) {
   ServerOptions options;
   auto memory_only = ServerProcess::Start(options);

@@ -681,8 +681,22 @@ TEST(FileUpdateLogDamage, DamagedManifest) {
 TEST(FileUpdateLogDamage, LogWithoutAManifestOpens) {
   const std::string dir = WriteLog(10, {5});
   ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/MANIFEST").ok());
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + ".MANIFEST").ok());
   EXPECT_EQ(OpenLog(Env::Default(), dir)->last_sequence(), 10u);
   EXPECT_TRUE(Files(dir).count("MANIFEST"));
+  EXPECT_TRUE(Env::Default()->FileExists(dir + ".MANIFEST"));
+}
+
+// MANIFEST deleted together with the newest segment: the copy beside the
+// directory (log.MANIFEST) still names it (issue 33, N13).
+TEST(FileUpdateLogDamage, DeletedManifestAndNewestSegment) {
+  const std::string dir = WriteLog(10, {5});
+  OpenLog(Env::Default(), dir);  // a restart: the high-water mark is now 10
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/MANIFEST").ok());
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/" + Segment(6)).ok());
+  ExpectDataLoss(dir,
+                 "log/00000000000000000006.log is missing (log.MANIFEST names it as the newest "
+                 "segment): records 6 to at least 10 follow the damage");
 }
 
 }  // namespace
