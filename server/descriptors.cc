@@ -58,8 +58,7 @@ int ShedWaitingConnections(int listener) {
   absl::MutexLock lock(&reserve_mutex);
   OpenReserve();
   int shed = 0;
-  for (int i = 0; i < kMaxShedPerAccept && reserve_fd >= 0 && HasWaitingConnection(listener);
-       ++i) {
+  for (int i = 0; i < kMaxShedPerAccept && reserve_fd >= 0 && HasWaitingConnection(listener); ++i) {
     close(reserve_fd);
     reserve_fd = -1;
     const int connection = KernelAccept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
@@ -84,10 +83,9 @@ void WarnShedding(int error) {
   if (!last_warning_nanos.compare_exchange_strong(last, now)) return;
   rlimit limit{};
   getrlimit(RLIMIT_NOFILE, &limit);
-  const std::string message =
-      absl::StrCat("clickd: WARNING: accept: ", std::strerror(error), " (RLIMIT_NOFILE ",
-                   limit.rlim_cur, "); ", shed_total.load(),
-                   " new connection(s) closed at once since start (docs/limits.md)\n");
+  const std::string message = absl::StrCat(
+      "clickd: WARNING: accept: ", std::strerror(error), " (RLIMIT_NOFILE ", limit.rlim_cur, "); ",
+      shed_total.load(), " new connection(s) closed at once since start (docs/limits.md)\n");
   const ssize_t written = write(STDERR_FILENO, message.data(), message.size());
   (void)written;
 }

@@ -89,7 +89,8 @@ class FeedbackStreamReactor final
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
   StreamLimit::Ticket ticket_;   // this stream's place among the open ones
-  StreamIdleWatch::Registration idle_;  // --stream_idle_timeout_seconds
+  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
+  StreamIdleWatch::Registration idle_;
   uint64_t messages_ = 0;        // answered so far
   grpc::ByteBuffer bytes_;       // the message being read
   v1::FeedbackRequest request_;  // ... parsed

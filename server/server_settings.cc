@@ -245,10 +245,8 @@ absl::Status CheckServingFlags() {
       {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, 1 << 30},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
       {"handshake_timeout_seconds", absl::GetFlag(FLAGS_handshake_timeout_seconds), 1, 300},
-      {"max_connection_idle_seconds", absl::GetFlag(FLAGS_max_connection_idle_seconds), 1,
-       86'400},
-      {"stream_idle_timeout_seconds", absl::GetFlag(FLAGS_stream_idle_timeout_seconds), 1,
-       86'400},
+      {"max_connection_idle_seconds", absl::GetFlag(FLAGS_max_connection_idle_seconds), 1, 86'400},
+      {"stream_idle_timeout_seconds", absl::GetFlag(FLAGS_stream_idle_timeout_seconds), 1, 86'400},
   };
   for (const auto& r : signed_ranges) {
     if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;

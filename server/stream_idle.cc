@@ -78,8 +78,7 @@ void StreamIdleWatch::Remove(Entry* entry) {
 
 void StreamIdleWatch::CheckIdle() {
   const int64_t now = NowNanos();
-  const int64_t timeout =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
+  const int64_t timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_).count();
   std::vector<Entry*> gone;
   for (auto& [key, entry] : entries_) {
     if (entry->gone.load()) {

@@ -201,7 +201,8 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
   grpc::ByteBuffer* const response_bytes_;
   const SteadyClock::time_point start_;
   StreamLimit::Ticket ticket_;  // this stream's place among the open ones
-  StreamIdleWatch::Registration idle_;  // --stream_idle_timeout_seconds
+  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
+  StreamIdleWatch::Registration idle_;
   StreamUpdater updater_;
   grpc::ByteBuffer bytes_;     // the message being read
   v1::UpdateRequest request_;  // ... parsed
@@ -285,7 +286,8 @@ class AckedUpdateStreamReactor final
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
   StreamLimit::Ticket ticket_;  // this stream's place among the open ones
-  StreamIdleWatch::Registration idle_;  // --stream_idle_timeout_seconds
+  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
+  StreamIdleWatch::Registration idle_;
   StreamUpdater updater_;
   grpc::ByteBuffer bytes_;     // the message being read
   v1::UpdateRequest request_;  // ... parsed

@@ -7,6 +7,7 @@
 // bounded in count and time, and no assertion depends on how fast anything
 // runs.
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -27,8 +28,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include <httplib.h>
-
 #include "clickd/v1/clickd.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/raw_http2.h"
@@ -192,8 +191,8 @@ TEST(Descriptors, ConnectionFlagsAreRangeChecked) {
         "--max_connection_idle_seconds=100000", "--stream_idle_timeout_seconds=0"}) {
     const auto result = testing::RunClickd({flag});
     EXPECT_EQ(result.status.ToString(), "exit 2") << flag << "\n" << result.output;
-    EXPECT_NE(result.output.find(flag + " must be in ["), std::string::npos)
-        << flag << "\n" << result.output;
+    EXPECT_NE(result.output.find(flag + " must be in ["), std::string::npos) << flag << "\n"
+                                                                             << result.output;
   }
 }
 
@@ -216,8 +215,7 @@ int64_t RssKib(pid_t pid) {
 // by what was offered (main 298a0d8 read every message before checking:
 // +320 MB here, +645 MB with 16 MiB messages).
 TEST(MemoryBeforeAuth, PartialMessagesWithoutCredentialsAreNotBuffered) {
-  const std::string tokens =
-      absl::StrCat(::testing::TempDir(), "/connections_tokens_", getpid());
+  const std::string tokens = absl::StrCat(::testing::TempDir(), "/connections_tokens_", getpid());
   {
     std::ofstream file(tokens);
     file << "learn learn-token-0123456789ab\n";
@@ -263,7 +261,8 @@ TEST(MemoryBeforeAuth, PartialMessagesWithoutCredentialsAreNotBuffered) {
 TEST(IdleStreams, StreamsThatSendNothingAreCancelled) {
   constexpr int kStreams = 4;
   ServerOptions options;
-  options.flags = {"--stream_idle_timeout_seconds=1", absl::StrCat("--max_open_streams=", kStreams)};
+  options.flags = {"--stream_idle_timeout_seconds=1",
+                   absl::StrCat("--max_open_streams=", kStreams)};
   auto started = ServerProcess::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   std::unique_ptr<ServerProcess> server = *std::move(started);

@@ -344,7 +344,8 @@ TEST(Durability, ImpossibleLengthInTheLastRecordIsDamage) {
   size_t last = 0;
   for (size_t offset = 0, i = 0; offset + 16 <= bytes.size() && i < 1000; ++i) {
     uint32_t length = 0;
-    for (int b = 3; b >= 0; --b) length = (length << 8) | static_cast<uint8_t>(bytes[offset + 4 + b]);
+    for (int b = 3; b >= 0; --b)
+      length = (length << 8) | static_cast<uint8_t>(bytes[offset + 4 + b]);
     last = offset;
     offset += 16 + length;
   }
@@ -382,8 +383,9 @@ TEST(Durability, DeletedManifestAndNewestSegmentIsDamage) {
   ASSERT_TRUE(fs::remove(log_dir + "/00000000000000000001.log"));
   const auto run = RunClickd({"--data_dir=" + dir});
   EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
-  EXPECT_TRUE(absl::StrContains(run.output, "log/00000000000000000001.log is missing "
-                                            "(log.MANIFEST names it as the newest segment)"))
+  EXPECT_TRUE(absl::StrContains(run.output,
+                                "log/00000000000000000001.log is missing "
+                                "(log.MANIFEST names it as the newest segment)"))
       << run.output;
 }
 

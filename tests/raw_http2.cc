@@ -22,7 +22,8 @@ constexpr uint32_t kSettingsInitialWindowSize = 0x4;
 uint32_t Read32(const std::string& s, size_t at) {
   return (uint32_t{static_cast<uint8_t>(s[at])} << 24) |
          (uint32_t{static_cast<uint8_t>(s[at + 1])} << 16) |
-         (uint32_t{static_cast<uint8_t>(s[at + 2])} << 8) | uint32_t{static_cast<uint8_t>(s[at + 3])};
+         (uint32_t{static_cast<uint8_t>(s[at + 2])} << 8) |
+         uint32_t{static_cast<uint8_t>(s[at + 3])};
 }
 
 void Append32(std::string* s, uint32_t v) {
@@ -106,9 +107,12 @@ uint32_t RawHttp2Connection::StartCall(
     uint32_t message_bytes) {
   const uint32_t id = next_stream_;
   next_stream_ += 2;
-  std::vector<std::pair<std::string, std::string>> all = {
-      {":method", "POST"}, {":scheme", "http"},       {":path", path},
-      {":authority", "x"}, {"content-type", "application/grpc"}, {"te", "trailers"}};
+  std::vector<std::pair<std::string, std::string>> all = {{":method", "POST"},
+                                                          {":scheme", "http"},
+                                                          {":path", path},
+                                                          {":authority", "x"},
+                                                          {"content-type", "application/grpc"},
+                                                          {"te", "trailers"}};
   all.insert(all.end(), headers.begin(), headers.end());
   std::string block;
   for (const auto& [name, value] : all) {

@@ -36,8 +36,8 @@ class RawHttp2Connection {
                      const std::vector<std::pair<std::string, std::string>>& headers,
                      uint32_t message_bytes);
 
-  // For up to `duration`, or until the server ended every stream: reads the server's frames, and sends each open
-  // stream's message bytes while the windows allow, never the last byte.
+  // For up to `duration`, or until the server ended every stream: reads the server's frames, and
+  // sends each open stream's message bytes while the windows allow, never the last byte.
   void Pump(std::chrono::milliseconds duration);
 
   // Message bytes sent on `stream` (after the 5-byte prefix).

@@ -118,8 +118,7 @@ class FileUpdateLog final : public UpdateLog {
   // names exists and the log reaches its high-water mark.
   Damage CheckManifest(const std::vector<uint64_t>& firsts, uint64_t newest_segment,
                        uint64_t high_water, uint64_t snapshot_sequence,
-                       const std::string& manifest_name) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                       const std::string& manifest_name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens the newest segment for appending (cutting a torn tail off first)
   // or starts one after last_sequence_, and publishes MANIFEST.
   absl::Status Resume(bool cut_torn_tail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <string>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"

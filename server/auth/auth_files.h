@@ -6,8 +6,8 @@
 // --auth_reload_interval_seconds) from each file's modification time, size,
 // inode and content (SHA-256): a Kubernetes Secret update, which swaps a
 // symlink, changes all of them; a same-size rewrite with the mtime restored
-// (cp -p, tar) changes only the content. A file that no longer parses leaves the previous tables in force;
-// the error is returned for the log.
+// (cp -p, tar) changes only the content. A file that no longer parses leaves the previous tables in
+// force; the error is returned for the log.
 //
 // Thread safety: safe for concurrent use. Current() hands out an immutable
 // snapshot, so a reload never changes the tables under a call.

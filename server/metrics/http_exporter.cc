@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 #include <prometheus/text_serializer.h>
-
 #include <sys/socket.h>
 
 #include <chrono>
