@@ -25,10 +25,13 @@ class FeedbackStreamReactor final
       return;
     }
     ticket_ = *std::move(ticket);
+    idle_ = service->WatchStream(context);
+    idle_.Waiting();
     StartRead(&bytes_);
   }
 
   void OnReadDone(bool ok) override {
+    idle_.Working();
     if (!ok) {  // the client finished writing
       FinishAndRecord(absl::OkStatus());
       return;
@@ -48,6 +51,7 @@ class FeedbackStreamReactor final
       return;
     }
     ++messages_;
+    idle_.Waiting();
     StartRead(&bytes_);
   }
 
@@ -85,6 +89,8 @@ class FeedbackStreamReactor final
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
   StreamLimit::Ticket ticket_;   // this stream's place among the open ones
+  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
+  StreamIdleWatch::Registration idle_;
   uint64_t messages_ = 0;        // answered so far
   grpc::ByteBuffer bytes_;       // the message being read
   v1::FeedbackRequest request_;  // ... parsed

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth/header_auth.h"
 #include "server/auth/tls.h"
 
 namespace clickd {
@@ -60,6 +61,18 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address,
   for (grpc::Service* service : services) builder.RegisterService(service);
   if (!reflection) builder.SetOption(std::make_unique<NoReflectionOption>());
   builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
+  // Connections that hold a descriptor without serving calls are closed:
+  // before their HTTP/2 settings, after the handshake timeout (gRPC's
+  // default is 120 s); without calls, after the idle time (default never);
+  // a peer that stops answering pings, after kKeepalive + kKeepaliveTimeout.
+  constexpr int kKeepaliveMs = 60'000;
+  constexpr int kKeepaliveTimeoutMs = 20'000;
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             limits.handshake_timeout_seconds * 1000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             limits.max_connection_idle_seconds * 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   if (quota != nullptr) builder.SetResourceQuota(*quota);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *port == 0) return nullptr;
@@ -76,6 +89,17 @@ absl::StatusOr<Servers> StartServers(const Addresses& addresses, const Security&
     quota->SetMaxThreads(addresses.grpc_threads);
   }
   const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
+  // With credentials required, a call is authenticated from its headers
+  // before gRPC reads its message (server/auth/header_auth.h).
+  std::shared_ptr<grpc::ServerCredentials> credentials = security.credentials;
+  if (security.auth != nullptr) {
+    auto processor = std::make_shared<auth::HeaderAuthProcessor>(security.auth.get());
+    if (security.tls) {
+      credentials->SetAuthMetadataProcessor(processor);
+    } else {
+      credentials = auth::InsecureCredentialsWithAuth(processor);
+    }
+  }
   auto start = [&](const std::string& address, std::shared_ptr<grpc::ServerCredentials> creds,
                    grpc::Service* service, int* port) {
     return StartServer(address, std::move(creds), {service}, addresses.reflection, limits,
@@ -83,14 +107,14 @@ absl::StatusOr<Servers> StartServers(const Addresses& addresses, const Security&
   };
   Servers servers;
   WarnIfExposed("--address", addresses.main, security);
-  servers.all.push_back(start(addresses.main, security.credentials, services.main, &servers.port));
+  servers.all.push_back(start(addresses.main, credentials, services.main, &servers.port));
   if (servers.all.back() == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", addresses.main));
   }
   if (const std::string& admin = addresses.admin; !admin.empty()) {
     WarnIfExposed("--admin_address", admin, security);
     int port = 0;
-    servers.all.push_back(start(admin, security.credentials, services.admin, &port));
+    servers.all.push_back(start(admin, credentials, services.admin, &port));
     if (servers.all.back() == nullptr) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", admin, " (--admin_address)"));
     }

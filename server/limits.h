@@ -49,6 +49,15 @@ struct Limits : ExampleLimits {
   // Streaming calls open at once, server-wide (server/stream_limit.h): each
   // holds at most one message of max_message_bytes.
   uint64_t max_open_streams = 256;
+  // Connections (server/descriptors.h): one that has not sent its HTTP/2
+  // settings within the handshake timeout, or has had no call for the idle
+  // time, is closed, so that idle connections do not hold descriptors.
+  int handshake_timeout_seconds = 10;
+  int max_connection_idle_seconds = 300;
+  // A streaming call waiting this long for its caller's next message is
+  // cancelled (server/stream_idle.h), so idle streams do not hold
+  // max_open_streams' places.
+  int stream_idle_timeout_seconds = 120;
 };
 
 }  // namespace clickd

@@ -74,6 +74,7 @@
 #include "server/auth/auth_files.h"
 #include "server/auth/call_auth.h"
 #include "server/data_dir_lock.h"
+#include "server/descriptors.h"
 #include "server/executor.h"
 #include "server/grpc_servers.h"
 #include "server/impression_expirer.h"
@@ -440,5 +441,12 @@ int main(int argc, char** argv) {
     clickd::PrintHelp();
     return 0;
   }
+  // Before any socket or file opens (server/descriptors.h).
+  const absl::StatusOr<uint64_t> open_files = clickd::PrepareDescriptors();
+  if (!open_files.ok()) {
+    std::cerr << "clickd: " << open_files.status().message() << std::endl;
+    return 1;
+  }
+  std::cout << "clickd: open files limit " << *open_files << std::endl;
   return clickd::Serve();
 }

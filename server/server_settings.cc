@@ -46,6 +46,15 @@ ABSL_FLAG(uint64_t, max_open_streams, 256,
           "streaming calls (UpdateStream, UpdateStreamAcked, FeedbackStream) open at once, "
           "server-wide; each holds at most one message of --max_message_bytes, and a stream "
           "beyond the limit is refused when it opens");
+ABSL_FLAG(int, handshake_timeout_seconds, 10,
+          "a connection that has not completed its TLS handshake and sent its HTTP/2 settings "
+          "within this time is closed (it holds a file descriptor)");
+ABSL_FLAG(int, max_connection_idle_seconds, 300,
+          "a connection without a call for this long is closed (GOAWAY; gRPC clients reconnect "
+          "when they next call)");
+ABSL_FLAG(int, stream_idle_timeout_seconds, 120,
+          "a streaming call (UpdateStream, UpdateStreamAcked, FeedbackStream) that waits this "
+          "long for its caller's next message is cancelled, freeing its --max_open_streams place");
 ABSL_FLAG(int, worker_threads, 0,
           "threads that run the model work of calls, off gRPC's threads (0: four per core; "
           "durable learners spend most of their time waiting for a disk sync, and several "
@@ -235,6 +244,9 @@ absl::Status CheckServingFlags() {
       {"threads", absl::GetFlag(FLAGS_threads), 0, 1024},
       {"max_message_bytes", absl::GetFlag(FLAGS_max_message_bytes), 1024, 1 << 30},
       {"metrics_port", absl::GetFlag(FLAGS_metrics_port), 0, 65535},
+      {"handshake_timeout_seconds", absl::GetFlag(FLAGS_handshake_timeout_seconds), 1, 300},
+      {"max_connection_idle_seconds", absl::GetFlag(FLAGS_max_connection_idle_seconds), 1, 86'400},
+      {"stream_idle_timeout_seconds", absl::GetFlag(FLAGS_stream_idle_timeout_seconds), 1, 86'400},
   };
   for (const auto& r : signed_ranges) {
     if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
@@ -273,6 +285,9 @@ Limits LimitsFromFlags() {
   limits.max_quiet_inline_predict_features = absl::GetFlag(FLAGS_max_quiet_inline_predict_features);
   limits.max_inline_update_features = absl::GetFlag(FLAGS_max_inline_update_features);
   limits.max_open_streams = absl::GetFlag(FLAGS_max_open_streams);
+  limits.handshake_timeout_seconds = absl::GetFlag(FLAGS_handshake_timeout_seconds);
+  limits.max_connection_idle_seconds = absl::GetFlag(FLAGS_max_connection_idle_seconds);
+  limits.stream_idle_timeout_seconds = absl::GetFlag(FLAGS_stream_idle_timeout_seconds);
   return limits;
 }
 

@@ -62,6 +62,7 @@
 #include "server/metrics/rpc_metrics.h"
 #include "server/model_writer.h"
 #include "server/snapshotter.h"
+#include "server/stream_idle.h"
 #include "server/stream_limit.h"
 #include "server/unary_call.h"
 
@@ -176,6 +177,13 @@ class ClickdService final : public RawClickdService {
     return open_streams_.Open(method);
   }
 
+  // Puts an admitted stream under the idle watch: it is cancelled after
+  // Limits::stream_idle_timeout_seconds waiting for its caller's next
+  // message (server/stream_idle.h).
+  StreamIdleWatch::Registration WatchStream(grpc::CallbackServerContext* context) {
+    return idle_streams_.Watch(context);
+  }
+
   // Where an Update or a stream message is learned. `here`: on the gRPC
   // thread that received it, holding the one inline slot, if it yields at most
   // Limits::max_inline_update_features features after interactions, its
@@ -254,6 +262,7 @@ class ClickdService final : public RawClickdService {
   // message learned (PlaceUpdate), on a gRPC thread.
   std::atomic<bool> inline_slot_{false};
   StreamLimit open_streams_{limits_.max_open_streams};
+  StreamIdleWatch idle_streams_{std::chrono::seconds(limits_.stream_idle_timeout_seconds)};
 };
 
 }  // namespace clickd

@@ -145,10 +145,13 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
       return;
     }
     ticket_ = *std::move(ticket);
+    idle_ = service->WatchStream(context);
+    idle_.Waiting();
     StartRead(&bytes_);
   }
 
   void OnReadDone(bool ok) override {
+    idle_.Working();
     if (!ok) {  // the client closed the stream
       // The exact summary sorts every margin of the stream: on a worker
       // too (or here, if the executor refuses it).
@@ -175,6 +178,7 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
       FinishAndRecord(updater_.StreamError(status));
       return;
     }
+    idle_.Waiting();
     StartRead(&bytes_);
   }
 
@@ -197,6 +201,8 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
   grpc::ByteBuffer* const response_bytes_;
   const SteadyClock::time_point start_;
   StreamLimit::Ticket ticket_;  // this stream's place among the open ones
+  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
+  StreamIdleWatch::Registration idle_;
   StreamUpdater updater_;
   grpc::ByteBuffer bytes_;     // the message being read
   v1::UpdateRequest request_;  // ... parsed
@@ -219,10 +225,13 @@ class AckedUpdateStreamReactor final
       return;
     }
     ticket_ = *std::move(ticket);
+    idle_ = service->WatchStream(context);
+    idle_.Waiting();
     StartRead(&bytes_);
   }
 
   void OnReadDone(bool ok) override {
+    idle_.Working();
     if (!ok) {  // the client finished writing
       FinishAndRecord(absl::OkStatus());
       return;
@@ -241,6 +250,7 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(absl::CancelledError("the client stopped reading acks"));
       return;
     }
+    idle_.Waiting();
     StartRead(&bytes_);
   }
 
@@ -276,6 +286,8 @@ class AckedUpdateStreamReactor final
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
   StreamLimit::Ticket ticket_;  // this stream's place among the open ones
+  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
+  StreamIdleWatch::Registration idle_;
   StreamUpdater updater_;
   grpc::ByteBuffer bytes_;     // the message being read
   v1::UpdateRequest request_;  // ... parsed

@@ -321,6 +321,74 @@ TEST(Durability, DamagedLogStopsStartupUntilRecoveredExplicitly) {
   Learn(*client, "ctr", 10, 1);  // learning continues after the kept records
 }
 
+// A last record whose length field reads 2^31-1, above the log's payload
+// maximum, is damage, not a torn tail: no torn append can leave such a
+// length (issue 33, N13). Startup stops naming the segment; main 298a0d8
+// cut the record as a torn tail and lost it silently.
+TEST(Durability, ImpossibleLengthInTheLastRecordIsDamage) {
+  const std::string dir = NewDataDir();
+  {
+    auto server = Start(dir);
+    ASSERT_NE(server, nullptr);
+    auto client = Connect(*server);
+    ASSERT_TRUE(client->CreateModel(Config("ctr")).ok());
+    Learn(*client, "ctr", 0, 10);  // acknowledged: records 1..10
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  const std::string segment = dir + "/models/ctr/log/00000000000000000001.log";
+  std::ifstream in(segment, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  // Records: masked crc (4), length (4), sequence (8), payload; little-endian.
+  size_t last = 0;
+  for (size_t offset = 0, i = 0; offset + 16 <= bytes.size() && i < 1000; ++i) {
+    uint32_t length = 0;
+    for (int b = 3; b >= 0; --b)
+      length = (length << 8) | static_cast<uint8_t>(bytes[offset + 4 + b]);
+    last = offset;
+    offset += 16 + length;
+  }
+  {
+    std::fstream f(segment, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(last + 4));
+    const char max_int[4] = {'\xff', '\xff', '\xff', '\x7f'};
+    f.write(max_int, 4);
+  }
+  const auto run = RunClickd({"--data_dir=" + dir});
+  EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "log/00000000000000000001.log: damaged at byte "))
+      << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "length field reads 2147483647 bytes")) << run.output;
+  EXPECT_EQ(fs::file_size(segment), bytes.size());  // nothing cut
+}
+
+// log/MANIFEST deleted together with the newest segment: the copy beside
+// the log directory (log.MANIFEST) still says what was written, so the
+// start stops instead of serving the older records silently (issue 33,
+// N13; main 298a0d8 started with none of the 10 acknowledged records).
+TEST(Durability, DeletedManifestAndNewestSegmentIsDamage) {
+  const std::string dir = NewDataDir();
+  {
+    auto server = Start(dir);
+    ASSERT_NE(server, nullptr);
+    auto client = Connect(*server);
+    ASSERT_TRUE(client->CreateModel(Config("ctr")).ok());
+    Learn(*client, "ctr", 0, 10);  // acknowledged: records 1..10
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+  }
+  const std::string log_dir = dir + "/models/ctr/log";
+  ASSERT_TRUE(fs::remove(log_dir + "/MANIFEST"));
+  ASSERT_TRUE(fs::remove(log_dir + "/00000000000000000001.log"));
+  const auto run = RunClickd({"--data_dir=" + dir});
+  EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output,
+                                "log/00000000000000000001.log is missing "
+                                "(log.MANIFEST names it as the newest segment)"))
+      << run.output;
+}
+
 TEST(Durability, SnapshotModelErrors) {
   ServerOptions options;
   auto memory_only = ServerProcess::Start(options);

@@ -47,25 +47,29 @@ absl::Status Unavailable(const absl::Status& cause, std::string_view what) {
 
 // One record read at an offset of a segment.
 struct RecordAt {
-  enum State { kWhole, kPartial, kBadChecksum } state = kPartial;
+  // kBadLength: a whole header whose length field is above
+  // FileUpdateLog::kMaxPayloadBytes, which no append writes and no torn
+  // append can leave (a cut shortens a record, it does not rewrite it).
+  enum State { kWhole, kPartial, kBadChecksum, kBadLength } state = kPartial;
   uint64_t sequence = 0;
   std::string_view payload;
   size_t size = 0;  // header + payload, as the length field says
 };
 
 // Decodes the record at `offset`: kPartial if its header or payload runs
-// past the end of `bytes`.
+// past the end of `bytes`, kBadLength if its length is impossible.
 RecordAt RecordAtOffset(std::string_view bytes, size_t offset) {
   RecordAt r;
   coding::Decoder in(bytes.substr(offset));
   uint32_t crc = 0, length = 0;
-  if (!in.GetFixed32(&crc) || !in.GetFixed32(&length) || !in.GetFixed64(&r.sequence) ||
-      !in.GetBytes(length, &r.payload)) {
+  if (!in.GetFixed32(&crc) || !in.GetFixed32(&length) || !in.GetFixed64(&r.sequence)) return r;
+  r.size = kRecordHeader + size_t{length};
+  if (length > FileUpdateLog::kMaxPayloadBytes) {
+    r.state = RecordAt::kBadLength;
     return r;
   }
-  r.size = kRecordHeader + length;
-  const bool valid = length <= FileUpdateLog::kMaxPayloadBytes &&
-                     RecordCrc(bytes.substr(offset + 4, kRecordHeader - 4 + length)) == crc;
+  if (!in.GetBytes(length, &r.payload)) return r;
+  const bool valid = RecordCrc(bytes.substr(offset + 4, kRecordHeader - 4 + length)) == crc;
   r.state = valid ? RecordAt::kWhole : RecordAt::kBadChecksum;
   return r;
 }
@@ -124,6 +128,9 @@ SegmentScan ScanSegment(std::string_view bytes, uint64_t first) {
             absl::StrCat("record ", r.sequence, " where record ", scan.last + 1, " was expected");
       } else if (r.state == RecordAt::kBadChecksum) {
         scan.what = absl::StrCat("a record of ", r.size, " bytes fails its checksum");
+      } else if (r.state == RecordAt::kBadLength) {
+        scan.what = absl::StrCat("a record's length field reads ", r.size - kRecordHeader,
+                                 " bytes, above the maximum of ", FileUpdateLog::kMaxPayloadBytes);
       } else {
         scan.what = "a record runs past the end of the file but valid records follow it";
       }
@@ -148,10 +155,15 @@ struct Manifest {
   uint64_t high_water = 0;
 };
 
-// Reads `dir`/MANIFEST: nullopt if there is none (a log from before it).
-absl::StatusOr<std::optional<Manifest>> ReadManifest(Env* env, const std::string& dir,
+// A copy of MANIFEST beside the log's directory (`log.MANIFEST` next to
+// `log/`): deleting MANIFEST together with the newest segment inside the
+// directory still leaves a record of what was written (issue 33, N13).
+constexpr char kManifestCopySuffix[] = ".MANIFEST";
+
+// Reads the manifest at `path` (`name` for messages): nullopt if there is
+// none (a log from before it, or from before its copy).
+absl::StatusOr<std::optional<Manifest>> ReadManifest(Env* env, const std::string& path,
                                                      const std::string& name) {
-  const std::string path = absl::StrCat(dir, "/", kManifestName);
   if (!env->FileExists(path)) return std::nullopt;
   auto bytes = ReadWholeFile(env, path);
   if (!bytes.ok()) return bytes.status();
@@ -234,8 +246,12 @@ absl::Status FileUpdateLog::PublishManifest(uint64_t newest_segment, uint64_t hi
   coding::PutFixed64(&bytes, newest_segment);
   coding::PutFixed64(&bytes, high_water);
   coding::PutFixed32(&bytes, RecordCrc(bytes));
-  return WriteFileAtomically(env_, absl::StrCat(dir_, "/", kManifestName),
-                             [&bytes](WritableFile* f) { return f->Append(bytes); });
+  auto write = [&bytes](WritableFile* f) { return f->Append(bytes); };
+  if (absl::Status s = WriteFileAtomically(env_, absl::StrCat(dir_, "/", kManifestName), write);
+      !s.ok()) {
+    return s;
+  }
+  return WriteFileAtomically(env_, absl::StrCat(dir_, kManifestCopySuffix), write);
 }
 
 absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, const std::string& dir,
@@ -254,10 +270,29 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
   std::unique_ptr<FileUpdateLog> log(new FileUpdateLog(env, dir, options));
   MutexLock lock(&log->mu_);
   UpdateLogRecovery found;
-  auto manifest = ReadManifest(env, dir, log->RelativeName(kManifestName));
-  if (!manifest.ok() && !how.salvage_damaged) return manifest.status();
-  if (!manifest.ok()) found.salvaged_damage = std::string(manifest.status().message());
+  auto manifest =
+      ReadManifest(env, absl::StrCat(dir, "/", kManifestName), log->RelativeName(kManifestName));
+  std::string copy_name = log->RelativeName("");  // "log/"
+  copy_name.back() = '.';
+  copy_name += std::string(kManifestCopySuffix).substr(1);  // "log.MANIFEST"
+  auto copy = ReadManifest(env, absl::StrCat(dir, kManifestCopySuffix), copy_name);
+  for (const auto* read : {&manifest, &copy}) {
+    if (read->ok()) continue;
+    if (!how.salvage_damaged) return read->status();
+    if (found.salvaged_damage.empty()) {
+      found.salvaged_damage = std::string(read->status().message());
+    }
+  }
+  // The manifest that says the most was written: the copy when MANIFEST
+  // was deleted (or is older, after a failed publish of the copy's twin).
   const Manifest* high = manifest.ok() && manifest->has_value() ? &**manifest : nullptr;
+  bool high_is_copy = false;
+  if (copy.ok() && copy->has_value() &&
+      (high == nullptr || std::make_pair((*copy)->newest_segment, (*copy)->high_water) >
+                              std::make_pair(high->newest_segment, high->high_water))) {
+    high = &**copy;
+    high_is_copy = true;
+  }
   Damage damage;
   if (absl::Status s =
           log->ScanSegments(firsts, how, high != nullptr ? high->high_water : 0, &found, &damage);
@@ -266,7 +301,8 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
   }
   if (damage.status.ok() && high != nullptr) {
     damage = log->CheckManifest(firsts, high->newest_segment, high->high_water,
-                                how.snapshot_sequence.value_or(0));
+                                how.snapshot_sequence.value_or(0),
+                                high_is_copy ? copy_name : std::string(kManifestName));
   }
   if (!damage.status.ok()) {
     if (!how.salvage_damaged) return damage.status;
@@ -287,11 +323,12 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
 
 FileUpdateLog::Damage FileUpdateLog::CheckManifest(const std::vector<uint64_t>& firsts,
                                                    uint64_t newest_segment, uint64_t high_water,
-                                                   uint64_t snapshot_sequence) const {
+                                                   uint64_t snapshot_sequence,
+                                                   const std::string& manifest_name) const {
   const uint64_t last = segments_.empty() ? snapshot_sequence : segments_.back().last_sequence;
   if (!std::binary_search(firsts.begin(), firsts.end(), newest_segment)) {
     return {absl::DataLossError(absl::StrCat(
-                SegmentName(newest_segment), " is missing (", kManifestName,
+                SegmentName(newest_segment), " is missing (", manifest_name,
                 " names it as the newest segment): ", Stake(newest_segment, high_water))),
             firsts.size(), 0, last, high_water};
   }
@@ -299,7 +336,7 @@ FileUpdateLog::Damage FileUpdateLog::CheckManifest(const std::vector<uint64_t>& 
     const Segment& newest = segments_.back();
     return {absl::DataLossError(absl::StrCat(SegmentName(newest.first_sequence), ": ends at byte ",
                                              newest.bytes, " after record ", last, " but ",
-                                             kManifestName, " says record ", high_water,
+                                             manifest_name, " says record ", high_water,
                                              " was written: ", Stake(last + 1, high_water))),
             firsts.size() - 1, newest.bytes, last, high_water};
   }

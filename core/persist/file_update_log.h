@@ -7,7 +7,9 @@
 //   MANIFEST := the newest segment's first sequence and a high-water mark,
 //               a record known to be on disk (published at each segment
 //               roll, at the first sync of a segment's records, and at
-//               each Open)
+//               each Open), and a copy of it beside the directory
+//               (<dir>.MANIFEST), so that deleting MANIFEST with the newest
+//               segment is still seen
 //
 // Opening scans every segment. Only a torn tail of the newest segment (a
 // last record whose header or payload runs past the end of the file, as a
@@ -111,11 +113,12 @@ class FileUpdateLog final : public UpdateLog {
   absl::Status ScanSegments(const std::vector<uint64_t>& firsts, const LogRecoveryOptions& how,
                             uint64_t high_water, UpdateLogRecovery* found, Damage* damage)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks the scanned segments against MANIFEST: the newest segment it
+  // Checks the scanned segments against MANIFEST (or its copy beside the
+  // directory, `manifest_name` in messages): the newest segment it
   // names exists and the log reaches its high-water mark.
   Damage CheckManifest(const std::vector<uint64_t>& firsts, uint64_t newest_segment,
-                       uint64_t high_water, uint64_t snapshot_sequence) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                       uint64_t high_water, uint64_t snapshot_sequence,
+                       const std::string& manifest_name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens the newest segment for appending (cutting a torn tail off first)
   // or starts one after last_sequence_, and publishes MANIFEST.
   absl::Status Resume(bool cut_torn_tail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -491,9 +491,20 @@ TEST(FileUpdateLogDamage, DamagedLengthWithValidRecordsAfterIsNotATornTail) {
   const std::string dir = WriteLog(10);
   FlipByte(dir + "/" + Segment(1), 4 * kRecordBytes + 7);  // record 5's length, top byte
   ExpectDataLoss(dir,
-                 "log/00000000000000000001.log: damaged at byte 96 (a record runs past the end "
-                 "of the file but valid records follow it): records 5 to at least 10 follow the "
-                 "damage");
+                 "log/00000000000000000001.log: damaged at byte 96 (a record's length field "
+                 "reads 536870920 bytes, above the maximum of 268435456): records 5 to at least "
+                 "10 follow the damage");
+}
+
+// No torn append leaves a length above the maximum: in the last record too,
+// it is damage, not a torn tail to cut (issue 33, N13).
+TEST(FileUpdateLogDamage, ImpossibleLengthInTheLastRecordIsNotATornTail) {
+  const std::string dir = WriteLog(10);
+  FlipByte(dir + "/" + Segment(1), 9 * kRecordBytes + 7);  // record 10's length, top byte
+  ExpectDataLoss(dir,
+                 "log/00000000000000000001.log: damaged at byte 216 (a record's length field "
+                 "reads 536870920 bytes, above the maximum of 268435456): records from 10 on, "
+                 "if any, follow the damage");
 }
 
 TEST(FileUpdateLogDamage, FlippedByteInAnOlderSegment) {
@@ -670,8 +681,22 @@ TEST(FileUpdateLogDamage, DamagedManifest) {
 TEST(FileUpdateLogDamage, LogWithoutAManifestOpens) {
   const std::string dir = WriteLog(10, {5});
   ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/MANIFEST").ok());
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + ".MANIFEST").ok());
   EXPECT_EQ(OpenLog(Env::Default(), dir)->last_sequence(), 10u);
   EXPECT_TRUE(Files(dir).count("MANIFEST"));
+  EXPECT_TRUE(Env::Default()->FileExists(dir + ".MANIFEST"));
+}
+
+// MANIFEST deleted together with the newest segment: the copy beside the
+// directory (log.MANIFEST) still names it (issue 33, N13).
+TEST(FileUpdateLogDamage, DeletedManifestAndNewestSegment) {
+  const std::string dir = WriteLog(10, {5});
+  OpenLog(Env::Default(), dir);  // a restart: the high-water mark is now 10
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/MANIFEST").ok());
+  ASSERT_TRUE(Env::Default()->RemoveFile(dir + "/" + Segment(6)).ok());
+  ExpectDataLoss(dir,
+                 "log/00000000000000000006.log is missing (log.MANIFEST names it as the newest "
+                 "segment): records 6 to at least 10 follow the damage");
 }
 
 }  // namespace

@@ -3,10 +3,11 @@
 // added, rotated and revoked without a restart (docs/security.md).
 //
 // A change is noticed by ReloadIfChanged (main.cc calls it every
-// --auth_reload_interval_seconds) from each file's modification time, size
-// and inode: a Kubernetes Secret update, which swaps a symlink, changes all
-// three. A file that no longer parses leaves the previous tables in force;
-// the error is returned for the log.
+// --auth_reload_interval_seconds) from each file's modification time, size,
+// inode and content (SHA-256): a Kubernetes Secret update, which swaps a
+// symlink, changes all of them; a same-size rewrite with the mtime restored
+// (cp -p, tar) changes only the content. A file that no longer parses leaves the previous tables in
+// force; the error is returned for the log.
 //
 // Thread safety: safe for concurrent use. Current() hands out an immutable
 // snapshot, so a reload never changes the tables under a call.
@@ -15,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <ctime>
 #include <memory>
@@ -48,9 +50,10 @@ class AuthFiles {
     timespec mtime{};
     off_t size = -1;
     ino_t inode = 0;
+    std::array<unsigned char, 32> content{};  // SHA-256 of the bytes
     bool operator==(const Stamp& o) const {
       return mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec && size == o.size &&
-             inode == o.inode;
+             inode == o.inode && content == o.content;
     }
   };
 

@@ -2,12 +2,20 @@
 
 #include <httplib.h>
 #include <prometheus/text_serializer.h>
+#include <sys/socket.h>
 
 #include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
 #include <string_view>
+#include <thread>
 #include <utility>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/mutex.h"
 
 namespace clickd::metrics {
 namespace {
@@ -23,6 +31,66 @@ std::string LiteralPattern(const std::string& path) {
   return pattern;
 }
 
+// httplib's task queue for the metrics port: a connection per thread, as
+// httplib serves them, but threads started as connections need them, up
+// to `max_threads`, and kept for the next ones. httplib's own ThreadPool
+// has a fixed size, so a few idle connections (each holding its thread
+// for the read timeout) made every scrape wait behind them: 200 took a
+// scrape to 20.8 s with 16 threads (issue 33, N11).
+class GrowingThreadPool final : public httplib::TaskQueue {
+ public:
+  explicit GrowingThreadPool(size_t max_threads) : max_threads_(max_threads) {}
+  ~GrowingThreadPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> task) override ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    tasks_.push_back(std::move(task));
+    if (idle_ == 0 && threads_.size() < max_threads_) {
+      threads_.emplace_back([this] { Work(); });
+    }
+    cv_.Signal();
+  }
+
+  // Runs the queued tasks, then joins the threads.
+  void shutdown() override ABSL_LOCKS_EXCLUDED(mu_) {
+    std::vector<std::thread> threads;
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+      threads.swap(threads_);
+    }
+    cv_.SignalAll();
+    for (std::thread& thread : threads) thread.join();
+  }
+
+ private:
+  void Work() ABSL_LOCKS_EXCLUDED(mu_) {
+    for (;;) {
+      std::function<void()> task;
+      {
+        MutexLock lock(&mu_);
+        while (tasks_.empty() && !stopping_) {
+          ++idle_;
+          cv_.Wait(&mu_);
+          --idle_;
+        }
+        if (tasks_.empty()) return;  // stopping
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  const size_t max_threads_;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 }  // namespace
 
 std::string SerializeText(const std::vector<MetricFamily>& families) {
@@ -34,18 +102,21 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::str
                                                                   const Collectable* collectable,
                                                                   std::vector<HttpPage> pages) {
   auto server = std::make_unique<httplib::Server>();
-  server->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
+  server->new_task_queue = [] { return new GrowingThreadPool(kThreads); };
   // httplib's default sets SO_REUSEPORT, with which a second clickd on a
   // busy port would bind it too and take half of the scrapes. SO_REUSEADDR
   // alone still allows a restart while old connections are in TIME_WAIT.
-  server->set_socket_options([](socket_t sock) {
+  auto listening = std::make_shared<socket_t>(INVALID_SOCKET);
+  server->set_socket_options([listening](socket_t sock) {
     const int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    *listening = sock;
   });
   // A connection that stalls or idles gives up its thread after these.
   server->set_read_timeout(std::chrono::seconds(kIdleSeconds));
   server->set_write_timeout(std::chrono::seconds(5));
   server->set_keep_alive_timeout(kIdleSeconds);
+  server->set_payload_max_length(kMaxBodyBytes);
   server->Get("/metrics", [collectable](const httplib::Request&, httplib::Response& response) {
     response.set_content(SerializeText(collectable->Collect()), kTextContentType);
   });
@@ -71,6 +142,10 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Start(const std::str
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", address, ":", port, " for /metrics"));
   }
+  // httplib listens with a backlog of 5: a burst of connections beyond it
+  // has the kernel drop handshakes (retried after 1 s and more), scrapes'
+  // included. A second listen() on the socket only raises the backlog.
+  if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);
   std::unique_ptr<HttpExporter> exporter(new HttpExporter(std::move(server), bound));
   httplib::Server* s = exporter->server_.get();
   exporter->listener_ = std::thread([s] { s->listen_after_bind(); });

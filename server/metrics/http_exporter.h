@@ -62,11 +62,18 @@ class HttpExporter {
   // idle keep-alive connection, or one that never sends): cpp-httplib
   // serves a connection per thread, so with a pool of 2 two idle
   // connections blocked every scrape for the keep-alive timeout.
-  static constexpr int kThreads = 16;
+  // Started as connections need them (not all at once) and kept; 200
+  // connections that send nothing leave a scrape a thread of its own. Each
+  // costs a stack (8 MiB virtual, tens of KB resident).
+  static constexpr int kThreads = 256;
   // How long a connection may sit without a (complete) request before it
   // gives up its thread. Prometheus does not reuse a connection across
   // scrapes seconds apart, so keep-alive longer than this buys nothing.
   static constexpr int kIdleSeconds = 2;
+  // The pages take no request body: a longer one is refused (413) before it
+  // is read, where httplib would otherwise buffer any body whole (a 1.4 GB
+  // POST: issue 33, N11).
+  static constexpr size_t kMaxBodyBytes = 4096;
 
   // Binds `address`:`port` (port 0: any free port; see port()) and serves
   // `collectable` at /metrics, and `pages`, there until Stop. Unavailable if
