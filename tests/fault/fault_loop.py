@@ -20,7 +20,9 @@ Each round injects one fault, seeded:
   stale_replica                     kill -9, data dir replaced by a copy taken rounds ago, restart
   stop_replica                      SIGSTOP of a replica for a few seconds
 
-then heals everything. At the end every batch not yet acknowledged is sent
+then heals everything. A replica that reports itself broken (the log was
+purged past it while it was away) is restarted, as the ClickdReplicaBroken
+runbook says, and counted. At the end every batch not yet acknowledged is sent
 again (same key) until it is, and the run checks:
 
   * no model_version was acknowledged for two different batches;
@@ -392,6 +394,21 @@ def inject(cluster, fault, rng, stale_copies):
     return f"{fault} r{replica}"
 
 
+def restart_broken(cluster, restarted):
+    """Restarts the replicas that report `broken` (purged past while away),
+    as the ClickdReplicaBroken runbook says; they bootstrap from the newest
+    published snapshot."""
+    for i in range(REPLICAS):
+        try:
+            info = model_info(cluster.replica_address(i), False)
+        except grpc.RpcError:
+            continue
+        if info.replication.broken:
+            cluster.replicas[i].stop(signal.SIGTERM)
+            cluster.replicas[i].start()
+            restarted.append(f"r{i}: {info.replication.reason[:120]}")
+
+
 def model_info(address, digest):
     with grpc.insecure_channel(address) as channel:
         return pb_grpc.ClickdStub(channel).GetModel(
@@ -441,7 +458,7 @@ def main():
     rng = random.Random(args.seed)
     cluster = Cluster(args.work, args)
     ledger = Ledger()
-    pending, faults, stale_copies, progress = [], [], {}, []
+    pending, faults, stale_copies, progress, restarted = [], [], {}, [], []
     # SIGTERM (ctest's timeout) cleans up like an error does.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     started = time.time()
@@ -466,6 +483,7 @@ def main():
                     stale_copies[i] = copy
             fault = rng.choice(FAULTS)
             faults.append(inject(cluster, fault, rng, stale_copies))
+            restart_broken(cluster, restarted)
             progress.append(len(ledger.acked))
             print(f"round {r}: {faults[-1]}; {len(ledger.acked)} acknowledged", file=sys.stderr,
                   flush=True)
@@ -477,12 +495,15 @@ def main():
         give_up = time.time() + 120
         for key, lines, req in pending:
             send_until_acked(cluster, ledger, key, lines, req, 0, give_up)
+        time.sleep(20)  # long enough for a replica cut off last to be found broken
+        restart_broken(cluster, restarted)
         checks = check(cluster, ledger, args, pending)
         summary.update(checks)
         ok = checks["ok"]
     finally:
         summary.update({
             "faults": faults, "acknowledged_after_each_round": progress,
+            "restarted_broken_replicas": restarted,
             "acknowledged_batches": len(ledger.acked),
             "acknowledged_examples": sum(len(v) for v in ledger.lines.values()),
             "attempts": ledger.attempts, "failed_attempts": ledger.failures,
