@@ -106,7 +106,8 @@ PROPS
     "${jvm[@]}" kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" \
       >"$dir/format.log" 2>&1 || { cat "$dir/format.log" >&2; exit 1; }
   fi
-  nohup "${jvm[@]}" kafka.Kafka "$dir/server.properties" >>"$dir/broker.out" 2>&1 </dev/null &
+  # Its own session: the caller's process group may be killed when it ends.
+  setsid nohup "${jvm[@]}" kafka.Kafka "$dir/server.properties" >>"$dir/broker.out" 2>&1 </dev/null &
   echo $! >"$dir/broker.pid"
   # Up once a record is acknowledged (bounded: 90 s).
   local deadline=$((SECONDS + 90))
