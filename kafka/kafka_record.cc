@@ -12,10 +12,9 @@ namespace clickd {
 absl::StatusOr<v1::UpdateRequest> ParseKafkaRecord(KafkaFormat format, std::string_view bytes,
                                                    const Limits& limits) {
   if (bytes.size() > static_cast<size_t>(limits.max_message_bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat("the record has ", bytes.size(),
-                                                     " bytes; the limit is ",
-                                                     limits.max_message_bytes,
-                                                     " (--max_message_bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the record has ", bytes.size(), " bytes; the limit is ",
+                     limits.max_message_bytes, " (--max_message_bytes)"));
   }
   v1::UpdateRequest request;
   switch (format) {
@@ -34,8 +33,8 @@ absl::StatusOr<v1::UpdateRequest> ParseKafkaRecord(KafkaFormat format, std::stri
       const auto parsed = google::protobuf::util::JsonStringToMessage(
           google::protobuf::StringPiece(bytes.data(), bytes.size()), &request);
       if (!parsed.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "not a clickd.v1.UpdateRequest in JSON: ", std::string(parsed.message())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("not a clickd.v1.UpdateRequest in JSON: ", std::string(parsed.message())));
       }
       return request;
     }

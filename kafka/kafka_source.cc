@@ -107,16 +107,28 @@ struct KafkaSource::Consumer {
   void OnRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
       std::string assigned;
+      // Only this source's topic: a group is one model's (the default
+      // group's name holds the model and the topic).
+      rd_kafka_topic_partition_list_t* ours = rd_kafka_topic_partition_list_new(parts->cnt);
       for (int i = 0; i < parts->cnt; ++i) {
-        rd_kafka_topic_partition_t& p = parts->elems[i];
+        const rd_kafka_topic_partition_t& p = parts->elems[i];
+        if (topic != p.topic) {
+          Log(absl::StrCat("ignoring partition ", p.partition, " of topic ", p.topic,
+                           ", assigned by group; this source reads ", topic));
+          continue;
+        }
         // The model's own position wins over whatever the group committed;
         // a partition the model never learned from starts at its beginning.
         const int64_t position = owner->model_->idempotency().Position(topic, p.partition);
-        p.offset = position >= 0 ? position : RD_KAFKA_OFFSET_BEGINNING;
-        absl::StrAppend(&assigned, i > 0 ? ", " : "", p.partition, "@",
+        rd_kafka_topic_partition_list_add(ours, topic.c_str(), p.partition)->offset =
+            position >= 0 ? position : RD_KAFKA_OFFSET_BEGINNING;
+        absl::StrAppend(&assigned, assigned.empty() ? "" : ", ", p.partition, "@",
                         position >= 0 ? absl::StrCat(position) : std::string("beginning"));
+        MutexLock lock(&owner->stats_mu_);
+        PartitionStats(p.partition).next_offset = std::max<int64_t>(position, 0);
       }
-      rd_kafka_assign(rk, parts);
+      rd_kafka_assign(rk, ours);
+      rd_kafka_topic_partition_list_destroy(ours);
       Log(absl::StrCat("assigned partition(s) ", assigned));
     } else {
       // Revoked: what was gathered and not learned is read again by
@@ -127,11 +139,7 @@ struct KafkaSource::Consumer {
     }
     MutexLock lock(&owner->stats_mu_);
     ++owner->stats_.rebalances;
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-      for (int i = 0; i < parts->cnt; ++i) PartitionStats(parts->elems[i].partition);
-    } else {
-      owner->stats_.partitions.clear();
-    }
+    if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) owner->stats_.partitions.clear();
   }
 
   static void RebalanceCallback(rd_kafka_t*, rd_kafka_resp_err_t err,
@@ -147,17 +155,16 @@ struct KafkaSource::Consumer {
 
   // Parses, checks and adds one record to the batch of its partition.
   void Take(const rd_kafka_message_t& m) {
-    const size_t max_examples =
-        std::min(owner->options_.max_batch_examples, owner->options_.limits.max_examples_per_update);
+    const size_t max_examples = std::min(owner->options_.max_batch_examples,
+                                         owner->options_.limits.max_examples_per_update);
     if (m.partition != pending.partition) Flush();
     std::string_view bytes(static_cast<const char*>(m.payload), m.payload == nullptr ? 0 : m.len);
-    absl::StatusOr<v1::UpdateRequest> request =
-        ParseKafkaRecord(owner->model_->model().config().kafka.format, bytes,
-                         owner->options_.limits);
+    absl::StatusOr<v1::UpdateRequest> request = ParseKafkaRecord(
+        owner->model_->model().config().kafka.format, bytes, owner->options_.limits);
     absl::StatusOr<ValidatedUpdate> update =
-        request.ok() ? ValidateUpdateRequest(owner->model_->model(), *request,
-                                             owner->options_.limits)
-                     : absl::StatusOr<ValidatedUpdate>(request.status());
+        request.ok()
+            ? ValidateUpdateRequest(owner->model_->model(), *request, owner->options_.limits)
+            : absl::StatusOr<ValidatedUpdate>(request.status());
     if (update.ok() && pending.examples + update->batch.size() > max_examples) Flush();
     if (pending.partition < 0) {
       pending.partition = m.partition;
@@ -251,7 +258,8 @@ struct KafkaSource::Consumer {
   void Loop() {
     rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(topics, topic.c_str(), RD_KAFKA_PARTITION_UA);
-    if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, topics); err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, topics);
+        err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       Log(absl::StrCat("subscribe failed: ", rd_kafka_err2str(err)));
     }
     rd_kafka_topic_partition_list_destroy(topics);
@@ -268,7 +276,8 @@ struct KafkaSource::Consumer {
           Log(absl::StrCat("consumer: ", rd_kafka_message_errstr(m)));
         }
         rd_kafka_message_destroy(m);
-        if (pending.partition >= 0 && std::chrono::steady_clock::now() - pending.started >= linger) {
+        if (pending.partition >= 0 &&
+            std::chrono::steady_clock::now() - pending.started >= linger) {
           Flush();
         }
       }
@@ -294,7 +303,8 @@ absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<
   consumer->topic = k.topic;
   consumer->model = model->name();
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  const std::string group = k.group.empty() ? absl::StrCat("clickd-", model->name()) : k.group;
+  const std::string group =
+      k.group.empty() ? absl::StrCat("clickd-", model->name(), "-", k.topic) : k.group;
   const std::pair<std::string, std::string> settings[] = {
       {"bootstrap.servers", k.brokers},
       {"group.id", group},
@@ -302,7 +312,7 @@ absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<
       // Static membership: a clickd restarted after a crash takes its
       // partitions back at once instead of after the dead member's session
       // timeout. One process per model and group (docs/kafka.md).
-      {"group.instance.id", absl::StrCat("clickd-", model->name())},
+      {"group.instance.id", absl::StrCat(group, "-", model->name())},
       {"session.timeout.ms", "10000"},
       {"enable.auto.commit", "false"},
       {"enable.auto.offset.store", "false"},
@@ -444,10 +454,9 @@ void KafkaSources::RegisterMetrics(metrics::Registry* metrics) {
       const int64_t now_ms = NowMs();
       for (const auto& [model, stats] : Stats()) {
         for (const KafkaPartitionStats& p : stats.partitions) {
-          samples.push_back({{{"model", model},
-                              {"topic", stats.topic},
-                              {"partition", absl::StrCat(p.partition)}},
-                             value(p, now_ms)});
+          samples.push_back(
+              {{{"model", model}, {"topic", stats.topic}, {"partition", absl::StrCat(p.partition)}},
+               value(p, now_ms)});
         }
       }
       return samples;
@@ -477,12 +486,12 @@ void KafkaSources::RegisterMetrics(metrics::Registry* metrics) {
       metrics::MetricType::kGauge, per_partition([](const KafkaPartitionStats& p, int64_t) {
         return static_cast<double>(p.next_offset);
       }));
-  metrics->BuildCallback(
-      "clickd_kafka_records_learned_total",
-      "Records of the partition the model learned since the process started.",
-      metrics::MetricType::kCounter, per_partition([](const KafkaPartitionStats& p, int64_t) {
-        return static_cast<double>(p.learned);
-      }));
+  metrics->BuildCallback("clickd_kafka_records_learned_total",
+                         "Records of the partition the model learned since the process started.",
+                         metrics::MetricType::kCounter,
+                         per_partition([](const KafkaPartitionStats& p, int64_t) {
+                           return static_cast<double>(p.learned);
+                         }));
   metrics->BuildCallback(
       "clickd_kafka_records_rejected_total",
       "Records of the partition refused (unparsable, over a limit, a label the loss refuses) "

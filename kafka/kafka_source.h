@@ -64,8 +64,8 @@ struct KafkaSourceOptions {
 // One partition's figures, for the metrics and the status page.
 struct KafkaPartitionStats {
   int32_t partition = 0;
-  int64_t next_offset = -1;     // the next record to learn (-1: none read yet)
-  int64_t high_watermark = -1;  // the partition's end as last fetched
+  int64_t next_offset = -1;       // the next record to learn (-1: none read yet)
+  int64_t high_watermark = -1;    // the partition's end as last fetched
   int64_t last_timestamp_ms = 0;  // of the last record read
   uint64_t learned = 0;           // records learned
   uint64_t rejected = 0;          // records refused

@@ -71,6 +71,7 @@
 #include "core/base/mutex.h"
 #include "core/serving/registry.h"
 #include "google/protobuf/descriptor.h"
+#include "kafka/kafka_source.h"
 #include "server/auth/auth_files.h"
 #include "server/auth/call_auth.h"
 #include "server/data_dir_lock.h"
@@ -81,7 +82,6 @@
 #include "server/metrics/clickd_metrics.h"
 #include "server/metrics/durability_metrics.h"
 #include "server/metrics/http_exporter.h"
-#include "kafka/kafka_source.h"
 #include "server/metrics/registry.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/model_startup.h"
@@ -331,7 +331,7 @@ void ServerProcess::Stop() {
     std::_Exit(0);
   }
   kafka_sources_.reset();  // nothing learned after the shutdown snapshots
-  expirer_.reset();  // no tick after the shutdown snapshots
+  expirer_.reset();        // no tick after the shutdown snapshots
   if (registry_->durable() && settings_.snapshot_on_shutdown) {
     const int failures = snapshotter_->SnapshotChanged();
     if (failures > 0) {

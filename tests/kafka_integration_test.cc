@@ -16,6 +16,7 @@
 //
 // Registered with ctest as one test (not one per TEST), so that the broker's
 // JVM starts once.
+#include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,8 +30,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -73,15 +72,14 @@ class Broker : public ::testing::Environment {
   void TearDown() override { Stop(); }
 
   static void Start() {
-    const CommandResult r = RunCommand(
-        absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " start ", Dir(), "/broker ", port),
-        absl::Seconds(600));
+    const CommandResult r =
+        RunCommand(absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " start ", Dir(), "/broker ", port),
+                   absl::Seconds(600));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   static void Stop() {
-    const CommandResult r =
-        RunCommand(absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " stop ", Dir(), "/broker"),
-                   absl::Seconds(60));
+    const CommandResult r = RunCommand(
+        absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " stop ", Dir(), "/broker"), absl::Seconds(60));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   static std::string Address() { return absl::StrCat("127.0.0.1:", port); }
@@ -109,11 +107,11 @@ void Produce(const std::string& topic, const std::string& path) {
 }
 
 std::string OfflineDigest(const std::string& path) {
-  return JsonText(RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json ",
-                                          path),
-                             absl::Seconds(300))
-                      .out,
-                  "model_digest");
+  return JsonText(
+      RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json ", path),
+                 absl::Seconds(300))
+          .out,
+      "model_digest");
 }
 
 std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir, int metrics_port,
@@ -129,11 +127,11 @@ std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir, int metr
 
 void CreateModel(const ServerProcess& server, const std::string& model, const std::string& topic,
                  const std::string& format = "vw") {
-  const CommandResult r = RunCommand(
-      absl::StrCat(CLICKCTL_PATH, " models create --server=", server.address(), " --model=", model,
-                   " --kafka_brokers=", Broker::Address(), " --kafka_topic=", topic,
-                   " --kafka_format=", format, " --json"),
-      absl::Seconds(30));
+  const CommandResult r =
+      RunCommand(absl::StrCat(CLICKCTL_PATH, " models create --server=", server.address(),
+                              " --model=", model, " --kafka_brokers=", Broker::Address(),
+                              " --kafka_topic=", topic, " --kafka_format=", format, " --json"),
+                 absl::Seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
@@ -285,11 +283,20 @@ TEST(KafkaSource, BadRecordsAreCountedLoggedAndNeverLearned) {
     while (std::getline(in, line)) {
       out << line << "\n";
       switch (i++ % 100) {
-        case 10: out << "2 |user u1\n"; break;                // a label the loss refuses
-        case 20: out << "not a label |user u1\n"; break;      // unparsable
-        case 30: out << "1 |user u1:nan\n"; break;            // NaN value
-        case 40: out << "1 |user " << std::string(100'000, 'x') << "\n"; break;  // over the limit
-        default: break;
+        case 10:
+          out << "2 |user u1\n";
+          break;  // a label the loss refuses
+        case 20:
+          out << "not a label |user u1\n";
+          break;  // unparsable
+        case 30:
+          out << "1 |user u1:nan\n";
+          break;  // NaN value
+        case 40:
+          out << "1 |user " << std::string(100'000, 'x') << "\n";
+          break;  // over the limit
+        default:
+          break;
       }
     }
   }

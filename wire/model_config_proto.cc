@@ -248,7 +248,8 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
     c.kafka.ssl_ca_location = k.ssl_ca_location();
     if (!k.format().empty()) {
       absl::StatusOr<KafkaFormat> format = ParseKafkaFormat(k.format());
-      if (!format.ok()) return absl::InvalidArgumentError(absl::StrCat("config.", format.status().message()));
+      if (!format.ok())
+        return absl::InvalidArgumentError(absl::StrCat("config.", format.status().message()));
       c.kafka.format = *format;
     }
   }

@@ -86,7 +86,7 @@ ABSL_FLAG(std::string, kafka_brokers, "",
           "learns, exactly once (docs/kafka.md); empty: no Kafka source");
 ABSL_FLAG(std::string, kafka_topic, "", "the Kafka source's topic; needs --kafka_brokers");
 ABSL_FLAG(std::string, kafka_group, "",
-          "the Kafka source's consumer group (default clickd-<model>); needs --kafka_brokers");
+          "the Kafka source's consumer group (default clickd-<model>-<topic>); needs --kafka_brokers");
 ABSL_FLAG(std::string, kafka_format, "vw",
           "the Kafka source's records: vw (one VW line each) | json (a clickd.v1.UpdateRequest "
           "as JSON) | proto (its protobuf bytes)");
@@ -109,14 +109,15 @@ absl::StatusOr<KafkaSourceConfig> BuildKafkaSource(const ModelFlagValues& v) {
   if (k.brokers.empty()) {
     if (!k.topic.empty() || !k.group.empty() || !k.security_protocol.empty() ||
         !k.ssl_ca_location.empty() || v.kafka_format != "vw") {
-      return absl::InvalidArgumentError("--kafka_topic and the other --kafka_* flags need --kafka_brokers");
+      return absl::InvalidArgumentError(
+          "--kafka_topic and the other --kafka_* flags need --kafka_brokers");
     }
     return k;
   }
   absl::StatusOr<KafkaFormat> format = ParseKafkaFormat(v.kafka_format);
   if (!format.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--kafka_format is \"", v.kafka_format,
-                                                   "\"; must be vw, json or proto"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kafka_format is \"", v.kafka_format, "\"; must be vw, json or proto"));
   }
   k.format = *format;
   if (absl::Status s = ValidateKafkaSourceConfig(k); !s.ok()) {

@@ -11,14 +11,14 @@ namespace {
 // hold here, so that none can smuggle a second librdkafka setting.
 absl::Status CheckPrintable(std::string_view value, std::string_view field, size_t limit) {
   if (value.size() > limit) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(field), " has ", value.size(),
-                                                   " bytes; the limit is ", limit));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), " has ", value.size(), " bytes; the limit is ", limit));
   }
   for (size_t i = 0; i < value.size(); ++i) {
     const unsigned char c = value[i];
     if (c < 0x21 || c > 0x7e) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(field), " has byte ", static_cast<int>(c),
-                                                     " at offset ", i,
+      return absl::InvalidArgumentError(absl::StrCat(std::string(field), " has byte ",
+                                                     static_cast<int>(c), " at offset ", i,
                                                      "; only printable ASCII (0x21-0x7e)"));
     }
   }
@@ -59,7 +59,8 @@ absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
   if (absl::Status s = CheckPrintable(k.brokers, "kafka.brokers", kMaxKafkaBrokersBytes); !s.ok()) {
     return s;
   }
-  if (k.topic.empty()) return absl::InvalidArgumentError("kafka.topic is empty; a source needs one");
+  if (k.topic.empty())
+    return absl::InvalidArgumentError("kafka.topic is empty; a source needs one");
   if (k.topic.size() > kMaxKafkaTopicBytes) {
     return absl::InvalidArgumentError(absl::StrCat("kafka.topic has ", k.topic.size(),
                                                    " bytes; the limit is ", kMaxKafkaTopicBytes));
@@ -77,9 +78,8 @@ absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
   }
   if (!k.security_protocol.empty() && k.security_protocol != "plaintext" &&
       k.security_protocol != "ssl") {
-    return absl::InvalidArgumentError(absl::StrCat("kafka.security_protocol is \"",
-                                                   k.security_protocol,
-                                                   "\"; must be plaintext or ssl"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kafka.security_protocol is \"", k.security_protocol, "\"; must be plaintext or ssl"));
   }
   if (absl::Status s =
           CheckPrintable(k.ssl_ca_location, "kafka.ssl_ca_location", kMaxKafkaPathBytes);

@@ -127,7 +127,7 @@ enum class KafkaFormat { kVw = 0, kJson = 1, kProto = 2 };
 struct KafkaSourceConfig {
   std::string brokers;  // host:port[,host:port...]
   std::string topic;
-  std::string group;  // the consumer group; empty: "clickd-<model name>"
+  std::string group;  // the consumer group; empty: "clickd-<model name>-<topic>"
   KafkaFormat format = KafkaFormat::kVw;
   // "plaintext" (empty) or "ssl"; with ssl, the CA file that signs the
   // brokers' certificates (empty: the system's).

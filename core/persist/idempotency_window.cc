@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/coding.h"
 #include "core/base/crc32c.h"
@@ -28,8 +28,8 @@ std::string PartitionName(std::string_view topic, int32_t partition) {
 
 std::string IdempotencyWindow::PositionKey(std::string_view topic, int32_t partition,
                                            int64_t next_offset) {
-  return absl::StrCat(kPositionPrefix, PartitionName(topic, partition),
-                      absl::string_view(&kSep, 1), next_offset);
+  return absl::StrCat(kPositionPrefix, PartitionName(topic, partition), absl::string_view(&kSep, 1),
+                      next_offset);
 }
 
 int64_t IdempotencyWindow::Position(std::string_view topic, int32_t partition) const {
@@ -103,8 +103,8 @@ std::string IdempotencyWindow::Encode() const {
   std::sort(positions.begin(), positions.end());
   for (const auto& [partition, offset] : positions) {
     coding::PutFixed64(&out, static_cast<uint64_t>(now_us_));
-    coding::PutString(&out, absl::StrCat(kPositionPrefix, partition, absl::string_view(&kSep, 1),
-                                         offset));
+    coding::PutString(
+        &out, absl::StrCat(kPositionPrefix, partition, absl::string_view(&kSep, 1), offset));
   }
   crc32c::Seal(&out);
   return out;

@@ -369,8 +369,8 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   }
   if (*version >= 13) {
     KafkaSourceConfig& k = c.kafka;
-    for (std::string* s : {&k.brokers, &k.topic, &k.group, &k.security_protocol,
-                           &k.ssl_ca_location}) {
+    for (std::string* s :
+         {&k.brokers, &k.topic, &k.group, &k.security_protocol, &k.ssl_ca_location}) {
       in.GetString(s);
     }
     uint32_t format = 0;
