@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <deque>
 #include <iostream>
 #include <string_view>
 
@@ -64,15 +65,28 @@ struct KafkaSource::Consumer {
   // Log lines per second, so that a topic full of bad records cannot fill
   // the disk: at most kLogsPerSecond, then a count of the ones left out.
   static constexpr int kLogsPerSecond = 20;
-  int64_t log_second = 0;
-  int logged = 0;
-  uint64_t suppressed = 0;
+  Mutex log_mu;  // the consuming and the learning thread both log
+  int64_t log_second ABSL_GUARDED_BY(log_mu) = 0;
+  int logged ABSL_GUARDED_BY(log_mu) = 0;
+  uint64_t suppressed ABSL_GUARDED_BY(log_mu) = 0;
+
+  // Batches gathered and not yet learned, oldest first, learned in order by
+  // one learning thread, so that parsing and checking the next batch
+  // overlaps learning this one. At most kMaxQueued: then Flush waits
+  // (backpressure reaches the consumer).
+  static constexpr size_t kMaxQueued = 2;
+  Mutex queue_mu;
+  CondVar queue_cv;
+  std::deque<Pending> queue ABSL_GUARDED_BY(queue_mu);
+  bool learning ABSL_GUARDED_BY(queue_mu) = false;  // a batch is out of the queue, being learned
+  bool done ABSL_GUARDED_BY(queue_mu) = false;      // no more batches come
 
   ~Consumer() {
     if (rk != nullptr) rd_kafka_destroy(rk);
   }
 
   void Log(const std::string& line) {
+    MutexLock lock(&log_mu);
     const int64_t second = NowMs() / 1000;
     if (second != log_second) {
       if (suppressed > 0) {
@@ -106,6 +120,8 @@ struct KafkaSource::Consumer {
 
   void OnRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      // The positions must include every batch already read.
+      Drain();
       std::string assigned;
       // Only this source's topic: a group is one model's (the default
       // group's name holds the model and the topic).
@@ -186,10 +202,52 @@ struct KafkaSource::Consumer {
     }
   }
 
-  // Learns the batch under its partition's next position, retrying while
-  // the writer is unavailable (backpressure: nothing is polled meanwhile).
+  // Hands the batch being gathered to the learning thread, waiting while
+  // kMaxQueued batches wait already.
   void Flush() {
     if (pending.partition < 0) return;
+    {
+      MutexLock lock(&queue_mu);
+      while (queue.size() >= kMaxQueued) queue_cv.Wait(&queue_mu);
+      queue.push_back(std::move(pending));
+    }
+    queue_cv.SignalAll();
+    pending = Pending{};
+  }
+
+  // Waits until every batch handed over has been learned (or dropped at a
+  // stop): then the model's positions are those of everything read.
+  void Drain() {
+    MutexLock lock(&queue_mu);
+    while (!queue.empty() || learning) queue_cv.Wait(&queue_mu);
+  }
+
+  // The learning thread: learns the queued batches in order until `done`.
+  void LearnQueued() {
+    for (;;) {
+      Pending batch;
+      {
+        MutexLock lock(&queue_mu);
+        while (queue.empty() && !done) queue_cv.Wait(&queue_mu);
+        if (queue.empty()) return;
+        batch = std::move(queue.front());
+        queue.pop_front();
+        learning = true;
+      }
+      queue_cv.SignalAll();
+      Learn(batch);
+      {
+        MutexLock lock(&queue_mu);
+        learning = false;
+      }
+      queue_cv.SignalAll();
+    }
+  }
+
+  // Learns a batch under its partition's next position, retrying while
+  // the writer is unavailable (backpressure: the queue fills, and the
+  // consumer stops polling).
+  void Learn(const Pending& pending) {
     const int64_t next = pending.last_offset + 1;
     uint64_t learned = 0;
     uint64_t rejected = pending.rejected;
@@ -214,7 +272,6 @@ struct KafkaSource::Consumer {
           break;
         }
         if (owner->stopping_.load()) {
-          pending = Pending{};
           return;  // not learned: read again from the model's position
         }
         if (retries++ % 50 == 0) {
@@ -238,7 +295,6 @@ struct KafkaSource::Consumer {
       p.rejected += rejected;
       owner->stats_.learn_retries += retries;
     }
-    pending = Pending{};
   }
 
   // Copies librdkafka's latest known partition ends into the stats.
@@ -263,6 +319,7 @@ struct KafkaSource::Consumer {
       Log(absl::StrCat("subscribe failed: ", rd_kafka_err2str(err)));
     }
     rd_kafka_topic_partition_list_destroy(topics);
+    std::thread learner([this] { LearnQueued(); });
     const auto linger = owner->options_.linger;
     auto last_watermarks = std::chrono::steady_clock::now();
     while (!owner->stopping_.load()) {
@@ -287,6 +344,12 @@ struct KafkaSource::Consumer {
       }
     }
     Flush();
+    {
+      MutexLock lock(&queue_mu);
+      done = true;
+    }
+    queue_cv.SignalAll();
+    learner.join();
     rd_kafka_consumer_close(rk);
   }
 };

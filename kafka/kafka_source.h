@@ -14,9 +14,11 @@
 //
 // A record that does not parse or that the checks refuse is counted, logged
 // with topic/partition/offset and the reason, and skipped; it never stops
-// the consumer. Backpressure: the thread learns each batch before it polls
-// again, so a slow model slows only its own consumer; librdkafka's prefetch
-// queue is bounded (queued.max.messages.kbytes) and so is a batch.
+// the consumer. Backpressure: a learning thread per source learns the
+// batches in order while the consuming thread parses and checks the next;
+// at most two batches wait between them, then the consumer stops polling,
+// so a slow model slows only its own consumer. librdkafka's prefetch queue
+// is bounded (queued.max.messages.kbytes) and so is a batch.
 //
 // KafkaSources keeps one KafkaSource per model whose config has a source,
 // starting and stopping them as models come and go, and exports the
