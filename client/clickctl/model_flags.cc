@@ -85,8 +85,9 @@ ABSL_FLAG(std::string, kafka_brokers, "",
           "models create: host:port[,...] of the Kafka brokers whose --kafka_topic the model "
           "learns, exactly once (docs/kafka.md); empty: no Kafka source");
 ABSL_FLAG(std::string, kafka_topic, "", "the Kafka source's topic; needs --kafka_brokers");
-ABSL_FLAG(std::string, kafka_group, "",
-          "the Kafka source's consumer group (default clickd-<model>-<topic>); needs --kafka_brokers");
+ABSL_FLAG(
+    std::string, kafka_group, "",
+    "the Kafka source's consumer group (default clickd-<model>-<topic>); needs --kafka_brokers");
 ABSL_FLAG(std::string, kafka_format, "vw",
           "the Kafka source's records: vw (one VW line each) | json (a clickd.v1.UpdateRequest "
           "as JSON) | proto (its protobuf bytes)");
