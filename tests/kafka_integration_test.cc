@@ -9,7 +9,9 @@
 //     the same data directory: at the end the model has learned every
 //     record exactly once (count and digest equal to the offline replay),
 //     whatever offsets the group committed in Kafka. CLICKD_KAFKA_CRASH_ROUNDS
-//     rounds (default 4; scripts/test_kafka_long.sh runs 25);
+//     rounds (default 4; the long run: CLICKD_KAFKA_CRASH_ROUNDS=25
+//     CLICKD_KAFKA_CRASH_RECORDS=400000 kafka_integration_test
+//     --gtest_filter=*KillNine*);
 //   - malformed and hostile records are counted, logged with their offset
 //     and never learned, and the consumer goes on;
 //   - the broker restarts under a consuming model, which goes on.
