@@ -10,7 +10,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config libabsl-dev libxxhash-dev libeigen3-dev libgtest-dev \
       libgmock-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-      libcpp-httplib-dev libssl-dev libnats-dev nlohmann-json3-dev prometheus-cpp-dev \
+      libcpp-httplib-dev libssl-dev libnats-dev nlohmann-json3-dev prometheus-cpp-dev librdkafka-dev \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -30,7 +30,7 @@ LABEL org.opencontainers.image.title="clickd" \
 # Runtime libraries only; ldd in scripts/build_image.sh's smoke test fails
 # the build if one is missing.
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libabsl20220623 libxxhash0 libgrpc++1.51 libprotobuf32 libcpp-httplib0.11 libnats3.4 libprometheus-cpp-core1.0 \
+      libabsl20220623 libxxhash0 libgrpc++1.51 libprotobuf32 libcpp-httplib0.11 libnats3.4 librdkafka1 libprometheus-cpp-core1.0 \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 clickd \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/clickd --no-create-home \

@@ -15,6 +15,7 @@ PACKAGES=(
   prometheus python3-yaml nodejs  # deploy tests: promtool, YAML, node for deploy/validate
   python3-grpcio python3-protobuf python3-pytest python3-setuptools python3-pip  # the Python client (client/python); its stubs come from protobuf-compiler + protobuf-compiler-grpc (python3-grpc-tools' protoc predates proto3 optional)
   libnats-dev nlohmann-json3-dev  # --replication=jetstream (the C client); the replication tests start a nats-server cluster (scripts/install_nats.sh: a pinned nats-server from the Go module proxy; JSON: its monitoring endpoint)
+  librdkafka-dev kcat  # the Kafka source (kafka/); its tests produce with kcat. The broker comes from Maven Central (scripts/kafka_broker.sh) and needs default-jre-headless or any Java 17+
   chromium  # the status page's integration test loads it in headless Chromium (nlohmann-json3-dev above: /status.json)
 )
 

@@ -71,6 +71,7 @@
 #include "core/base/mutex.h"
 #include "core/serving/registry.h"
 #include "google/protobuf/descriptor.h"
+#include "kafka/kafka_source.h"
 #include "server/auth/auth_files.h"
 #include "server/auth/call_auth.h"
 #include "server/data_dir_lock.h"
@@ -161,6 +162,9 @@ class ServerProcess {
   // The impression-to-click loop's clock: ticks into each model's update
   // log, or (a replica) into the replicated log.
   std::optional<ImpressionExpirer> expirer_;
+  // Without replication: the Kafka sources of the models that have one
+  // (kafka/kafka_source.h).
+  std::optional<KafkaSources> kafka_sources_;
   std::optional<metrics::RpcMetrics> rpc_metrics_;
   // The executor and the services before the exporter, whose scrapes read
   // their load (RegisterLoadMetrics), so that they outlive it.
@@ -237,6 +241,11 @@ StepResult ServerProcess::StartMetrics() {
   metrics::RegisterModelMetrics(&metrics_registry_, &*registry_);
   metrics::DurabilityMetrics::RegisterModelFamilies(&metrics_registry_, &*registry_);
   rpc_metrics_.emplace(&metrics_registry_, ClickdMethods());
+  if (replication_ == nullptr) {
+    KafkaSourceOptions kafka;
+    kafka.limits = settings_.limits;
+    kafka_sources_.emplace(&*registry_, &*local_writer_, kafka, &metrics_registry_);
+  }
   status_page_.emplace(&*registry_);
   const Addresses& at = settings_.addresses;
   if (at.metrics_port == 0) return std::nullopt;
@@ -322,7 +331,8 @@ void ServerProcess::Stop() {
     std::cerr.flush();
     std::_Exit(0);
   }
-  expirer_.reset();  // no tick after the shutdown snapshots
+  kafka_sources_.reset();  // nothing learned after the shutdown snapshots
+  expirer_.reset();        // no tick after the shutdown snapshots
   if (registry_->durable() && settings_.snapshot_on_shutdown) {
     const int failures = snapshotter_->SnapshotChanged();
     if (failures > 0) {

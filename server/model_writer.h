@@ -115,6 +115,14 @@ class ReplicatedModelWriter final : public ModelWriter {
   absl::StatusOr<Learned> Learn(ServedModel& served, absl::Span<const TrainingExample> batch,
                                 std::string_view idempotency_key) override;
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
+    if (config.kafka.enabled()) {
+      // Positions of a Kafka source are per process (docs/kafka.md): one
+      // replica per partition and stream ids from topic/partition/offset
+      // are not built yet.
+      return absl::InvalidArgumentError(
+          "config.kafka: a Kafka source is not supported with --replication=jetstream yet; "
+          "create the model on a server without replication (docs/kafka.md)");
+    }
     return replica_->Create(config);
   }
   absl::Status Delete(const std::string& name) override { return replica_->Delete(name); }

@@ -241,4 +241,23 @@ absl::StatusOr<Example> ToExample(const v1::Example& proto, std::string_view fie
       proto, [field] { return std::string(field); }, limits);
 }
 
+void LabeledExampleToProto(const LabeledExample& example, v1::LabeledExample* out) {
+  out->set_label(example.label);
+  if (example.importance != 1.0f) out->set_importance(example.importance);
+  v1::Example* e = out->mutable_example();
+  for (const Namespace& ns : example.example.namespaces) {
+    v1::Namespace* n = e->add_namespaces();
+    n->set_name(ns.name);
+    for (const Feature& f : ns.features) {
+      v1::Feature* p = n->add_features();
+      if (f.has_id) {
+        p->set_id(f.id);
+      } else {
+        p->set_name(f.name);
+      }
+      if (f.value != 1.0f) p->set_value(f.value);
+    }
+  }
+}
+
 }  // namespace clickd

@@ -85,6 +85,10 @@ absl::StatusOr<Example> ToExample(const v1::Example& proto, FieldPath field,
 absl::StatusOr<Example> ToExample(const v1::Example& proto, std::string_view field,
                                   const ExampleLimits& limits);
 
+// The proto form of a parsed example (a replay line, a Kafka record): its
+// sparse namespaces, label and importance (1 is left unset).
+void LabeledExampleToProto(const LabeledExample& example, v1::LabeledExample* out);
+
 }  // namespace clickd
 
 #endif  // CLICKD_WIRE_EXAMPLE_PROTO_H_

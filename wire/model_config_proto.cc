@@ -239,6 +239,20 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
   // An unknown number stays unknown: validation names memory.encoding.
   c.memory.encoding = static_cast<StateEncoding>(p.memory().encoding());
   c.memory.ttl_rounds = p.memory().ttl_rounds();
+  if (p.has_kafka()) {
+    const v1::KafkaSource& k = p.kafka();
+    c.kafka.brokers = k.brokers();
+    c.kafka.topic = k.topic();
+    c.kafka.group = k.group();
+    c.kafka.security_protocol = k.security_protocol();
+    c.kafka.ssl_ca_location = k.ssl_ca_location();
+    if (!k.format().empty()) {
+      absl::StatusOr<KafkaFormat> format = ParseKafkaFormat(k.format());
+      if (!format.ok())
+        return absl::InvalidArgumentError(absl::StrCat("config.", format.status().message()));
+      c.kafka.format = *format;
+    }
+  }
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -267,6 +281,15 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
   if (c.memory.ttl_rounds != 0) p.mutable_memory()->set_ttl_rounds(c.memory.ttl_rounds);
   if (c.memory.encoding != StateEncoding::kFloat) {
     p.mutable_memory()->set_encoding(static_cast<v1::StateEncoding>(c.memory.encoding));
+  }
+  if (c.kafka.enabled()) {
+    v1::KafkaSource* k = p.mutable_kafka();
+    k->set_brokers(c.kafka.brokers);
+    k->set_topic(c.kafka.topic);
+    k->set_group(c.kafka.group);
+    k->set_format(std::string(KafkaFormatName(c.kafka.format)));
+    k->set_security_protocol(c.kafka.security_protocol);
+    k->set_ssl_ca_location(c.kafka.ssl_ca_location);
   }
   if (c.calibration.enabled) {
     p.mutable_calibration()->set_enabled(true);

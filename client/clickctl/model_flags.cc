@@ -81,8 +81,51 @@ ABSL_FLAG(std::string, feedback_policy, "",
           "what the loop learns: wait_negative (default) | wait_drop | fake_negative | "
           "fake_negative_weighted; needs --feedback_ttl_seconds");
 
+ABSL_FLAG(std::string, kafka_brokers, "",
+          "models create: host:port[,...] of the Kafka brokers whose --kafka_topic the model "
+          "learns, exactly once (docs/kafka.md); empty: no Kafka source");
+ABSL_FLAG(std::string, kafka_topic, "", "the Kafka source's topic; needs --kafka_brokers");
+ABSL_FLAG(
+    std::string, kafka_group, "",
+    "the Kafka source's consumer group (default clickd-<model>-<topic>); needs --kafka_brokers");
+ABSL_FLAG(std::string, kafka_format, "vw",
+          "the Kafka source's records: vw (one VW line each) | json (a clickd.v1.UpdateRequest "
+          "as JSON) | proto (its protobuf bytes)");
+ABSL_FLAG(std::string, kafka_security_protocol, "",
+          "plaintext (default) | ssl: TLS to the brokers; needs --kafka_brokers");
+ABSL_FLAG(std::string, kafka_ssl_ca_location, "",
+          "with --kafka_security_protocol=ssl: the CA file of the brokers' certificates");
+
 namespace clickd {
 namespace {
+
+// The Kafka source of the flags, or none without --kafka_brokers.
+absl::StatusOr<KafkaSourceConfig> BuildKafkaSource(const ModelFlagValues& v) {
+  KafkaSourceConfig k;
+  k.brokers = v.kafka_brokers;
+  k.topic = v.kafka_topic;
+  k.group = v.kafka_group;
+  k.security_protocol = v.kafka_security_protocol;
+  k.ssl_ca_location = v.kafka_ssl_ca_location;
+  if (k.brokers.empty()) {
+    if (!k.topic.empty() || !k.group.empty() || !k.security_protocol.empty() ||
+        !k.ssl_ca_location.empty() || v.kafka_format != "vw") {
+      return absl::InvalidArgumentError(
+          "--kafka_topic and the other --kafka_* flags need --kafka_brokers");
+    }
+    return k;
+  }
+  absl::StatusOr<KafkaFormat> format = ParseKafkaFormat(v.kafka_format);
+  if (!format.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--kafka_format is \"", v.kafka_format, "\"; must be vw, json or proto"));
+  }
+  k.format = *format;
+  if (absl::Status s = ValidateKafkaSourceConfig(k); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", s.message()));
+  }
+  return k;
+}
 
 // Applies an optional flag to a hyperparameter if the optimizer uses it.
 absl::Status Apply(const char* flag, const std::optional<double>& value, bool used,
@@ -133,6 +176,12 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.memory_max_bytes = absl::GetFlag(FLAGS_memory_max_bytes);
   v.memory_ttl_rounds = absl::GetFlag(FLAGS_memory_ttl_rounds);
   v.state_encoding = absl::GetFlag(FLAGS_state_encoding);
+  v.kafka_brokers = absl::GetFlag(FLAGS_kafka_brokers);
+  v.kafka_topic = absl::GetFlag(FLAGS_kafka_topic);
+  v.kafka_group = absl::GetFlag(FLAGS_kafka_group);
+  v.kafka_format = absl::GetFlag(FLAGS_kafka_format);
+  v.kafka_security_protocol = absl::GetFlag(FLAGS_kafka_security_protocol);
+  v.kafka_ssl_ca_location = absl::GetFlag(FLAGS_kafka_ssl_ca_location);
   v.variants = absl::GetFlag(FLAGS_variants);
   v.feedback_ttl_seconds = absl::GetFlag(FLAGS_feedback_ttl_seconds);
   v.feedback_max_buffer_bytes = absl::GetFlag(FLAGS_feedback_max_buffer_bytes);
@@ -415,6 +464,9 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   auto feedback = BuildFeedbackConfig(v, config.loss);
   if (!feedback.ok()) return feedback.status();
   config.feedback = *feedback;
+  auto kafka = BuildKafkaSource(v);
+  if (!kafka.ok()) return kafka.status();
+  config.kafka = *kafka;
   if (absl::Status valid = ValidateModelConfig(config); !valid.ok()) return valid;
   return config;
 }

@@ -53,6 +53,14 @@ struct ModelFlagValues {
   int64_t feedback_ttl_seconds = 0;
   std::optional<uint64_t> feedback_max_buffer_bytes;
   std::string feedback_policy;  // empty: the server's default, wait_negative
+  // The Kafka source (ModelConfig.kafka, docs/kafka.md): off while
+  // kafka_brokers is empty.
+  std::string kafka_brokers;
+  std::string kafka_topic;
+  std::string kafka_group;
+  std::string kafka_format = "vw";
+  std::string kafka_security_protocol;
+  std::string kafka_ssl_ca_location;
 };
 
 // The names of the feedback flags: `replay --offline` has no loop to give

@@ -17,6 +17,7 @@
 #include "core/eval/metrics.h"
 #include "core/formats/example_reader.h"
 #include "core/optim/loss.h"
+#include "wire/example_proto.h"
 #include "wire/model_config_proto.h"
 
 ABSL_FLAG(int, batch_size, 100,
@@ -233,22 +234,7 @@ std::vector<std::string> UsableExamples::skipped_errors() const {
 }
 
 void ToProto(const LabeledExample& example, v1::LabeledExample* out) {
-  out->set_label(example.label);
-  if (example.importance != 1.0f) out->set_importance(example.importance);
-  v1::Example* e = out->mutable_example();
-  for (const Namespace& ns : example.example.namespaces) {
-    v1::Namespace* n = e->add_namespaces();
-    n->set_name(ns.name);
-    for (const Feature& f : ns.features) {
-      v1::Feature* p = n->add_features();
-      if (f.has_id) {
-        p->set_id(f.id);
-      } else {
-        p->set_name(f.name);
-      }
-      if (f.value != 1.0f) p->set_value(f.value);
-    }
-  }
+  LabeledExampleToProto(example, out);
 }
 
 int RunServerReplayCommand(const std::vector<std::string>& args) {

@@ -170,6 +170,7 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
   }
   if (absl::Status s = ValidateVariants(config); !s.ok()) return s;
   if (absl::Status s = ValidateMemoryConfig(config); !s.ok()) return s;
+  if (absl::Status s = ValidateKafkaSourceConfig(config.kafka); !s.ok()) return s;
   if (absl::Status s = ValidateFeedbackConfig(config.feedback, config.loss); !s.ok()) return s;
   if (!(config.calibration.half_life >= 1 && config.calibration.half_life <= 1e15)) {
     return absl::InvalidArgumentError(absl::StrCat("calibration.half_life is ",

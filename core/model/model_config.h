@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/features/hasher.h"
 #include "core/optim/dense/dense_optimizer_config.h"
 #include "core/optim/loss.h"
@@ -115,6 +116,39 @@ inline constexpr uint64_t kMinShardMemoryBytes = 4096;
 inline constexpr uint64_t kMinTtlRounds = 64;
 inline constexpr uint64_t kMaxTtlRounds = uint64_t{1} << 48;
 
+// The record format of a Kafka source's topic (docs/kafka.md): one
+// clickd.v1.UpdateRequest per record (protobuf bytes, or the same shape as
+// one JSON object), or one VW text line per record.
+enum class KafkaFormat { kVw = 0, kJson = 1, kProto = 2 };
+
+// A model's Kafka source (docs/kafka.md): the model learns every record of
+// `topic` exactly once; the consumed position of each partition is part of
+// its durable state. Empty brokers: no source.
+struct KafkaSourceConfig {
+  std::string brokers;  // host:port[,host:port...]
+  std::string topic;
+  std::string group;  // the consumer group; empty: "clickd-<model name>-<topic>"
+  KafkaFormat format = KafkaFormat::kVw;
+  // "plaintext" (empty) or "ssl"; with ssl, the CA file that signs the
+  // brokers' certificates (empty: the system's).
+  std::string security_protocol;
+  std::string ssl_ca_location;
+  bool enabled() const { return !brokers.empty(); }
+};
+
+inline constexpr size_t kMaxKafkaBrokersBytes = 1024;
+inline constexpr size_t kMaxKafkaTopicBytes = 249;  // Kafka's own limit
+inline constexpr size_t kMaxKafkaGroupBytes = 255;
+inline constexpr size_t kMaxKafkaPathBytes = 4096;
+
+// Checks a Kafka source's fields (all empty: no source); errors name the
+// field ("kafka.topic ...") and the limit.
+absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& kafka);
+
+// "vw" | "json" | "proto".
+std::string_view KafkaFormatName(KafkaFormat format);
+absl::StatusOr<KafkaFormat> ParseKafkaFormat(std::string_view name);
+
 struct ModelConfig {
   std::string name = "default";
   LossType loss = LossType::kLogistic;
@@ -135,6 +169,7 @@ struct ModelConfig {
   FeedbackConfig feedback;
   CalibrationConfig calibration;
   MemoryConfig memory;
+  KafkaSourceConfig kafka;
 };
 
 inline constexpr std::string_view kPrimaryVariant = "primary";

@@ -1,7 +1,10 @@
 #include "core/persist/idempotency_window.h"
 
 #include <algorithm>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/coding.h"
 #include "core/base/crc32c.h"
@@ -12,10 +15,45 @@ namespace {
 constexpr std::string_view kMagic = "CIW1";  // clickd idempotency window, format 1
 // A key is at most this long (server/limits.h allows 128 bytes).
 constexpr uint32_t kMaxKeyBytes = 1024;
+// Starts every position key: 0x1f is not printable, so no RPC's key can.
+constexpr absl::string_view kPositionPrefix = "\x1fpos\x1f";
+constexpr char kSep = '\x1f';
+
+std::string PartitionName(std::string_view topic, int32_t partition) {
+  return absl::StrCat(absl::string_view(topic.data(), topic.size()), absl::string_view(&kSep, 1),
+                      partition);
+}
 
 }  // namespace
 
+std::string IdempotencyWindow::PositionKey(std::string_view topic, int32_t partition,
+                                           int64_t next_offset) {
+  return absl::StrCat(kPositionPrefix, PartitionName(topic, partition), absl::string_view(&kSep, 1),
+                      next_offset);
+}
+
+int64_t IdempotencyWindow::Position(std::string_view topic, int32_t partition) const {
+  ReaderMutexLock lock(&mu_);
+  auto it = positions_.find(PartitionName(topic, partition));
+  return it == positions_.end() ? -1 : it->second;
+}
+
+bool IdempotencyWindow::SetPosition(std::string_view key) {
+  if (!absl::StartsWith(absl::string_view(key.data(), key.size()), kPositionPrefix)) return false;
+  std::string_view rest = key.substr(kPositionPrefix.size());
+  const size_t last = rest.rfind(kSep);
+  int64_t offset = 0;
+  if (last == std::string_view::npos ||
+      !absl::SimpleAtoi(absl::string_view(rest.data() + last + 1, rest.size() - last - 1),
+                        &offset)) {
+    return true;  // a malformed position is dropped, never taken for a key
+  }
+  positions_[std::string(rest.substr(0, last))] = offset;
+  return true;
+}
+
 bool IdempotencyWindow::Contains(std::string_view key, int64_t now_us) const {
+  if (absl::StartsWith(absl::string_view(key.data(), key.size()), kPositionPrefix)) return false;
   ReaderMutexLock lock(&mu_);
   auto it = keys_.find(absl::string_view(key.data(), key.size()));
   // Held but maybe past the window at `now_us` (forgotten at the next insert).
@@ -33,6 +71,7 @@ void IdempotencyWindow::ForgetOld(int64_t now) {
 void IdempotencyWindow::Insert(std::string_view key, int64_t now_us) {
   MutexLock lock(&mu_);
   now_us_ = std::max(now_us_, now_us);
+  if (SetPosition(key)) return;
   ForgetOld(now_us_);
   // A key already held keeps its first time: the window runs from the
   // first time it was learned.
@@ -44,19 +83,28 @@ void IdempotencyWindow::Insert(std::string_view key, int64_t now_us) {
 
 size_t IdempotencyWindow::size() const {
   ReaderMutexLock lock(&mu_);
-  return order_.size();
+  return order_.size() + positions_.size();
 }
 
 // "CIW1", now_us (fixed64), count (fixed32), then per key its time
 // (fixed64) and the key (fixed32 length + bytes); the masked CRC32C last.
+// Source positions follow the keys as position keys at now_us.
 std::string IdempotencyWindow::Encode() const {
   ReaderMutexLock lock(&mu_);
   std::string out(kMagic);
   coding::PutFixed64(&out, static_cast<uint64_t>(now_us_));
-  coding::PutFixed32(&out, static_cast<uint32_t>(order_.size()));
+  coding::PutFixed32(&out, static_cast<uint32_t>(order_.size() + positions_.size()));
   for (const auto& [time, key] : order_) {
     coding::PutFixed64(&out, static_cast<uint64_t>(time));
     coding::PutString(&out, key);
+  }
+  // Sorted, so that equal windows encode to equal bytes.
+  std::vector<std::pair<std::string, int64_t>> positions(positions_.begin(), positions_.end());
+  std::sort(positions.begin(), positions.end());
+  for (const auto& [partition, offset] : positions) {
+    coding::PutFixed64(&out, static_cast<uint64_t>(now_us_));
+    coding::PutString(
+        &out, absl::StrCat(kPositionPrefix, partition, absl::string_view(&kSep, 1), offset));
   }
   crc32c::Seal(&out);
   return out;
@@ -89,6 +137,7 @@ absl::StatusOr<std::unique_ptr<IdempotencyWindow>> IdempotencyWindow::Decode(
       return damaged(absl::StrCat("key ", i, " is cut short"));
     }
     const int64_t t = static_cast<int64_t>(time);
+    if (key.size() <= kMaxKeyBytes && window->SetPosition(key)) continue;
     if (key.size() > kMaxKeyBytes || t < previous || t > window->now_us_ ||
         !window->keys_.try_emplace(key, t).second) {
       return damaged(absl::StrCat("key ", i, " is out of order, too long or repeated"));

@@ -12,6 +12,16 @@
 // or, when max_keys are held, the oldest goes first (a retry arriving after
 // that many newer keys would be learned again: docs/api.md says so).
 //
+// Source positions: a key made by PositionKey is not an idempotency key but
+// the position of a stream the model learns from (a Kafka topic's
+// partition: the offset of the next record to learn). It travels with the
+// record it was committed with, exactly like a key (in the update log with
+// the record, then in snapshots), but it is never forgotten: the window
+// keeps the latest per topic and partition, and Position reads it. So the
+// position a restart resumes at is exactly the one of the last record it
+// restored (docs/kafka.md). A position key starts with a byte (0x1f) that
+// no idempotency key of an RPC can hold.
+//
 // Thread safety: safe for concurrent use (one mutex). The caller serializes
 // the check-then-insert of one request with its learning (the journal's
 // learn lock).
@@ -50,7 +60,14 @@ class IdempotencyWindow {
   // max_keys, the oldest.
   void Insert(std::string_view key, int64_t now_us);
 
+  // Keys held plus source positions.
   size_t size() const;
+
+  // The key that records `next_offset` as the position of `topic`'s
+  // `partition` when inserted.
+  static std::string PositionKey(std::string_view topic, int32_t partition, int64_t next_offset);
+  // The latest position recorded for `topic`'s `partition`, or -1.
+  int64_t Position(std::string_view topic, int32_t partition) const;
 
   // Every key with its time, for a snapshot; Decode checks every length and
   // the CRC and returns DataLoss naming what is wrong.
@@ -60,6 +77,8 @@ class IdempotencyWindow {
 
  private:
   void ForgetOld(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a PositionKey's position; false if `key` is not one.
+  bool SetPosition(std::string_view key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const IdempotencyOptions options_;
   mutable Mutex mu_;
@@ -67,6 +86,8 @@ class IdempotencyWindow {
   // Oldest first; `keys_` holds the same keys with their times, for lookup.
   std::deque<std::pair<int64_t, std::string>> order_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int64_t> keys_ ABSL_GUARDED_BY(mu_);
+  // "<topic>\x1f<partition>" -> the next offset to learn.
+  absl::flat_hash_map<std::string, int64_t> positions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace clickd

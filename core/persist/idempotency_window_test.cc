@@ -71,5 +71,28 @@ TEST(IdempotencyWindow, EncodeDecodeKeepsEveryKeyAndRefusesDamage) {
   }
 }
 
+TEST(IdempotencyWindow, SourcePositionsAreNeverForgottenAndSurviveEncoding) {
+  IdempotencyWindow window(IdempotencyOptions{.window_us = 10, .max_keys = 2});
+  EXPECT_EQ(window.Position("clicks", 0), -1);
+  window.Insert(IdempotencyWindow::PositionKey("clicks", 0, 100), 1);
+  window.Insert(IdempotencyWindow::PositionKey("clicks", 1, 7), 2);
+  window.Insert(IdempotencyWindow::PositionKey("clicks", 0, 250), 3);
+  // Many keys, long after: the positions stay.
+  for (int i = 0; i < 10; ++i) window.Insert("key" + std::to_string(i), 1000 + i);
+  EXPECT_EQ(window.Position("clicks", 0), 250);
+  EXPECT_EQ(window.Position("clicks", 1), 7);
+  EXPECT_EQ(window.Position("other", 0), -1);
+  // A position key is never a duplicate.
+  EXPECT_FALSE(window.Contains(IdempotencyWindow::PositionKey("clicks", 0, 250), 1010));
+  auto decoded = IdempotencyWindow::Decode(IdempotencyOptions{}, window.Encode());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ((*decoded)->Position("clicks", 0), 250);
+  EXPECT_EQ((*decoded)->Position("clicks", 1), 7);
+  EXPECT_EQ((*decoded)->Encode(), window.Encode());
+  // No RPC key can forge one: they hold only printable ASCII, and the
+  // prefix starts with 0x1f.
+  EXPECT_EQ(IdempotencyWindow::PositionKey("t", 0, 1)[0], '\x1f');
+}
+
 }  // namespace
 }  // namespace clickd

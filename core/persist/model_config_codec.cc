@@ -15,7 +15,10 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 12;
+constexpr uint32_t kConfigVersion = 13;
+// Version 13 adds the Kafka source; a config without one is written in
+// version 12 (with a TTL) or 11, so that older builds still read it.
+constexpr uint32_t kConfigVersionWithoutKafka = 12;
 // The version a config without a TTL is written in, so that builds that
 // know only version 11 still read it (version 12 adds memory.ttl_rounds).
 constexpr uint32_t kConfigVersionWithoutTtl = 11;
@@ -257,9 +260,12 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
 }  // namespace
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
-  const bool ttl = c.memory.ttl_rounds != 0;
+  const bool kafka = c.kafka.enabled();
+  const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
-  coding::PutFixed32(out, ttl ? kConfigVersion : kConfigVersionWithoutTtl);
+  coding::PutFixed32(out, kafka ? kConfigVersion
+                          : ttl ? kConfigVersionWithoutKafka
+                                : kConfigVersionWithoutTtl);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
   WriteOptimizer(c.optimizer, out);
@@ -307,7 +313,17 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   WriteBloomParams(c.admission, out);
   for (const ModelVariant& v : c.variants) WriteBloomParams(v.admission, out);
   // Version 12: the TTL, only when there is one.
+  // (with version 13, even when 0).
   if (ttl) coding::PutFixed64(out, c.memory.ttl_rounds);
+  // Version 13: the Kafka source, only when there is one.
+  if (kafka) {
+    const KafkaSourceConfig& k = c.kafka;
+    for (const std::string* s :
+         {&k.brokers, &k.topic, &k.group, &k.security_protocol, &k.ssl_ca_location}) {
+      coding::PutString(out, *s);
+    }
+    coding::PutFixed32(out, static_cast<uint32_t>(k.format));
+  }
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -347,8 +363,21 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   if (*version >= 12) {
     in.GetFixed64(&c.memory.ttl_rounds);
     // One encoding per config: without a TTL, version 11.
-    if (in.ok() && c.memory.ttl_rounds == 0) {
+    if (in.ok() && c.memory.ttl_rounds == 0 && *version == 12) {
       return Corrupt("model config encoding version 12 without a TTL");
+    }
+  }
+  if (*version >= 13) {
+    KafkaSourceConfig& k = c.kafka;
+    for (std::string* s :
+         {&k.brokers, &k.topic, &k.group, &k.security_protocol, &k.ssl_ca_location}) {
+      in.GetString(s);
+    }
+    uint32_t format = 0;
+    in.GetFixed32(&format);
+    k.format = static_cast<KafkaFormat>(format);  // validated below
+    if (in.ok() && !k.enabled()) {
+      return Corrupt("model config encoding version 13 without a Kafka source");
     }
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");

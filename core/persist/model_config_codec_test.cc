@@ -69,6 +69,40 @@ TEST(ModelConfigEncoding, TheTtlNeedsVersionTwelveAndOnlyItHasOne) {
             absl::StatusCode::kDataLoss);
 }
 
+TEST(ModelConfigEncoding, AKafkaSourceNeedsVersionThirteenAndRoundTrips) {
+  ModelConfig config;
+  config.name = "kafka";
+  config.kafka.brokers = "127.0.0.1:9092,127.0.0.1:9093";
+  config.kafka.topic = "clicks";
+  config.kafka.group = "g";
+  config.kafka.format = KafkaFormat::kJson;
+  config.kafka.security_protocol = "ssl";
+  config.kafka.ssl_ca_location = "/etc/ca.pem";
+  std::string v13;
+  EncodeModelConfig(config, &v13);
+  ASSERT_EQ(v13[4], 13);
+  auto decoded = DecodeModelConfig(v13);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->kafka.brokers, config.kafka.brokers);
+  EXPECT_EQ(decoded->kafka.topic, "clicks");
+  EXPECT_EQ(decoded->kafka.group, "g");
+  EXPECT_EQ(decoded->kafka.format, KafkaFormat::kJson);
+  EXPECT_EQ(decoded->kafka.security_protocol, "ssl");
+  EXPECT_EQ(decoded->kafka.ssl_ca_location, "/etc/ca.pem");
+  EXPECT_EQ(decoded->memory.ttl_rounds, 0u);
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v13);
+  // Without a source a config stays in version 11.
+  config.kafka = KafkaSourceConfig{};
+  std::string v11;
+  EncodeModelConfig(config, &v11);
+  EXPECT_EQ(v11[4], 11);
+  // Cut short is corrupt.
+  EXPECT_EQ(DecodeModelConfig(v13.substr(0, v13.size() - 2)).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 // Version 8 (written before the budget) reads as unbounded.
 TEST(ModelConfigEncoding, VersionEightReadsAsUnbounded) {
   ModelConfig config;

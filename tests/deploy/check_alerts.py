@@ -65,6 +65,8 @@ MUTATIONS = [
     ("ClickdJoinBufferFull", "> 0.9", ">= 0.9"),
     ("ClickdJoinBufferFull", "[5m]) > 0", "[5m]) > 1"),
     ("ClickdJoinBufferFull", "for: 5m", "for: 10m"),
+    ("ClickdKafkaLagGrowing", "> 300", ">= 300"),
+    ("ClickdKafkaLagGrowing", "for: 10m", "for: 5m"),
 ]
 
 PROMETHEUSRULE_HEADER = """\

@@ -26,8 +26,14 @@ COUNTERS = {
     "clickd_model_coordinates_expired_total",
     "clickd_model_admission_sightings_total",
     "clickd_model_admission_admitted_total",
+    "clickd_kafka_records_learned_total",
+    "clickd_kafka_records_rejected_total",
+    "clickd_kafka_rebalances_total",
 }
 GAUGES = {
+    "clickd_kafka_lag_records",
+    "clickd_kafka_lag_seconds",
+    "clickd_kafka_position",
     "clickd_executor_queued_calls",
     "clickd_executor_running_calls",
     "clickd_executor_max_queued_calls",

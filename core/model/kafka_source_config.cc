@@ -1,0 +1,92 @@
+// The checks of a model's Kafka source config (model_config.h).
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/model/model_config.h"
+
+namespace clickd {
+namespace {
+
+// Printable ASCII without spaces: what a broker list, a group and a path
+// hold here, so that none can smuggle a second librdkafka setting.
+absl::Status CheckPrintable(std::string_view value, std::string_view field, size_t limit) {
+  if (value.size() > limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), " has ", value.size(), " bytes; the limit is ", limit));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const unsigned char c = value[i];
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(absl::StrCat(std::string(field), " has byte ",
+                                                     static_cast<int>(c), " at offset ", i,
+                                                     "; only printable ASCII (0x21-0x7e)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view KafkaFormatName(KafkaFormat format) {
+  switch (format) {
+    case KafkaFormat::kVw:
+      return "vw";
+    case KafkaFormat::kJson:
+      return "json";
+    case KafkaFormat::kProto:
+      return "proto";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<KafkaFormat> ParseKafkaFormat(std::string_view name) {
+  if (name == "vw") return KafkaFormat::kVw;
+  if (name == "json") return KafkaFormat::kJson;
+  if (name == "proto") return KafkaFormat::kProto;
+  return absl::InvalidArgumentError(
+      absl::StrCat("kafka.format is \"", std::string(name), "\"; must be vw, json or proto"));
+}
+
+absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
+  if (!k.enabled()) {
+    if (!k.topic.empty() || !k.group.empty() || !k.security_protocol.empty() ||
+        !k.ssl_ca_location.empty() || k.format != KafkaFormat::kVw) {
+      return absl::InvalidArgumentError(
+          "kafka.brokers is empty but other kafka fields are set; a Kafka source needs brokers");
+    }
+    return absl::OkStatus();
+  }
+  if (absl::Status s = CheckPrintable(k.brokers, "kafka.brokers", kMaxKafkaBrokersBytes); !s.ok()) {
+    return s;
+  }
+  if (k.topic.empty())
+    return absl::InvalidArgumentError("kafka.topic is empty; a source needs one");
+  if (k.topic.size() > kMaxKafkaTopicBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("kafka.topic has ", k.topic.size(),
+                                                   " bytes; the limit is ", kMaxKafkaTopicBytes));
+  }
+  if (absl::Status s = ValidateNameChars(k.topic, "kafka.topic", kMaxKafkaTopicBytes); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckPrintable(k.group, "kafka.group", kMaxKafkaGroupBytes); !s.ok()) {
+    return s;
+  }
+  if (k.format != KafkaFormat::kVw && k.format != KafkaFormat::kJson &&
+      k.format != KafkaFormat::kProto) {
+    return absl::InvalidArgumentError(absl::StrCat("kafka.format is ", static_cast<int>(k.format),
+                                                   "; must be vw, json or proto"));
+  }
+  if (!k.security_protocol.empty() && k.security_protocol != "plaintext" &&
+      k.security_protocol != "ssl") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kafka.security_protocol is \"", k.security_protocol, "\"; must be plaintext or ssl"));
+  }
+  if (absl::Status s =
+          CheckPrintable(k.ssl_ca_location, "kafka.ssl_ca_location", kMaxKafkaPathBytes);
+      !s.ok()) {
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace clickd

@@ -1,0 +1,577 @@
+#include "kafka/kafka_source.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <deque>
+#include <iostream>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "core/persist/idempotency_window.h"
+#include "kafka/kafka_record.h"
+#include "server/update_request.h"
+
+namespace clickd {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Errors the writer may stop returning: retried. Any other refuses the
+// batch's records for good.
+bool Retryable(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kResourceExhausted ||
+         s.code() == absl::StatusCode::kFailedPrecondition ||
+         s.code() == absl::StatusCode::kAborted || s.code() == absl::StatusCode::kInternal;
+}
+
+absl::Status SetConf(rd_kafka_conf_t* conf, const std::string& name, const std::string& value) {
+  char error[512];
+  if (rd_kafka_conf_set(conf, name.c_str(), value.c_str(), error, sizeof(error)) !=
+      RD_KAFKA_CONF_OK) {
+    return absl::InvalidArgumentError(absl::StrCat("kafka setting ", name, ": ", error));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// What the consuming thread owns: the librdkafka handle and the batch being
+// gathered. Only that thread (and librdkafka's callbacks, which it serves
+// from rd_kafka_consumer_poll) touches it.
+struct KafkaSource::Consumer {
+  KafkaSource* owner = nullptr;
+  rd_kafka_t* rk = nullptr;
+  std::string topic;
+  std::string model;
+
+  struct Pending {
+    int32_t partition = -1;
+    int64_t last_offset = -1;  // the last record read into the batch
+    int64_t last_timestamp_ms = 0;
+    std::vector<ValidatedUpdate> updates;
+    size_t examples = 0;
+    size_t bytes = 0;
+    uint64_t records = 0;   // to learn
+    uint64_t rejected = 0;  // refused
+    std::chrono::steady_clock::time_point started;
+  } pending;
+
+  // Log lines per second, so that a topic full of bad records cannot fill
+  // the disk: at most kLogsPerSecond, then a count of the ones left out.
+  static constexpr int kLogsPerSecond = 20;
+  Mutex log_mu;  // the consuming and the learning thread both log
+  int64_t log_second ABSL_GUARDED_BY(log_mu) = 0;
+  int logged ABSL_GUARDED_BY(log_mu) = 0;
+  uint64_t suppressed ABSL_GUARDED_BY(log_mu) = 0;
+
+  // Batches gathered and not yet learned, oldest first, learned in order by
+  // one learning thread, so that parsing and checking the next batch
+  // overlaps learning this one. At most kMaxQueued: then Flush waits
+  // (backpressure reaches the consumer).
+  static constexpr size_t kMaxQueued = 2;
+  Mutex queue_mu;
+  CondVar queue_cv;
+  std::deque<Pending> queue ABSL_GUARDED_BY(queue_mu);
+  bool learning ABSL_GUARDED_BY(queue_mu) = false;  // a batch is out of the queue, being learned
+  bool done ABSL_GUARDED_BY(queue_mu) = false;      // no more batches come
+
+  ~Consumer() {
+    if (rk != nullptr) rd_kafka_destroy(rk);
+  }
+
+  void Log(const std::string& line) {
+    MutexLock lock(&log_mu);
+    const int64_t second = NowMs() / 1000;
+    if (second != log_second) {
+      if (suppressed > 0) {
+        std::cerr << "clickd: kafka model \"" << model << "\": " << suppressed
+                  << " more line(s) left out" << std::endl;
+      }
+      log_second = second;
+      logged = 0;
+      suppressed = 0;
+    }
+    if (logged++ < kLogsPerSecond) {
+      std::cerr << "clickd: kafka model \"" << model << "\" topic " << topic << ": " << line
+                << std::endl;
+    } else {
+      ++suppressed;
+    }
+  }
+
+  KafkaPartitionStats& PartitionStats(int32_t partition)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(owner->stats_mu_) {
+    auto& parts = owner->stats_.partitions;
+    auto it = std::lower_bound(
+        parts.begin(), parts.end(), partition,
+        [](const KafkaPartitionStats& p, int32_t value) { return p.partition < value; });
+    if (it == parts.end() || it->partition != partition) {
+      it = parts.insert(it, KafkaPartitionStats{});
+      it->partition = partition;
+    }
+    return *it;
+  }
+
+  void OnRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      // The positions must include every batch already read.
+      Drain();
+      std::string assigned;
+      // Only this source's topic: a group is one model's (the default
+      // group's name holds the model and the topic).
+      rd_kafka_topic_partition_list_t* ours = rd_kafka_topic_partition_list_new(parts->cnt);
+      for (int i = 0; i < parts->cnt; ++i) {
+        const rd_kafka_topic_partition_t& p = parts->elems[i];
+        if (topic != p.topic) {
+          Log(absl::StrCat("ignoring partition ", p.partition, " of topic ", p.topic,
+                           ", assigned by group; this source reads ", topic));
+          continue;
+        }
+        // The model's own position wins over whatever the group committed;
+        // a partition the model never learned from starts at its beginning.
+        const int64_t position = owner->model_->idempotency().Position(topic, p.partition);
+        rd_kafka_topic_partition_list_add(ours, topic.c_str(), p.partition)->offset =
+            position >= 0 ? position : RD_KAFKA_OFFSET_BEGINNING;
+        absl::StrAppend(&assigned, assigned.empty() ? "" : ", ", p.partition, "@",
+                        position >= 0 ? absl::StrCat(position) : std::string("beginning"));
+        MutexLock lock(&owner->stats_mu_);
+        PartitionStats(p.partition).next_offset = std::max<int64_t>(position, 0);
+      }
+      rd_kafka_assign(rk, ours);
+      rd_kafka_topic_partition_list_destroy(ours);
+      Log(absl::StrCat("assigned partition(s) ", assigned));
+    } else {
+      // Revoked: what was gathered and not learned is read again by
+      // whoever gets the partition, from the model's position.
+      pending = Pending{};
+      rd_kafka_assign(rk, nullptr);
+      Log("partitions revoked");
+    }
+    MutexLock lock(&owner->stats_mu_);
+    ++owner->stats_.rebalances;
+    if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) owner->stats_.partitions.clear();
+  }
+
+  static void RebalanceCallback(rd_kafka_t*, rd_kafka_resp_err_t err,
+                                rd_kafka_topic_partition_list_t* parts, void* opaque) {
+    static_cast<Consumer*>(opaque)->OnRebalance(err, parts);
+  }
+
+  void Reject(const rd_kafka_message_t& m, const absl::Status& why) {
+    Log(absl::StrCat("partition ", m.partition, " offset ", m.offset,
+                     ": record refused, not learned: ", why.message()));
+    ++pending.rejected;
+  }
+
+  // Parses, checks and adds one record to the batch of its partition.
+  void Take(const rd_kafka_message_t& m) {
+    const size_t max_examples = std::min(owner->options_.max_batch_examples,
+                                         owner->options_.limits.max_examples_per_update);
+    if (m.partition != pending.partition) Flush();
+    std::string_view bytes(static_cast<const char*>(m.payload), m.payload == nullptr ? 0 : m.len);
+    absl::StatusOr<v1::UpdateRequest> request = ParseKafkaRecord(
+        owner->model_->model().config().kafka.format, bytes, owner->options_.limits);
+    absl::StatusOr<ValidatedUpdate> update =
+        request.ok()
+            ? ValidateUpdateRequest(owner->model_->model(), *request, owner->options_.limits)
+            : absl::StatusOr<ValidatedUpdate>(request.status());
+    if (update.ok() && pending.examples + update->batch.size() > max_examples) Flush();
+    if (pending.partition < 0) {
+      pending.partition = m.partition;
+      pending.started = std::chrono::steady_clock::now();
+    }
+    if (!update.ok()) {
+      Reject(m, update.status());
+    } else {
+      pending.examples += update->batch.size();
+      pending.bytes += bytes.size();
+      ++pending.records;
+      pending.updates.push_back(*std::move(update));
+    }
+    pending.last_offset = m.offset;
+    rd_kafka_timestamp_type_t type;
+    pending.last_timestamp_ms = rd_kafka_message_timestamp(&m, &type);
+    if (pending.examples >= max_examples || pending.bytes >= owner->options_.max_batch_bytes) {
+      Flush();
+    }
+  }
+
+  // Hands the batch being gathered to the learning thread, waiting while
+  // kMaxQueued batches wait already.
+  void Flush() {
+    if (pending.partition < 0) return;
+    {
+      MutexLock lock(&queue_mu);
+      while (queue.size() >= kMaxQueued) queue_cv.Wait(&queue_mu);
+      queue.push_back(std::move(pending));
+    }
+    queue_cv.SignalAll();
+    pending = Pending{};
+  }
+
+  // Waits until every batch handed over has been learned (or dropped at a
+  // stop): then the model's positions are those of everything read.
+  void Drain() {
+    MutexLock lock(&queue_mu);
+    while (!queue.empty() || learning) queue_cv.Wait(&queue_mu);
+  }
+
+  // The learning thread: learns the queued batches in order until `done`.
+  void LearnQueued() {
+    for (;;) {
+      Pending batch;
+      {
+        MutexLock lock(&queue_mu);
+        while (queue.empty() && !done) queue_cv.Wait(&queue_mu);
+        if (queue.empty()) return;
+        batch = std::move(queue.front());
+        queue.pop_front();
+        learning = true;
+      }
+      queue_cv.SignalAll();
+      Learn(batch);
+      {
+        MutexLock lock(&queue_mu);
+        learning = false;
+      }
+      queue_cv.SignalAll();
+    }
+  }
+
+  // Learns a batch under its partition's next position, retrying while
+  // the writer is unavailable (backpressure: the queue fills, and the
+  // consumer stops polling).
+  void Learn(const Pending& pending) {
+    const int64_t next = pending.last_offset + 1;
+    uint64_t learned = 0;
+    uint64_t rejected = pending.rejected;
+    uint64_t retries = 0;
+    if (pending.examples > 0) {
+      std::vector<TrainingExample> batch;
+      batch.reserve(pending.examples);
+      for (const ValidatedUpdate& u : pending.updates) {
+        batch.insert(batch.end(), u.batch.begin(), u.batch.end());
+      }
+      const std::string key = IdempotencyWindow::PositionKey(topic, pending.partition, next);
+      for (;;) {
+        auto result = owner->writer_->Learn(*owner->model_, batch, key);
+        if (result.ok()) {
+          learned = pending.records;
+          break;
+        }
+        if (!Retryable(result.status())) {
+          Log(absl::StrCat("partition ", pending.partition, " offsets ..", pending.last_offset,
+                           ": batch refused, not learned: ", result.status().message()));
+          rejected += pending.records;
+          break;
+        }
+        if (owner->stopping_.load()) {
+          return;  // not learned: read again from the model's position
+        }
+        if (retries++ % 50 == 0) {
+          Log(absl::StrCat("learning paused: ", result.status().message()));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    // The group's offset, for Kafka's tools only (the model's position is
+    // what a restart resumes at).
+    rd_kafka_topic_partition_list_t* commit = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(commit, topic.c_str(), pending.partition)->offset = next;
+    rd_kafka_commit(rk, commit, /*async=*/1);
+    rd_kafka_topic_partition_list_destroy(commit);
+    {
+      MutexLock lock(&owner->stats_mu_);
+      KafkaPartitionStats& p = PartitionStats(pending.partition);
+      p.next_offset = next;
+      p.last_timestamp_ms = pending.last_timestamp_ms;
+      p.learned += learned;
+      p.rejected += rejected;
+      owner->stats_.learn_retries += retries;
+    }
+  }
+
+  // Copies librdkafka's latest known partition ends into the stats.
+  void UpdateWatermarks() {
+    MutexLock lock(&owner->stats_mu_);
+    for (KafkaPartitionStats& p : owner->stats_.partitions) {
+      int64_t low = 0, high = 0;
+      if (rd_kafka_get_watermark_offsets(rk, topic.c_str(), p.partition, &low, &high) ==
+              RD_KAFKA_RESP_ERR_NO_ERROR &&
+          high >= 0) {
+        p.high_watermark = high;
+        if (p.next_offset < 0) p.next_offset = low;
+      }
+    }
+  }
+
+  void Loop() {
+    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, topic.c_str(), RD_KAFKA_PARTITION_UA);
+    if (rd_kafka_resp_err_t err = rd_kafka_subscribe(rk, topics);
+        err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      Log(absl::StrCat("subscribe failed: ", rd_kafka_err2str(err)));
+    }
+    rd_kafka_topic_partition_list_destroy(topics);
+    std::thread learner([this] { LearnQueued(); });
+    const auto linger = owner->options_.linger;
+    auto last_watermarks = std::chrono::steady_clock::now();
+    while (!owner->stopping_.load()) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, static_cast<int>(linger.count()));
+      if (m == nullptr) {
+        Flush();
+      } else {
+        if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          Take(*m);
+        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+          Log(absl::StrCat("consumer: ", rd_kafka_message_errstr(m)));
+        }
+        rd_kafka_message_destroy(m);
+        if (pending.partition >= 0 &&
+            std::chrono::steady_clock::now() - pending.started >= linger) {
+          Flush();
+        }
+      }
+      if (std::chrono::steady_clock::now() - last_watermarks >= std::chrono::milliseconds(250)) {
+        UpdateWatermarks();
+        last_watermarks = std::chrono::steady_clock::now();
+      }
+    }
+    Flush();
+    {
+      MutexLock lock(&queue_mu);
+      done = true;
+    }
+    queue_cv.SignalAll();
+    learner.join();
+    rd_kafka_consumer_close(rk);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<ServedModel> model,
+                                                                ModelWriter* writer,
+                                                                const KafkaSourceOptions& options) {
+  const KafkaSourceConfig& k = model->model().config().kafka;
+  if (!k.enabled()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model \"", model->name(), "\" has no Kafka source"));
+  }
+  auto consumer = std::make_unique<Consumer>();
+  consumer->topic = k.topic;
+  consumer->model = model->name();
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  const std::string group =
+      k.group.empty() ? absl::StrCat("clickd-", model->name(), "-", k.topic) : k.group;
+  const std::pair<std::string, std::string> settings[] = {
+      {"bootstrap.servers", k.brokers},
+      {"group.id", group},
+      {"client.id", absl::StrCat("clickd-", model->name())},
+      // Static membership: a clickd restarted after a crash takes its
+      // partitions back at once instead of after the dead member's session
+      // timeout. One process per model and group (docs/kafka.md).
+      {"group.instance.id", absl::StrCat(group, "-", model->name())},
+      {"session.timeout.ms", "10000"},
+      {"enable.auto.commit", "false"},
+      {"enable.auto.offset.store", "false"},
+      {"auto.offset.reset", "earliest"},
+      {"enable.partition.eof", "false"},
+      {"queued.max.messages.kbytes", absl::StrCat(options.queued_max_kbytes)},
+      {"fetch.wait.max.ms", "100"},
+      {"security.protocol", k.security_protocol.empty() ? "plaintext" : k.security_protocol},
+  };
+  for (const auto& [name, value] : settings) {
+    if (absl::Status s = SetConf(conf, name, value); !s.ok()) {
+      rd_kafka_conf_destroy(conf);
+      return s;
+    }
+  }
+  if (!k.ssl_ca_location.empty()) {
+    if (absl::Status s = SetConf(conf, "ssl.ca.location", k.ssl_ca_location); !s.ok()) {
+      rd_kafka_conf_destroy(conf);
+      return s;
+    }
+  }
+  rd_kafka_conf_set_rebalance_cb(conf, &Consumer::RebalanceCallback);
+  rd_kafka_conf_set_opaque(conf, consumer.get());
+  char error[512];
+  consumer->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof(error));
+  if (consumer->rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return absl::InvalidArgumentError(absl::StrCat("kafka consumer: ", error));
+  }
+  rd_kafka_poll_set_consumer(consumer->rk);
+  return std::unique_ptr<KafkaSource>(
+      new KafkaSource(std::move(model), writer, options, std::move(consumer)));
+}
+
+KafkaSource::KafkaSource(std::shared_ptr<ServedModel> model, ModelWriter* writer,
+                         KafkaSourceOptions options, std::unique_ptr<Consumer> consumer)
+    : model_(std::move(model)),
+      writer_(writer),
+      options_(std::move(options)),
+      consumer_(std::move(consumer)) {
+  {
+    MutexLock lock(&stats_mu_);
+    stats_.topic = consumer_->topic;
+  }
+  consumer_->owner = this;
+  thread_ = std::thread([this] { Run(); });
+}
+
+KafkaSource::~KafkaSource() {
+  stopping_.store(true);
+  thread_.join();
+}
+
+void KafkaSource::Run() { consumer_->Loop(); }
+
+KafkaSourceStats KafkaSource::Stats() const {
+  MutexLock lock(&stats_mu_);
+  return stats_;
+}
+
+KafkaSources::KafkaSources(ModelRegistry* registry, ModelWriter* writer, KafkaSourceOptions options,
+                           metrics::Registry* metrics, std::chrono::milliseconds period)
+    : registry_(registry), writer_(writer), options_(std::move(options)), period_(period) {
+  if (metrics != nullptr) RegisterMetrics(metrics);
+  thread_ = std::thread([this] { Run(); });
+}
+
+KafkaSources::~KafkaSources() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  wake_.SignalAll();
+  thread_.join();
+  std::map<std::string, std::unique_ptr<KafkaSource>> sources;
+  {
+    MutexLock lock(&mu_);
+    sources.swap(sources_);
+  }
+  sources.clear();  // each joins its thread
+}
+
+void KafkaSources::Run() {
+  for (;;) {
+    Reconcile();
+    MutexLock lock(&mu_);
+    if (!stopping_) wake_.WaitFor(&mu_, period_);
+    if (stopping_) return;
+  }
+}
+
+void KafkaSources::Reconcile() {
+  std::vector<std::unique_ptr<KafkaSource>> stopped;
+  std::vector<std::shared_ptr<ServedModel>> to_start;
+  {
+    MutexLock lock(&mu_);
+    for (auto it = sources_.begin(); it != sources_.end();) {
+      const std::shared_ptr<ServedModel> current = registry_->Get(it->first);
+      if (current.get() != it->second->model()) {
+        stopped.push_back(std::move(it->second));
+        it = sources_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const std::shared_ptr<ServedModel>& served : registry_->List()) {
+      if (served->model().config().kafka.enabled() && !sources_.contains(served->name())) {
+        to_start.push_back(served);
+      }
+    }
+  }
+  stopped.clear();  // a deleted model's source stops outside the lock
+  for (std::shared_ptr<ServedModel>& served : to_start) {
+    const std::string name = served->name();
+    auto source = KafkaSource::Start(std::move(served), writer_, options_);
+    if (!source.ok()) {
+      std::cerr << "clickd: kafka model \"" << name << "\": " << source.status().message()
+                << std::endl;
+      continue;
+    }
+    MutexLock lock(&mu_);
+    sources_.emplace(name, *std::move(source));
+  }
+}
+
+std::vector<std::pair<std::string, KafkaSourceStats>> KafkaSources::Stats() const {
+  std::vector<std::pair<std::string, KafkaSourceStats>> out;
+  MutexLock lock(&mu_);
+  for (const auto& [name, source] : sources_) out.emplace_back(name, source->Stats());
+  return out;
+}
+
+void KafkaSources::RegisterMetrics(metrics::Registry* metrics) {
+  using metrics::Sample;
+  // One series per model, topic and partition, from `value`.
+  auto per_partition = [this](auto value) {
+    return [this, value] {
+      std::vector<Sample> samples;
+      const int64_t now_ms = NowMs();
+      for (const auto& [model, stats] : Stats()) {
+        for (const KafkaPartitionStats& p : stats.partitions) {
+          samples.push_back(
+              {{{"model", model}, {"topic", stats.topic}, {"partition", absl::StrCat(p.partition)}},
+               value(p, now_ms)});
+        }
+      }
+      return samples;
+    };
+  };
+  metrics->BuildCallback(
+      "clickd_kafka_lag_records",
+      "Records of the partition not yet learned by the model: the partition's end as last "
+      "fetched minus the model's position.",
+      metrics::MetricType::kGauge, per_partition([](const KafkaPartitionStats& p, int64_t) {
+        return p.high_watermark < 0 || p.next_offset < 0
+                   ? 0.0
+                   : static_cast<double>(std::max<int64_t>(0, p.high_watermark - p.next_offset));
+      }));
+  metrics->BuildCallback(
+      "clickd_kafka_lag_seconds",
+      "While the partition has records not yet learned: seconds since the timestamp of the last "
+      "record the model read from it (0 when caught up).",
+      metrics::MetricType::kGauge, per_partition([](const KafkaPartitionStats& p, int64_t now_ms) {
+        const bool behind = p.high_watermark >= 0 && p.high_watermark > p.next_offset;
+        if (!behind || p.last_timestamp_ms <= 0) return 0.0;
+        return std::max(0.0, static_cast<double>(now_ms - p.last_timestamp_ms) / 1000.0);
+      }));
+  metrics->BuildCallback(
+      "clickd_kafka_position",
+      "The offset of the next record the model learns from the partition (its durable position).",
+      metrics::MetricType::kGauge, per_partition([](const KafkaPartitionStats& p, int64_t) {
+        return static_cast<double>(p.next_offset);
+      }));
+  metrics->BuildCallback("clickd_kafka_records_learned_total",
+                         "Records of the partition the model learned since the process started.",
+                         metrics::MetricType::kCounter,
+                         per_partition([](const KafkaPartitionStats& p, int64_t) {
+                           return static_cast<double>(p.learned);
+                         }));
+  metrics->BuildCallback(
+      "clickd_kafka_records_rejected_total",
+      "Records of the partition refused (unparsable, over a limit, a label the loss refuses) "
+      "since the process started; each is logged with its offset and reason.",
+      metrics::MetricType::kCounter, per_partition([](const KafkaPartitionStats& p, int64_t) {
+        return static_cast<double>(p.rejected);
+      }));
+  metrics->BuildCallback("clickd_kafka_rebalances_total",
+                         "Partition assignments and revocations of the model's consumer.",
+                         metrics::MetricType::kCounter, [this] {
+                           std::vector<Sample> samples;
+                           for (const auto& [model, stats] : Stats()) {
+                             samples.push_back({{{"model", model}, {"topic", stats.topic}},
+                                                static_cast<double>(stats.rebalances)});
+                           }
+                           return samples;
+                         });
+}
+
+}  // namespace clickd

@@ -1,0 +1,150 @@
+// KafkaSource: one model learning from a Kafka topic, exactly once
+// (docs/kafka.md). A thread consumes the topic with librdkafka in the
+// model's consumer group, turns each record into a clickd.v1.UpdateRequest
+// (VW line, JSON or protobuf bytes), checks it exactly as the Update RPC
+// does (ValidateUpdateRequest with the server's Limits, plus the message
+// size), and learns the records of one partition in batches through the
+// ModelWriter, each batch under the position key of the partition's next
+// offset (IdempotencyWindow::PositionKey). The position is thus written in
+// the same update-log record as the examples it covers and restored with
+// them (log replay, snapshots): on every (re)assignment the consumer seeks
+// each partition to the model's own position, whatever offsets the group
+// has committed in Kafka. The group's Kafka offsets are committed after
+// each batch too, for Kafka's own lag tools only.
+//
+// A record that does not parse or that the checks refuse is counted, logged
+// with topic/partition/offset and the reason, and skipped; it never stops
+// the consumer. Backpressure: a learning thread per source learns the
+// batches in order while the consuming thread parses and checks the next;
+// at most two batches wait between them, then the consumer stops polling,
+// so a slow model slows only its own consumer. librdkafka's prefetch queue
+// is bounded (queued.max.messages.kbytes) and so is a batch.
+//
+// KafkaSources keeps one KafkaSource per model whose config has a source,
+// starting and stopping them as models come and go, and exports the
+// clickd_kafka_* metrics.
+//
+// Thread safety: KafkaSource's Stats() may be called from any thread; the
+// rest is owned by the thread that built it. KafkaSources: construct and
+// destroy on one thread; its metrics callbacks may run concurrently.
+#ifndef CLICKD_KAFKA_KAFKA_SOURCE_H_
+#define CLICKD_KAFKA_KAFKA_SOURCE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "core/base/mutex.h"
+#include "core/serving/registry.h"
+#include "core/serving/served_model.h"
+#include "server/limits.h"
+#include "server/metrics/registry.h"
+#include "server/model_writer.h"
+
+namespace clickd {
+
+struct KafkaSourceOptions {
+  Limits limits;  // the RPCs' limits, applied to every record
+  // A batch ends at this many examples (at most limits.max_examples_per_update),
+  // at this many record bytes, at a change of partition, or when no record
+  // arrives within `linger`.
+  size_t max_batch_examples = 2000;
+  size_t max_batch_bytes = 4 << 20;
+  std::chrono::milliseconds linger{20};
+  // librdkafka's prefetch bound per consumer (queued.max.messages.kbytes).
+  int queued_max_kbytes = 8192;
+};
+
+// One partition's figures, for the metrics and the status page.
+struct KafkaPartitionStats {
+  int32_t partition = 0;
+  int64_t next_offset = -1;       // the next record to learn (-1: none read yet)
+  int64_t high_watermark = -1;    // the partition's end as last fetched
+  int64_t last_timestamp_ms = 0;  // of the last record read
+  uint64_t learned = 0;           // records learned
+  uint64_t rejected = 0;          // records refused
+};
+
+struct KafkaSourceStats {
+  std::string topic;
+  std::vector<KafkaPartitionStats> partitions;  // by partition
+  uint64_t rebalances = 0;
+  uint64_t learn_retries = 0;  // batches the writer refused and were retried
+};
+
+class KafkaSource {
+ public:
+  // Starts consuming at once. `model` is the served model, `writer` what
+  // learns into it; both must outlive the source.
+  static absl::StatusOr<std::unique_ptr<KafkaSource>> Start(std::shared_ptr<ServedModel> model,
+                                                            ModelWriter* writer,
+                                                            const KafkaSourceOptions& options);
+  ~KafkaSource();  // stops the thread and closes the consumer
+  KafkaSource(const KafkaSource&) = delete;
+  KafkaSource& operator=(const KafkaSource&) = delete;
+
+  const ServedModel* model() const { return model_.get(); }
+  KafkaSourceStats Stats() const;
+
+  // The consumer's internals (kafka_source.cc).
+  struct Consumer;
+
+ private:
+  KafkaSource(std::shared_ptr<ServedModel> model, ModelWriter* writer, KafkaSourceOptions options,
+              std::unique_ptr<Consumer> consumer);
+  void Run();
+
+  const std::shared_ptr<ServedModel> model_;
+  ModelWriter* const writer_;
+  const KafkaSourceOptions options_;
+  const std::unique_ptr<Consumer> consumer_;
+  std::atomic<bool> stopping_{false};
+  mutable Mutex stats_mu_;
+  KafkaSourceStats stats_ ABSL_GUARDED_BY(stats_mu_);
+  std::thread thread_;
+
+  friend struct KafkaSourceInternals;
+};
+
+class KafkaSources {
+ public:
+  // Checks the registry every `period` for models with a Kafka source.
+  // `registry`, `writer` and `metrics` (may be null) must outlive this.
+  KafkaSources(ModelRegistry* registry, ModelWriter* writer, KafkaSourceOptions options,
+               metrics::Registry* metrics,
+               std::chrono::milliseconds period = std::chrono::milliseconds(500));
+  ~KafkaSources();
+  KafkaSources(const KafkaSources&) = delete;
+  KafkaSources& operator=(const KafkaSources&) = delete;
+
+  // Each running source's model name and figures.
+  std::vector<std::pair<std::string, KafkaSourceStats>> Stats() const;
+
+ private:
+  void Run();
+  // Starts sources for new models with one, stops those of models gone.
+  void Reconcile();
+  void RegisterMetrics(metrics::Registry* metrics);
+
+  ModelRegistry* const registry_;
+  ModelWriter* const writer_;
+  const KafkaSourceOptions options_;
+  const std::chrono::milliseconds period_;
+  mutable Mutex mu_;
+  CondVar wake_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::unique_ptr<KafkaSource>> sources_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace clickd
+
+#endif  // CLICKD_KAFKA_KAFKA_SOURCE_H_

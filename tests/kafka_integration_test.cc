@@ -1,0 +1,358 @@
+// The Kafka source (issue 35, docs/kafka.md) against a real Apache Kafka
+// broker (scripts/kafka_broker.sh, started once for the whole binary) and
+// the real clickd and clickctl binaries:
+//
+//   - a model learns a topic produced with kcat, one VW line per record,
+//     to the same state digest as `clickctl replay --offline` of the same
+//     lines, and its lag metrics move while it catches up;
+//   - kill -9 of clickd at random moments mid-topic, then a restart over
+//     the same data directory: at the end the model has learned every
+//     record exactly once (count and digest equal to the offline replay),
+//     whatever offsets the group committed in Kafka. CLICKD_KAFKA_CRASH_ROUNDS
+//     rounds (default 4; the long run: CLICKD_KAFKA_CRASH_ROUNDS=25
+//     CLICKD_KAFKA_CRASH_RECORDS=400000 kafka_integration_test
+//     --gtest_filter=*KillNine*);
+//   - malformed and hostile records are counted, logged with their offset
+//     and never learned, and the consumer goes on;
+//   - the broker restarts under a consuming model, which goes on.
+//
+// Registered with ctest as one test (not one per TEST), so that the broker's
+// JVM starts once.
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/clickd_client.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+#include "tests/test_util.h"
+
+namespace clickd {
+namespace {
+
+using ::clickd::testing::CommandResult;
+using ::clickd::testing::JsonText;
+using ::clickd::testing::RunCommand;
+using ::clickd::testing::ServerOptions;
+using ::clickd::testing::ServerProcess;
+
+uint64_t EnvOr(const char* name, uint64_t fallback) {
+  const char* value = std::getenv(name);
+  uint64_t parsed = 0;
+  return value != nullptr && absl::SimpleAtoi(value, &parsed) ? parsed : fallback;
+}
+
+std::string Dir() { return absl::StrCat(::testing::TempDir(), "/kafka_it_", getpid()); }
+
+// The broker every test uses: 127.0.0.1:port, data under Dir()/broker.
+class Broker : public ::testing::Environment {
+ public:
+  static int port;
+
+  void SetUp() override {
+    std::filesystem::remove_all(Dir());
+    std::filesystem::create_directories(Dir());
+    auto free = testing::FindFreePort();
+    ASSERT_TRUE(free.ok()) << free.status();
+    port = *free;
+    Start();
+  }
+  void TearDown() override { Stop(); }
+
+  static void Start() {
+    const CommandResult r =
+        RunCommand(absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " start ", Dir(), "/broker ", port),
+                   absl::Seconds(600));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  static void Stop() {
+    const CommandResult r = RunCommand(
+        absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " stop ", Dir(), "/broker"), absl::Seconds(60));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  static std::string Address() { return absl::StrCat("127.0.0.1:", port); }
+};
+int Broker::port = 0;
+
+// A synthetic click log in VW format (as the crash loop's).
+void WriteClickLog(const std::string& path, uint64_t examples, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::ofstream out(path);
+  for (uint64_t i = 0; i < examples; ++i) {
+    const uint64_t user = rng() % 500, ad = rng() % 60, site = rng() % 40;
+    const bool click = (user + ad) % 7 == 0 ? rng() % 3 == 0 : rng() % 25 == 0;
+    out << (click ? 1 : 0) << " |user u" << user << " |ad a" << ad << " c" << ad % 6 << " |site s"
+        << site << "\n";
+  }
+}
+
+// Produces each line of `path` as one record of `topic` with kcat.
+void Produce(const std::string& topic, const std::string& path) {
+  const CommandResult r =
+      RunCommand(absl::StrCat("kcat -P -b ", Broker::Address(), " -t ", topic, " -l ", path),
+                 absl::Seconds(300));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+std::string OfflineDigest(const std::string& path) {
+  return JsonText(
+      RunCommand(absl::StrCat(CLICKCTL_PATH, " replay --offline --format=vw --json ", path),
+                 absl::Seconds(300))
+          .out,
+      "model_digest");
+}
+
+std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir, int metrics_port,
+                                           std::vector<std::string> extra = {}) {
+  ServerOptions options;
+  options.flags = {"--data_dir=" + data_dir, absl::StrCat("--metrics_port=", metrics_port),
+                   "--snapshot_interval=300ms", "--keep_snapshots=2"};
+  options.flags.insert(options.flags.end(), extra.begin(), extra.end());
+  auto server = ServerProcess::Start(std::move(options));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+void CreateModel(const ServerProcess& server, const std::string& model, const std::string& topic,
+                 const std::string& format = "vw") {
+  const CommandResult r =
+      RunCommand(absl::StrCat(CLICKCTL_PATH, " models create --server=", server.address(),
+                              " --model=", model, " --kafka_brokers=", Broker::Address(),
+                              " --kafka_topic=", topic, " --kafka_format=", format, " --json"),
+                 absl::Seconds(30));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+uint64_t Updates(const ServerProcess& server, const std::string& model) {
+  auto client = ClickdClient::Create(server.address());
+  if (!client.ok()) return 0;
+  auto info = (*client)->GetModel(model);
+  return info.ok() ? info->updates() : 0;
+}
+
+// Waits (bounded) until the model has learned `n` examples; its count.
+uint64_t WaitForUpdates(const ServerProcess& server, const std::string& model, uint64_t n,
+                        std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  uint64_t k = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    k = Updates(server, model);
+    if (k >= n) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return k;
+}
+
+std::string Digest(const ServerProcess& server, const std::string& model) {
+  auto client = ClickdClient::Create(server.address());
+  if (!client.ok()) return "(no client)";
+  auto digest = (*client)->StateDigest(model);
+  return digest.ok() ? *digest : std::string(digest.status().message());
+}
+
+std::string Scrape(int port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(10);
+  auto response = client.Get("/metrics");
+  return response ? response->body : "";
+}
+
+// The value of the series that starts with `series` ("name{labels}"), or -1.
+double Sample(const std::string& body, const std::string& series) {
+  for (absl::string_view line : absl::StrSplit(body, '\n')) {
+    if (absl::StartsWith(line, series)) {
+      double v = 0;
+      std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
+      if (parts.size() == 2 && absl::SimpleAtod(parts[1], &v)) return v;
+    }
+  }
+  return -1;
+}
+
+int FreePort() {
+  auto port = testing::FindFreePort();
+  EXPECT_TRUE(port.ok());
+  return port.value_or(0);
+}
+
+TEST(KafkaSource, LearnsTopicToTheOfflineReplaysDigestWithLagMetricsMoving) {
+  const uint64_t n = 100'000;
+  const std::string log = Dir() + "/learn.vw";
+  WriteClickLog(log, n, 1);
+  Produce("learn", log);
+  const int metrics_port = FreePort();
+  auto server = StartServer(Dir() + "/learn_data", metrics_port);
+  ASSERT_NE(server, nullptr);
+  CreateModel(*server, "m", "learn");
+  const std::string lag = R"(clickd_kafka_lag_records{model="m",partition="0",topic="learn"})";
+  double max_lag = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (Updates(*server, "m") < n && std::chrono::steady_clock::now() < deadline) {
+    max_lag = std::max(max_lag, Sample(Scrape(metrics_port), lag));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(WaitForUpdates(*server, "m", n), n);
+  EXPECT_EQ(Digest(*server, "m"), OfflineDigest(log));
+  EXPECT_GT(max_lag, 0) << "the lag never showed records behind";
+  // The metrics catch up with the end (watermarks refresh every 250 ms).
+  double final_lag = -1;
+  for (int i = 0; i < 50 && final_lag != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    final_lag = Sample(Scrape(metrics_port), lag);
+  }
+  EXPECT_EQ(final_lag, 0);
+  const std::string body = Scrape(metrics_port);
+  EXPECT_EQ(
+      Sample(body, R"(clickd_kafka_records_learned_total{model="m",partition="0",topic="learn"})"),
+      static_cast<double>(n));
+  EXPECT_EQ(Sample(body, R"(clickd_kafka_position{model="m",partition="0",topic="learn"})"),
+            static_cast<double>(n));
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  // A graceful restart learns nothing again.
+  server = StartServer(Dir() + "/learn_data", FreePort());
+  ASSERT_NE(server, nullptr);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(Updates(*server, "m"), n);
+  EXPECT_EQ(Digest(*server, "m"), OfflineDigest(log));
+}
+
+TEST(KafkaSource, KillNineMidTopicLearnsEveryRecordExactlyOnce) {
+  const uint64_t rounds = EnvOr("CLICKD_KAFKA_CRASH_ROUNDS", 4);
+  const uint64_t n = EnvOr("CLICKD_KAFKA_CRASH_RECORDS", 150'000);
+  std::mt19937_64 rng(EnvOr("CLICKD_KAFKA_CRASH_SEED", 1));
+  const std::string log = Dir() + "/crash.vw";
+  WriteClickLog(log, n, 2);
+  Produce("crash", log);
+  const std::string data = Dir() + "/crash_data";
+  auto server = StartServer(data, 0);
+  ASSERT_NE(server, nullptr);
+  CreateModel(*server, "m", "crash");
+  uint64_t mid_topic_kills = 0;
+  for (uint64_t round = 0; round < rounds; ++round) {
+    // Wait until the source is learning, then kill at a random moment.
+    const uint64_t before = Updates(*server, "m");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (Updates(*server, "m") == before && before < n &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 150));
+    const uint64_t seen = Updates(*server, "m");
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+    mid_topic_kills += seen < n;
+    server = StartServer(data, 0);
+    ASSERT_NE(server, nullptr);
+    const uint64_t restored = Updates(*server, "m");
+    std::printf("round %llu: %llu learned when killed, %llu right after the restart\n",
+                static_cast<unsigned long long>(round), static_cast<unsigned long long>(seen),
+                static_cast<unsigned long long>(restored));
+    EXPECT_LE(restored, n) << "round " << round << ": learned more than the topic holds";
+  }
+  EXPECT_EQ(WaitForUpdates(*server, "m", n), n);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(Updates(*server, "m"), n) << "records were learned twice";
+  EXPECT_EQ(Digest(*server, "m"), OfflineDigest(log));
+  EXPECT_GT(mid_topic_kills, 0u) << "no kill landed mid-topic; the test tested nothing";
+  std::printf("%llu rounds, %llu kills mid-topic\n", static_cast<unsigned long long>(rounds),
+              static_cast<unsigned long long>(mid_topic_kills));
+}
+
+TEST(KafkaSource, BadRecordsAreCountedLoggedAndNeverLearned) {
+  const std::string good = Dir() + "/good.vw";
+  const std::string mixed = Dir() + "/mixed.vw";
+  WriteClickLog(good, 500, 3);
+  {
+    std::ifstream in(good);
+    std::ofstream out(mixed);
+    std::string line;
+    int i = 0;
+    while (std::getline(in, line)) {
+      out << line << "\n";
+      switch (i++ % 100) {
+        case 10:
+          out << "2 |user u1\n";
+          break;  // a label the loss refuses
+        case 20:
+          out << "not a label |user u1\n";
+          break;  // unparsable
+        case 30:
+          out << "1 |user u1:nan\n";
+          break;  // NaN value
+        case 40:
+          out << "1 |user " << std::string(100'000, 'x') << "\n";
+          break;  // over the limit
+        default:
+          break;
+      }
+    }
+  }
+  Produce("mixed", mixed);
+  const int metrics_port = FreePort();
+  auto server = StartServer(Dir() + "/mixed_data", metrics_port, {"--max_message_bytes=65536"});
+  ASSERT_NE(server, nullptr);
+  CreateModel(*server, "m", "mixed");
+  ASSERT_EQ(WaitForUpdates(*server, "m", 500), 500u);
+  const std::string rejected =
+      R"(clickd_kafka_records_rejected_total{model="m",partition="0",topic="mixed"})";
+  double count = 0;
+  for (int i = 0; i < 50 && count < 20; ++i) {
+    count = Sample(Scrape(metrics_port), rejected);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(count, 20);  // 4 kinds x 5
+  EXPECT_EQ(Updates(*server, "m"), 500u);
+  EXPECT_EQ(Digest(*server, "m"), OfflineDigest(good));
+  const std::string output = server->Output();
+  EXPECT_NE(output.find("offset 11: record refused, not learned: examples[0].label is 2"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("the record has 100008 bytes; the limit is 65536"), std::string::npos)
+      << output;
+}
+
+TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
+  const std::string first = Dir() + "/restart1.vw";
+  const std::string second = Dir() + "/restart2.vw";
+  const std::string both = Dir() + "/restart.vw";
+  WriteClickLog(first, 20'000, 4);
+  WriteClickLog(second, 20'000, 5);
+  RunCommand(absl::StrCat("cat ", first, " ", second, " > ", both), absl::Seconds(30));
+  Produce("restart", first);
+  auto server = StartServer(Dir() + "/restart_data", 0);
+  ASSERT_NE(server, nullptr);
+  CreateModel(*server, "m", "restart");
+  ASSERT_EQ(WaitForUpdates(*server, "m", 20'000), 20'000u);
+  Broker::Stop();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  Broker::Start();
+  Produce("restart", second);
+  EXPECT_EQ(WaitForUpdates(*server, "m", 40'000), 40'000u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(Updates(*server, "m"), 40'000u);
+  EXPECT_EQ(Digest(*server, "m"), OfflineDigest(both));
+}
+
+}  // namespace
+}  // namespace clickd
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new clickd::Broker);
+  return RUN_ALL_TESTS();
+}
