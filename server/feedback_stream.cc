@@ -88,7 +88,7 @@ class FeedbackStreamReactor final
   ClickdService* const service_;
   grpc::CallbackServerContext* const context_;
   const SteadyClock::time_point start_;
-  StreamLimit::Ticket ticket_;   // this stream's place among the open ones
+  StreamLimit::Ticket ticket_;  // this stream's place among the open ones
   // Under --stream_idle_timeout_seconds (server/stream_idle.h).
   StreamIdleWatch::Registration idle_;
   uint64_t messages_ = 0;        // answered so far
