@@ -92,6 +92,8 @@ def may_be_empty(expr, replication):
         return "replication is off in this run"
     if metrics and metrics <= promql_names.VARIANTS:
         return "no model of this run has variants"
+    if metrics and metrics <= promql_names.KAFKA:
+        return "no model of this run learns from a Kafka topic"
     if metrics and metrics <= promql_names.CALIBRATION_PENDING:
         return "the calibrated model of this run has no click yet, nor a fit"
     if replication and metrics and metrics <= FILE_LOG_METRICS:

@@ -119,6 +119,9 @@ VARIANTS = {
     "clickd_model_variant_examples",
     "clickd_model_variant_coordinates",
 }
+# The metrics of models that learn from a Kafka topic only (docs/kafka.md);
+# a server without such a model has none of these series.
+KAFKA = {name for name in COUNTERS | GAUGES if name.startswith("clickd_kafka_")}
 # A calibrated model's figures that wait for its data: the ratio for its
 # first click, the fit for its first fit (10,000 examples).
 CALIBRATION_PENDING = {
