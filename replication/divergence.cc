@@ -15,6 +15,8 @@ constexpr std::string_view kCheckpointMagic = "CLKDCKP1";
 constexpr uint32_t kCheckpointVersion = 1;
 // Bounds what a checkpoint from the wire may claim to hold.
 constexpr size_t kMaxNameBytes = 512;
+// Replicas a monitor keeps track of at once (deployments run a handful).
+constexpr size_t kMaxPeers = 64;
 
 uint32_t MaskedCrc(std::string_view bytes) {
   return crc32c::Mask(crc32c::Value(bytes.data(), bytes.size()));
@@ -129,10 +131,10 @@ std::optional<bool> DivergenceMonitor::ChainMatches(const Checkpoint& c) const {
   return entry.chain == c.chain;
 }
 
-std::optional<bool> DivergenceMonitor::StateMatches(const Checkpoint& c) const {
-  if (c.state_sequence == 0) return std::nullopt;
-  for (const auto& [sequence, digest] : states_) {
-    if (sequence == c.state_sequence) return digest == c.state_digest;
+std::optional<uint64_t> DivergenceMonitor::OwnStateDigest(uint64_t sequence) const {
+  if (sequence == 0) return std::nullopt;
+  for (const auto& [at, digest] : states_) {
+    if (at == sequence) return digest;
   }
   return std::nullopt;
 }
@@ -140,6 +142,20 @@ std::optional<bool> DivergenceMonitor::StateMatches(const Checkpoint& c) const {
 void DivergenceMonitor::OnPeer(const Checkpoint& checkpoint, Clock::time_point now) {
   if (checkpoint.instance == options_.instance) return;
   MutexLock lock(&mu_);
+  // Forget peers not heard from within the TTL (restarted replicas come
+  // back as new instances), and take no more than kMaxPeers: anyone who may
+  // publish on the subject could otherwise grow this map without bound.
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    if (now - it->second.last_seen > options_.peer_ttl) {
+      peers_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  if (!peers_.contains(checkpoint.instance) && peers_.size() >= kMaxPeers) {
+    ++refused_peers_;
+    return;
+  }
   Peer& peer = peers_[checkpoint.instance];
   peer.replica = checkpoint.replica;
   peer.applied = checkpoint.applied_sequence;
@@ -158,14 +174,10 @@ void DivergenceMonitor::ComparePeer(Peer* peer, const Checkpoint& c) {
              !peer->pending_chain.has_value()) {
     peer->pending_chain = c;
   }
-  if (std::optional<bool> state = StateMatches(c); state.has_value()) {
-    uint64_t mine = 0;
-    for (const auto& [sequence, digest] : states_) {
-      if (sequence == c.state_sequence) mine = digest;
-    }
-    Judge(peer, *state,
+  if (std::optional<uint64_t> mine = OwnStateDigest(c.state_sequence); mine.has_value()) {
+    Judge(peer, *mine == c.state_digest,
           absl::StrFormat("state digest at sequence %d: %016x on replica %s, %016x here",
-                          c.state_sequence, c.state_digest, c.replica, mine));
+                          c.state_sequence, c.state_digest, c.replica, *mine));
   } else if (c.state_sequence >= head_ && c.state_sequence > 0 &&
              (!peer->pending_state.has_value() || peer->pending_state->state_sequence < head_)) {
     // Not taken here yet (or this replica digests at other sequences: a
@@ -237,6 +249,7 @@ DivergenceReport DivergenceMonitor::Report(Clock::time_point now) const {
   CountVerdicts(now, &out.peers_agreeing, &out.peers_disagreeing);
   out.mismatches = mismatches_;
   out.comparisons = comparisons_;
+  out.refused_peers = refused_peers_;
   if (latched_) {
     out.diverged = true;
     out.reason = latched_reason_;

@@ -64,6 +64,8 @@ struct DivergenceReport {
   int peers_disagreeing = 0;
   uint64_t mismatches = 0;   // comparisons that differed, since start
   uint64_t comparisons = 0;  // comparisons made, since start
+  // Checkpoints ignored because 64 other live peers were already tracked.
+  uint64_t refused_peers = 0;
   // The lowest applied sequence among this replica and its live healthy
   // peers: what retention must keep (0 before anything is known).
   uint64_t min_live_applied = 0;
@@ -124,7 +126,8 @@ class DivergenceMonitor {
   // nullopt: cannot compare (not kept, or not applied yet).
   std::optional<bool> ChainMatches(const Checkpoint& checkpoint) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::optional<bool> StateMatches(const Checkpoint& checkpoint) const
+  // This replica's state digest at `sequence`, if it took one there.
+  std::optional<uint64_t> OwnStateDigest(uint64_t sequence) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Judge(Peer* peer, bool matches, const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Compares the pending checkpoints that `sequence` makes comparable.
@@ -145,6 +148,7 @@ class DivergenceMonitor {
   std::string last_mismatch_ ABSL_GUARDED_BY(mu_);
   uint64_t mismatches_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t comparisons_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t refused_peers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace clickd

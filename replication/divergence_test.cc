@@ -142,5 +142,25 @@ TEST(DivergenceMonitor, MarkDivergedLatchesAndRetentionFollowsLivePeers) {
   EXPECT_EQ(a.Report(now).reason, "acknowledged at 7, delivered at 8");
 }
 
+TEST(DivergenceMonitor, TracksAtMost64LivePeersAndForgetsSilentOnes) {
+  DivergenceMonitor a(Named("a"));
+  a.Reset(0, LogDigest{});
+  const auto now = Clock::now();
+  Checkpoint c;
+  for (int i = 0; i < 1000; ++i) {  // a flood of made-up instances
+    c.instance = "fake-" + std::to_string(i);
+    a.OnPeer(c, now);
+  }
+  EXPECT_EQ(a.Report(now).refused_peers, 1000u - 64u);
+  // Once they fall silent past the TTL they are forgotten: a real peer fits.
+  c.instance = "real";
+  c.applied_sequence = 0;
+  a.OnPeer(c, now + std::chrono::minutes(1));
+  EXPECT_EQ(a.Report(now + std::chrono::minutes(1)).refused_peers, 1000u - 64u);
+  c.instance = "real-2";
+  a.OnPeer(c, now + std::chrono::minutes(1));
+  EXPECT_EQ(a.Report(now + std::chrono::minutes(1)).refused_peers, 1000u - 64u);
+}
+
 }  // namespace
 }  // namespace clickd
