@@ -300,12 +300,15 @@ void ReportAndCatchUp(const Replication& replication, const ModelRegistry& regis
 }
 
 // Creates, through the stream, the configured models the stream does not
-// have yet.
+// have yet. A fresh cluster can time out the first publishes while it
+// places the stream's replicas, so an UNAVAILABLE create is retried
+// (KeepTrying); a retry that follows a create the stream did store only
+// adds a record every replica refuses as "already exists".
 void CreateConfiguredModels(Replica* replica, const ModelRegistry& registry,
                             const std::vector<ModelConfig>& configured) {
   for (const ModelConfig& config : configured) {
     if (registry.Get(config.name) != nullptr) continue;
-    auto created = replica->Create(config);
+    auto created = KeepTrying([&] { return replica->Create(config); });
     // Another replica starting with the same config may have won the race.
     if (!created.ok() && !absl::IsAlreadyExists(created.status())) {
       std::cerr << "clickd: could not create configured model \"" << config.name
