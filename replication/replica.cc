@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/quote.h"
 #include "core/model/state_digest.h"
@@ -41,21 +42,6 @@ constexpr std::chrono::milliseconds kMaxReopenDelay{5000};
 
 }  // namespace
 
-// One publisher waiting for its record to be applied here.
-struct Replica::Waiter {
-  bool done = false;
-  absl::Status status;
-  uint64_t sequence = 0;
-  // The stream already held the message id: the record was applied (or
-  // will be) under the first copy's sequence, and nothing is known of it.
-  bool duplicate = false;
-  // The sequence this replica's reader delivered the record at (for a
-  // duplicate the stream stored again, not `sequence`).
-  uint64_t delivered = 0;
-  AppliedRecord applied;  // an UPDATE record's effects
-  std::shared_ptr<ServedModel> created;
-};
-
 Replica::Replica(ModelRegistry* registry, JetStreamLog* log, SnapshotStore* snapshots,
                  ReplicaOptions options)
     : registry_(registry),
@@ -76,6 +62,9 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(ModelRegistry* registry,
         "a replica needs an empty memory-only registry: it is the models' durability");
   }
   std::unique_ptr<Replica> replica(new Replica(registry, log, snapshots, std::move(options)));
+  auto publisher = AsyncPublisher::Create(log);
+  if (!publisher.ok()) return publisher.status();
+  replica->publisher_ = *std::move(publisher);
   const auto start = Clock::now();
   if (absl::Status s = replica->Restore(report); !s.ok()) return s;
   report->seconds = SecondsSince(start);
@@ -89,15 +78,19 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(ModelRegistry* registry,
 }
 
 Replica::~Replica() {
+  std::vector<Completion> completions;
   {
     MutexLock lock(&mu_);
     stopping_ = true;
-    for (auto& [id, waiter] : waiters_) {
-      waiter->done = true;
-      waiter->status = absl::UnavailableError("the replica is shutting down");
+    std::vector<std::shared_ptr<Waiter>> unanswered(in_flight_.begin(), in_flight_.end());
+    for (const std::shared_ptr<Waiter>& waiter : unanswered) {
+      Finish(waiter, absl::UnavailableError("the replica is shutting down"), &completions);
     }
     applied_cv_.SignalAll();
   }
+  RunCompletions(std::move(completions));
+  // No acknowledgement reaches this replica after this.
+  if (publisher_ != nullptr) publisher_->Cancel();
   if (applier_.joinable()) applier_.join();
   if (snapshotter_.joinable()) snapshotter_.join();
   if (checkpointer_.joinable()) checkpointer_.join();
@@ -119,6 +112,7 @@ void Replica::ApplyLoop() {
     reopen_delay = std::clamp(reopen_delay * 2, kMinReopenDelay, kMaxReopenDelay);
   };
   for (;;) {
+    ExpireWaiters();
     uint64_t next;
     {
       MutexLock lock(&mu_);
@@ -301,6 +295,8 @@ void Replica::Apply(const LogRecordView& message) {
   if (options_.state_digest_records > 0 && sequence % options_.state_digest_records == 0) {
     monitor_->StateDigestAt(sequence, DigestOfModels());
   }
+  std::vector<Completion> completions;
+  absl::Cleanup answer = [&] { RunCompletions(std::move(completions)); };
   MutexLock lock(&mu_);
   if (!record.ok()) ++rejected_records_;
   applied_ = sequence;
@@ -317,8 +313,11 @@ void Replica::Apply(const LogRecordView& message) {
     w.delivered = sequence;
     w.applied = std::move(applied);
     w.created = std::move(created);
+    std::shared_ptr<Waiter> waiter = std::move(it->second);
     waiters_.erase(it);
+    TryFinish(waiter, &completions);
   }
+  FinishReached(&completions);
   applied_cv_.SignalAll();
 }
 
@@ -332,6 +331,8 @@ void Replica::SkipDuplicate(const LogRecordView& message, uint64_t first) {
   if (options_.state_digest_records > 0 && sequence % options_.state_digest_records == 0) {
     monitor_->StateDigestAt(sequence, DigestOfModels());
   }
+  std::vector<Completion> completions;
+  absl::Cleanup answer = [&] { RunCompletions(std::move(completions)); };
   MutexLock lock(&mu_);
   ++duplicate_records_;
   applied_ = sequence;
@@ -343,8 +344,11 @@ void Replica::SkipDuplicate(const LogRecordView& message, uint64_t first) {
     w.sequence = first;
     w.delivered = sequence;
     w.duplicate = true;
+    std::shared_ptr<Waiter> waiter = std::move(it->second);
     waiters_.erase(it);
+    TryFinish(waiter, &completions);
   }
+  FinishReached(&completions);
   applied_cv_.SignalAll();
 }
 
@@ -354,90 +358,8 @@ std::string Replica::NewMessageId() {
   return absl::StrCat(id_prefix_, "-", next_id_.fetch_add(1, std::memory_order_relaxed));
 }
 
-absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishAndWait(const std::string& record,
-                                                                         std::string msg_id) {
-  auto waiter = std::make_shared<Waiter>();
-  bool registered = false;
-  if (absl::Status diverged = DivergedStatus(); !diverged.ok()) return diverged;
-  {
-    MutexLock lock(&mu_);
-    if (!broken_.ok()) return absl::UnavailableError(broken_.message());
-    if (stopping_) return absl::UnavailableError("the replica is shutting down");
-    // A second publisher with the same id (a client retrying before its
-    // first attempt returned) publishes a duplicate and waits by sequence.
-    registered = waiters_.try_emplace(msg_id, waiter).second;
-  }
-  auto unregister = [&] {
-    if (!registered) return;
-    MutexLock lock(&mu_);
-    if (auto it = waiters_.find(msg_id); it != waiters_.end() && it->second == waiter) {
-      waiters_.erase(it);
-    }
-  };
-  const auto start = Clock::now();
-  auto ack = log_->Publish(record, msg_id, options_.publish_timeout);
-  if (options_.on_publish) options_.on_publish(SecondsSince(start), ack.ok());
-  if (!ack.ok()) {
-    unregister();
-    return ack.status();
-  }
-  MutexLock lock(&mu_);
-  const auto deadline = Clock::now() + options_.apply_timeout;
-  if (ack->duplicate || !registered) {
-    // Applied (or to be applied) under the first copy's sequence.
-    while (applied_ < ack->sequence && !stopping_ && Clock::now() < deadline) {
-      applied_cv_.WaitFor(&mu_, deadline - Clock::now());
-    }
-    if (registered) {
-      if (auto it = waiters_.find(msg_id); it != waiters_.end() && it->second == waiter) {
-        waiters_.erase(it);
-      }
-    }
-    if (applied_ < ack->sequence) {
-      return absl::UnavailableError(
-          absl::StrCat("the record is in the replicated log at sequence ", ack->sequence,
-                       " but this replica has applied only up to ", applied_, " after ",
-                       options_.apply_timeout.count(), " ms"));
-    }
-    auto dup = std::make_shared<Waiter>();
-    dup->done = true;
-    dup->duplicate = true;
-    dup->sequence = ack->sequence;
-    return dup;
-  }
-  while (!waiter->done && Clock::now() < deadline) {
-    applied_cv_.WaitFor(&mu_, deadline - Clock::now());
-  }
-  if (!waiter->done) {
-    if (auto it = waiters_.find(msg_id); it != waiters_.end() && it->second == waiter) {
-      waiters_.erase(it);
-    }
-    return absl::UnavailableError(
-        absl::StrCat("the record is in the replicated log at sequence ", ack->sequence,
-                     " but this replica has applied only up to ", applied_, " after ",
-                     options_.apply_timeout.count(),
-                     " ms; it will be applied: retry with the same "
-                     "idempotency_key to learn its outcome without learning it twice"));
-  }
-  if (waiter->delivered != ack->sequence) {
-    // The server that acknowledged it and the one this replica reads from
-    // hold different records at these sequences.
-    std::string reason =
-        absl::StrCat("JetStream acknowledged the record at sequence ", ack->sequence,
-                     " but this replica's reader delivered it at sequence ", waiter->delivered,
-                     ": the NATS servers' copies of the log differ");
-    monitor_->MarkDiverged(reason);
-    return absl::UnavailableError(
-        absl::StrCat(reason,
-                     "; this replica now refuses writes (docs/replication.md#divergence): retry on "
-                     "another replica with the same idempotency_key"));
-  }
-  return waiter;
-}
-
-absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishUpdate(
-    const std::string& model, absl::FunctionRef<void(std::string*)> encode_payload,
-    std::string msg_id) {
+absl::StatusOr<std::string> Replica::UpdateRecord(
+    const std::string& model, absl::FunctionRef<void(std::string*)> encode_payload) {
   uint64_t created_at = 0;
   {
     MutexLock lock(&mu_);
@@ -451,7 +373,15 @@ absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishUpdate(
   EncodeLogRecordHeader(LogRecord::Kind::kUpdate, model, created_at, &record);
   encode_payload(&record);  // appends
   SealLogRecord(&record);
-  auto waiter = PublishAndWait(record, std::move(msg_id));
+  return record;
+}
+
+absl::StatusOr<std::shared_ptr<Replica::Waiter>> Replica::PublishUpdate(
+    const std::string& model, absl::FunctionRef<void(std::string*)> encode_payload,
+    std::string msg_id) {
+  absl::StatusOr<std::string> record = UpdateRecord(model, encode_payload);
+  if (!record.ok()) return record.status();
+  auto waiter = PublishAndWait(*record, std::move(msg_id));
   if (!waiter.ok()) return waiter.status();
   if (!(*waiter)->status.ok()) return (*waiter)->status;
   return waiter;
@@ -463,6 +393,15 @@ std::string Replica::MessageIdFor(std::string_view kind, const std::string& mode
   return absl::StrCat(std::string(kind), "-", model, "-", std::string(idempotency_key));
 }
 
+absl::StatusOr<Replica::Learned> Replica::LearnedFrom(const Waiter& waiter) {
+  if (!waiter.status.ok()) return waiter.status;
+  Replica::Learned out;
+  out.sequence = waiter.sequence;
+  out.scored = waiter.applied.scored;
+  out.deduplicated = waiter.duplicate;
+  return out;
+}
+
 absl::StatusOr<Replica::Learned> Replica::Learn(const std::string& model,
                                                 absl::Span<const TrainingExample> batch,
                                                 std::string_view idempotency_key) {
@@ -470,11 +409,22 @@ absl::StatusOr<Replica::Learned> Replica::Learn(const std::string& model,
       model, [&](std::string* out) { EncodeBatch(batch, out); },
       MessageIdFor("u", model, idempotency_key));
   if (!waiter.ok()) return waiter.status();
-  Learned out;
-  out.sequence = (*waiter)->sequence;
-  out.scored = std::move((*waiter)->applied.scored);
-  out.deduplicated = (*waiter)->duplicate;
-  return out;
+  return LearnedFrom(**waiter);
+}
+
+absl::Status Replica::LearnAsync(const std::string& model, absl::Span<const TrainingExample> batch,
+                                 std::string_view idempotency_key, LearnDone done) {
+  absl::StatusOr<std::string> record =
+      UpdateRecord(model, [&](std::string* out) { EncodeBatch(batch, out); });
+  if (!record.ok()) return record.status();
+  return PublishAsync(*record, MessageIdFor("u", model, idempotency_key),
+                      [done = std::move(done)](absl::StatusOr<std::shared_ptr<Waiter>> waiter) {
+                        if (!waiter.ok()) {
+                          done(waiter.status());
+                        } else {
+                          done(LearnedFrom(**waiter));
+                        }
+                      });
 }
 
 absl::StatusOr<Replica::LoopApplied> Replica::LogImpressions(

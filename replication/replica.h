@@ -27,13 +27,16 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -42,6 +45,7 @@
 #include "core/persist/env.h"
 #include "core/serving/registry.h"
 #include "replication/applied_ids.h"
+#include "replication/async_publisher.h"
 #include "replication/divergence.h"
 #include "replication/jetstream_log.h"
 #include "replication/replica_snapshot.h"
@@ -155,6 +159,14 @@ class Replica {
   // the stream's duplicate window learn nothing more.
   absl::StatusOr<Learned> Learn(const std::string& model, absl::Span<const TrainingExample> batch,
                                 std::string_view idempotency_key);
+  // Learn without waiting: publishes the batch and returns; `done` gets
+  // what Learn would have returned, exactly once, on nats.c's thread or the
+  // applier's (so it must be quick and must not call back into this
+  // replica's waiting calls). An error here means nothing was published
+  // and `done` is not called.
+  using LearnDone = std::function<void(absl::StatusOr<Learned>)>;
+  absl::Status LearnAsync(const std::string& model, absl::Span<const TrainingExample> batch,
+                          std::string_view idempotency_key, LearnDone done);
   // --- The impression-to-click loop (core/feedback/feedback_loop.h) ---
   // Its records go through the log like batches do, so every replica holds
   // the same join buffer. Each carries its publisher's time (`time_us`),
@@ -199,16 +211,76 @@ class Replica {
   ReplicaStatus status() const;
 
  private:
-  struct Waiter;
   struct CheckpointFeed;
+  using Clock = std::chrono::steady_clock;
+
+  // One published record this replica answers for (replica_publish.cc): it
+  // is finished once JetStream acknowledged it and the applier here
+  // reached it, or when either fails or takes too long.
+  struct Waiter {
+    // --- Filled in by the applier ---
+    bool done = false;  // applied here
+    absl::Status status;
+    uint64_t sequence = 0;
+    // The stream already held the message id: the record was applied (or
+    // will be) under the first copy's sequence, and nothing is known of it.
+    bool duplicate = false;
+    // The sequence this replica's reader delivered the record at (for a
+    // duplicate the stream stored again, not `sequence`).
+    uint64_t delivered = 0;
+    AppliedRecord applied;  // an UPDATE record's effects
+    std::shared_ptr<ServedModel> created;
+
+    // --- The publish ---
+    std::string msg_id;
+    // In waiters_: the first publisher of its message id (a second one, a
+    // client retrying before its first attempt returned, is answered by
+    // sequence, as a duplicate).
+    bool registered = false;
+    std::optional<PublishAck> ack;
+    Clock::time_point expires;  // answered Unavailable after this
+    bool finished = false;
+    std::function<void(absl::StatusOr<std::shared_ptr<Waiter>>)> on_done;
+  };
+  using Published = std::function<void(absl::StatusOr<std::shared_ptr<Waiter>>)>;
+  // What finishing a waiter calls, run once mu_ is released.
+  struct Completion {
+    Published on_done;
+    absl::StatusOr<std::shared_ptr<Waiter>> outcome;
+  };
 
   Replica(ModelRegistry* registry, JetStreamLog* log, SnapshotStore* snapshots,
           ReplicaOptions options);
   absl::Status Restore(ReplicaStartReport* report);
   absl::Status LoadSnapshot(const ReplicaSnapshot& snapshot) ABSL_LOCKS_EXCLUDED(apply_mu_);
   // Publishes a record and waits until it is applied here.
+  // Publishes `record` and returns at once; `done` later gets the waiter
+  // (applied here, or a duplicate) or an error, exactly once. An error
+  // here means nothing was published and `done` is not called.
+  absl::Status PublishAsync(const std::string& record, std::string msg_id, Published done);
+  // JetStream's answer to a record PublishAsync sent at `sent`.
+  void Acknowledged(const std::shared_ptr<Waiter>& waiter, absl::StatusOr<PublishAck> ack,
+                    Clock::time_point sent);
+  // Finishes `waiter` if it is acknowledged and applied (or, for a
+  // duplicate, the first copy is); returns whether it did.
+  bool TryFinish(const std::shared_ptr<Waiter>& waiter, std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Finish(const std::shared_ptr<Waiter>& waiter,
+              absl::StatusOr<std::shared_ptr<Waiter>> outcome, std::vector<Completion>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finishes the waiters of duplicates the applier has now reached, and
+  // the ones past their time.
+  void FinishReached(std::vector<Completion>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireWaiters();
+  static void RunCompletions(std::vector<Completion> completions);
   absl::StatusOr<std::shared_ptr<Waiter>> PublishAndWait(const std::string& record,
                                                          std::string msg_id);
+  // What Learn answers for an applied waiter.
+  static absl::StatusOr<Learned> LearnedFrom(const Waiter& waiter);
+  // An UPDATE record of `model`, whose payload `encode_payload` appends;
+  // NotFound for a model this replica does not have.
+  absl::StatusOr<std::string> UpdateRecord(const std::string& model,
+                                           absl::FunctionRef<void(std::string*)> encode_payload);
   // PublishAndWait for an UPDATE record of `model`, whose payload
   // `encode_payload` appends (encoded once, in place).
   absl::StatusOr<std::shared_ptr<Waiter>> PublishUpdate(
@@ -280,6 +352,11 @@ class Replica {
   absl::flat_hash_map<std::string, uint64_t> versions_ ABSL_GUARDED_BY(mu_);
   // Publishers waiting for their record, by message id.
   absl::flat_hash_map<std::string, std::shared_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);
+  // Every published record not yet answered.
+  absl::flat_hash_set<std::shared_ptr<Waiter>> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Acknowledged duplicates, by the sequence the applier must reach.
+  std::multimap<uint64_t, std::shared_ptr<Waiter>> by_sequence_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<AsyncPublisher> publisher_;
 
   Mutex snapshot_mu_;  // one snapshot at a time
   std::chrono::steady_clock::time_point last_publish_check_ ABSL_GUARDED_BY(snapshot_mu_);

@@ -31,6 +31,20 @@ absl::StatusOr<ModelWriter::Learned> ReplicatedModelWriter::Learn(
   return Learned{std::move(learned->scored), learned->sequence, learned->deduplicated};
 }
 
+absl::Status ReplicatedModelWriter::LearnAsync(ServedModel& served,
+                                               absl::Span<const TrainingExample> batch,
+                                               std::string_view idempotency_key, LearnDone done) {
+  return replica_->LearnAsync(
+      served.name(), batch, idempotency_key,
+      [done = std::move(done)](absl::StatusOr<Replica::Learned> learned) {
+        if (!learned.ok()) {
+          done(learned.status());
+        } else {
+          done(Learned{std::move(learned->scored), learned->sequence, learned->deduplicated});
+        }
+      });
+}
+
 absl::StatusOr<SnapshotReport> ReplicatedModelWriter::SnapshotAll() {
   auto replica = replica_->Snapshot(/*publish=*/true);
   if (!replica.ok()) return replica.status();

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,17 @@ class ModelWriter {
   virtual absl::StatusOr<Learned> Learn(ServedModel& served,
                                         absl::Span<const TrainingExample> batch,
                                         std::string_view idempotency_key) = 0;
+  // Whether LearnAsync works: the writer learns without holding the
+  // caller's thread (a replica, whose publish and apply run elsewhere).
+  virtual bool LearnsAsynchronously() const { return false; }
+  // Learn, answered later: `done` gets what Learn returns, exactly once,
+  // on another thread; it must be quick. An error here means nothing was
+  // learned or sent and `done` is not called.
+  using LearnDone = std::function<void(absl::StatusOr<Learned>)>;
+  virtual absl::Status LearnAsync(ServedModel& served, absl::Span<const TrainingExample> batch,
+                                  std::string_view idempotency_key, LearnDone done) {
+    return absl::UnimplementedError("this writer learns synchronously");
+  }
   virtual absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) = 0;
   virtual absl::Status Delete(const std::string& name) = 0;
 
@@ -114,6 +126,9 @@ class ReplicatedModelWriter final : public ModelWriter {
 
   absl::StatusOr<Learned> Learn(ServedModel& served, absl::Span<const TrainingExample> batch,
                                 std::string_view idempotency_key) override;
+  bool LearnsAsynchronously() const override { return true; }
+  absl::Status LearnAsync(ServedModel& served, absl::Span<const TrainingExample> batch,
+                          std::string_view idempotency_key, LearnDone done) override;
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
     if (config.kafka.enabled()) {
       // Positions of a Kafka source are per process (docs/kafka.md): one

@@ -362,6 +362,7 @@ InlineLease ClickdService::ScoresInline(const v1::PredictRequest& request) {
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,
                                                 const Bytes* request, Bytes* response) {
+  if (writer_->LearnsAsynchronously()) return UpdateWithoutWaiting(context, request, response);
   return Unary<v1::UpdateRequest, v1::UpdateResponse>(
       context, "Update", request, response, ModelKey<v1::UpdateRequest>,
       [this](const v1::UpdateRequest& req, v1::UpdateResponse* resp) -> absl::Status {
@@ -371,6 +372,74 @@ grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* con
         return ApplyUpdate(**served, req, resp, &scored);
       },
       [this](const v1::UpdateRequest& req) { return PlaceUpdate(req); });
+}
+
+grpc::ServerUnaryReactor* ClickdService::UpdateWithoutWaiting(grpc::CallbackServerContext* context,
+                                                              const Bytes* request,
+                                                              Bytes* response) {
+  std::shared_ptr<UpdateCall> call =
+      StartCall<v1::UpdateRequest, v1::UpdateResponse>(context, "Update", request, response);
+  if (call->finished()) return call->reactor();
+  auto run = [this, call, context] {
+    if (DeadlinePassed(context)) {
+      call->Finish(DeadlinePassedError());
+      return;
+    }
+    auto start = [&] { return StartUpdate(call); };
+    if (absl::Status s = Guarded("Update", start); !s.ok()) call->Finish(s);
+  };
+  // Only checking and encoding run here, not learning: a small message is
+  // sent from the gRPC thread that received it (saving the hand-over to a
+  // worker), one at a time like the other inline work.
+  if (InlineLease here = SendsInline(call->request()); here) {
+    run();
+    return call->reactor();
+  }
+  RunCallWork(
+      call->request().model(), std::move(run),
+      [call](const absl::Status& refused) { call->Finish(refused); }, /*light=*/true);
+  return call->reactor();
+}
+
+InlineLease ClickdService::SendsInline(const v1::UpdateRequest& request) {
+  const uint64_t bound = limits_.max_inline_update_features;
+  if (executor_ == nullptr || bound == 0) return {};
+  std::shared_ptr<ServedModel> served = registry_->Get(request.model());
+  if (served == nullptr) return {};  // NotFound, on a worker
+  if (UpdateFeatureTotal(served->model().config().hashing, request, bound) > bound) return {};
+  return InlineLease::TryAcquire(&inline_slot_);
+}
+
+absl::Status ClickdService::StartUpdate(const std::shared_ptr<UpdateCall>& call) {
+  const v1::UpdateRequest& request = call->request();
+  auto served = Lookup(request.model(), "model");
+  if (!served.ok()) return served.status();
+  absl::StatusOr<ValidatedUpdate> update =
+      ValidateUpdateRequest((*served)->model(), request, limits_);
+  if (!update.ok()) return update.status();
+  const size_t limit = executor_ != nullptr ? executor_->options().max_queued : 1024;
+  if (const size_t n = updates_in_flight_.fetch_add(1) + 1; n > limit) {
+    updates_in_flight_.fetch_sub(1);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "server overloaded: ", n - 1, " updates wait for the replicated log; the limit is ", limit,
+        " (--max_queued_calls)"));
+  }
+  const size_t examples = update->batch.size();
+  absl::Status sent = writer_->LearnAsync(
+      **served, update->batch, request.idempotency_key(),
+      [this, call, examples](absl::StatusOr<ModelWriter::Learned> learned) {
+        updates_in_flight_.fetch_sub(1);
+        if (!learned.ok()) {
+          call->Finish(learned.status());
+          return;
+        }
+        call->Finish(absl::OkStatus(), [&] {
+          std::vector<ScoredExample> scored;
+          FillUpdateResponse(call->request(), examples, *learned, call->response(), &scored);
+        });
+      });
+  if (!sent.ok()) updates_in_flight_.fetch_sub(1);
+  return sent;
 }
 
 grpc::ServerUnaryReactor* ClickdService::Feedback(grpc::CallbackServerContext* context,

@@ -138,6 +138,18 @@ class ClickdService final : public RawClickdService {
   absl::Status ApplyUpdate(ServedModel& served, const v1::UpdateRequest& request,
                            v1::UpdateResponse* response, std::vector<ScoredExample>* scored);
 
+  // A unary Update on a writer that learns asynchronously (a replica):
+  // validated on a worker, which then moves on; the call is answered when
+  // the replicated log acknowledged and this replica applied the batch.
+  using UpdateCall = UnaryCall<ClickdService, v1::UpdateRequest, v1::UpdateResponse>;
+  grpc::ServerUnaryReactor* UpdateWithoutWaiting(grpc::CallbackServerContext* context,
+                                                 const Bytes* request, Bytes* response);
+  absl::Status StartUpdate(const std::shared_ptr<UpdateCall>& call);
+  // Whether UpdateWithoutWaiting checks and sends `request` on the gRPC
+  // thread that received it: if it is small (max_inline_update_features)
+  // and no other inline work holds inline_slot_.
+  InlineLease SendsInline(const v1::UpdateRequest& request);
+
   // Remembers a scored Predict's candidates as impressions; the first id.
   absl::StatusOr<uint64_t> LogImpressions(ServedModel& served, const HashedCandidates& hashed,
                                           absl::Span<const CandidateScore> scores);
@@ -261,6 +273,9 @@ class ClickdService final : public RawClickdService {
   // Held while a large Predict is scored (ScoresInline), or a stream
   // message learned (PlaceUpdate), on a gRPC thread.
   std::atomic<bool> inline_slot_{false};
+  // Updates sent to the replicated log and not yet answered: at most the
+  // executor's queue bound (--max_queued_calls), as if they still waited.
+  std::atomic<size_t> updates_in_flight_{0};
   StreamLimit open_streams_{limits_.max_open_streams};
   StreamIdleWatch idle_streams_{std::chrono::seconds(limits_.stream_idle_timeout_seconds)};
 };
