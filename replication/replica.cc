@@ -39,6 +39,8 @@ constexpr double kStalled = 2.0;
 // Bounds of the wait before a replaced reader's successor opens.
 constexpr std::chrono::milliseconds kMinReopenDelay{100};
 constexpr std::chrono::milliseconds kMaxReopenDelay{5000};
+// How often the applier looks for publishers to answer as timed out.
+constexpr std::chrono::milliseconds kExpiryInterval{100};
 
 }  // namespace
 
@@ -111,8 +113,15 @@ void Replica::ApplyLoop() {
     reader.reset();
     reopen_delay = std::clamp(reopen_delay * 2, kMinReopenDelay, kMaxReopenDelay);
   };
+  auto last_expiry = Clock::now();
   for (;;) {
-    ExpireWaiters();
+    // Publishers whose acknowledgement or record did not come in time are
+    // answered here: late by at most kPoll while the reader waits, or the
+    // pause between readers while none is open.
+    if (Clock::now() - last_expiry >= kExpiryInterval) {
+      last_expiry = Clock::now();
+      ExpireWaiters();
+    }
     uint64_t next;
     {
       MutexLock lock(&mu_);

@@ -32,9 +32,10 @@ std::vector<std::string> ReplicatedCluster::ReplicaFlags(int i, const std::strin
           "--replication_retain_records=20", "--replication_state_digest_records=50"};
 }
 
-bool ReplicatedCluster::StartReplica(int i) {
+bool ReplicatedCluster::StartReplica(int i, const std::vector<std::string>& extra_flags) {
   ServerOptions options;
   options.flags = ReplicaFlags(i, absl::StrCat(dir_, "/r", i));
+  options.flags.insert(options.flags.end(), extra_flags.begin(), extra_flags.end());
   options.ready_timeout = std::chrono::seconds(90);
   auto server = ServerProcess::Start(std::move(options));
   EXPECT_TRUE(server.ok()) << server.status();

@@ -34,8 +34,9 @@ class ReplicatedCluster {
 
   std::vector<std::string> ReplicaFlags(int i, const std::string& data_dir) const;
 
-  // Starts (or restarts) replica i on its own data directory.
-  bool StartReplica(int i);
+  // Starts (or restarts) replica i on its own data directory, with
+  // `extra_flags` after ReplicaFlags'.
+  bool StartReplica(int i, const std::vector<std::string>& extra_flags = {});
   // SIGKILL, then waits for the exit.
   void KillReplica(int i);
 

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -319,6 +320,68 @@ TEST(Replication, NatsDownRefusesUpdatesAndKeepsServingPredict) {
   ASSERT_TRUE(ready.ok()) << ready;
   for (int b = 0; b < 20; ++b) ASSERT_TRUE(writer.SendOne());
   ExpectReplicasEqualOfflineReplay(cluster, writer, "nats_down");
+}
+
+// An Update waiting for the replicated log holds no worker: with one
+// worker and every NATS node frozen (SIGSTOP), Updates wait for their
+// acknowledgement (--nats_publish_timeout=60s) while a Predict that needs
+// the worker is answered within its 10 s deadline. (When a replicated
+// Update held its worker for the whole publish, this Predict waited behind
+// the first Update's 60 s.)
+TEST(Replication, UpdatesWaitingForTheLogHoldNoWorker) {
+  ReplicatedCluster cluster("no_worker_held");
+  ASSERT_TRUE(cluster.ok());
+  ASSERT_TRUE(cluster.StartReplica(0, {"--worker_threads=1", "--nats_publish_timeout=60s"}));
+  Writer writer(&cluster, 13);
+  ASSERT_TRUE(writer.SendOne());
+
+  NatsCluster& nats = cluster.nats();
+  auto signal_nats = [&](int signal) {
+    for (int n = 0; n < nats.size(); ++n) {
+      if (nats.pid(n) > 0) kill(nats.pid(n), signal);
+    }
+  };
+  signal_nats(SIGSTOP);
+  absl::Cleanup thaw = [&] { signal_nats(SIGCONT); };
+
+  std::mutex mu;
+  std::vector<Clock::time_point> update_done;
+  std::vector<std::thread> updates;
+  for (int i = 0; i < 3; ++i) {
+    updates.emplace_back([&, i] {
+      auto client = ClickdClient::Create(cluster.Address(0), {.timeout = absl::Seconds(90)});
+      ASSERT_TRUE(client.ok());
+      std::mt19937_64 rng(100 + i);
+      Batch batch = MakeBatch(rng, 2'000'000 + i);
+      auto response = (*client)->Update(batch.request);
+      std::lock_guard<std::mutex> lock(mu);
+      update_done.push_back(Clock::now());
+    });
+  }
+  // Gives the Updates time to reach the server first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Too large to be scored on a gRPC thread (--max_quiet_inline_predict_features).
+  v1::PredictRequest predict;
+  predict.set_model("default");
+  for (int c = 0; c < 8; ++c) {
+    v1::Namespace* big = predict.add_candidates()->add_namespaces();
+    big->set_name("user");
+    for (int f = 0; f < 2500; ++f) big->add_features()->set_name(absl::StrCat("u", f));
+  }
+  auto client = ClickdClient::Create(cluster.Address(0), {.timeout = absl::Seconds(10)});
+  ASSERT_TRUE(client.ok());
+  auto scored = (*client)->Predict(predict);
+  const auto predict_done = Clock::now();
+  EXPECT_TRUE(scored.ok()) << "a Predict behind Updates that wait for NATS: " << scored.status();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(update_done.empty())
+        << "the Predict waited for an Update that waits for NATS: it held the only worker";
+  }
+  std::move(thaw).Invoke();
+  for (std::thread& t : updates) t.join();
+  EXPECT_EQ(update_done.size(), 3u);
+  for (const auto& done : update_done) EXPECT_GT(done, predict_done);
 }
 
 TEST(Replication, KillLoopLosesNothingAndAppliesNothingTwice) {
