@@ -80,6 +80,10 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   natsOptions_SetReconnectWait(o, 250);
   // Nothing is buffered while disconnected: a publish fails at once.
   natsOptions_SetReconnectBufSize(o, 0);
+  // A publish is written to the socket by the thread that makes it, not
+  // handed to nats.c's flusher thread: one thread wake less per record
+  // (each is a context switch on a small machine).
+  natsOptions_SetSendAsap(o, true);
   Callbacks* callbacks = self->callbacks_;
   natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, callbacks);
   natsOptions_SetReconnectedCB(o, &NatsConnection::OnConnected, callbacks);
