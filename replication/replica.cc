@@ -12,6 +12,7 @@
 #include "core/persist/batch_codec.h"
 #include "core/persist/feedback_codec.h"
 #include "core/persist/snapshot.h"
+#include "replication/async_publisher.h"
 #include "replication/log_record.h"
 #include "replication/replica_snapshot.h"
 

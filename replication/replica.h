@@ -45,13 +45,14 @@
 #include "core/persist/env.h"
 #include "core/serving/registry.h"
 #include "replication/applied_ids.h"
-#include "replication/async_publisher.h"
 #include "replication/divergence.h"
 #include "replication/jetstream_log.h"
 #include "replication/replica_snapshot.h"
 #include "replication/snapshot_store.h"
 
 namespace clickd {
+
+class AsyncPublisher;  // replication/async_publisher.h
 
 struct ReplicaOptions {
   // Local snapshots go to <data_dir>/replica; empty: none (every start

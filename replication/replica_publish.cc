@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/persist/batch_codec.h"
+#include "replication/async_publisher.h"
 #include "replication/log_record.h"
 #include "replication/replica.h"
 
