@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Checks the layering the build declares (ctest `layers_check`).
+
+1. A file of core/<layer>/ (tests left out) includes core/ headers only of
+   its own layer and of the layers its clickd_core_layer(... DEPS ...) line
+   in core/CMakeLists.txt names.
+2. core/ includes nothing of the layers above it (server/, replication/,
+   wire/, kafka/, client/) and neither gRPC nor NATS.
+3. <nats/nats.h> is included only under replication/ (and by tests that
+   start a NATS server): every other file reaches NATS through replication/.
+
+Usage: layers_check.py [ROOT]   (ROOT: the repository, default: this file's
+../..). Prints every violation with file:line and exits 1 if there is one.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                       os.path.join(os.path.dirname(__file__), "..", ".."))
+SKIPPED_DIRS = {"build", ".git", "target", "node_modules", "bench/out"}
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def declared_layers():
+    text = open(os.path.join(ROOT, "core", "CMakeLists.txt")).read()
+    layers = {}
+    for m in re.finditer(r"^clickd_core_layer\((\w+)(?:\s+DEPS\s+([\w\s]+))?\)", text, re.M):
+        layers[m.group(1)] = set((m.group(2) or "").split())
+    if not layers:
+        sys.exit("layers_check: no clickd_core_layer(...) lines in core/CMakeLists.txt")
+    return layers
+
+
+def sources():
+    for root, dirs, files in os.walk(ROOT):
+        rel_root = os.path.relpath(root, ROOT)
+        dirs[:] = [d for d in dirs
+                   if os.path.normpath(os.path.join(rel_root, d)) not in SKIPPED_DIRS
+                   and not d.startswith(".")]
+        for f in files:
+            if f.endswith((".h", ".cc")):
+                yield os.path.normpath(os.path.join(rel_root, f))
+
+
+def is_test(path):
+    return path.endswith(("_test.cc", "_fuzz.cc")) or path.startswith("tests/")
+
+
+def main():
+    layers = declared_layers()
+    problems = []
+    for path in sources():
+        parts = path.split(os.sep)
+        in_core = parts[0] == "core" and len(parts) > 2
+        layer = parts[1] if in_core else None
+        if in_core and layer not in layers:
+            problems.append(f"{path}: core/{layer}/ has no clickd_core_layer line in core/CMakeLists.txt")
+            continue
+        with open(os.path.join(ROOT, path), errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                header = m.group(2)
+                where = f"{path}:{number}: #include {m.group(1)}{header}"
+                if header.startswith("nats/") and parts[0] not in ("replication",) \
+                        and not is_test(path):
+                    problems.append(f"{where}: NATS is reached through replication/ only")
+                if not in_core or is_test(path):
+                    continue
+                top = header.split("/")[0]
+                if top in ("server", "replication", "wire", "kafka", "client") or \
+                        header.startswith(("grpc", "nats/")):
+                    problems.append(f"{where}: core/ may not include {top}/ (a layer above it)")
+                elif top == "core":
+                    other = header.split("/")[1]
+                    if other != layer and other not in layers[layer]:
+                        allowed = ", ".join(sorted(layers[layer])) or "nothing"
+                        problems.append(f"{where}: core/{layer} may include core/ layers "
+                                        f"{allowed} (core/CMakeLists.txt), not core/{other}")
+    for p in problems:
+        print(p)
+    print(f"layers_check: {len(problems)} violation(s) in {ROOT}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
