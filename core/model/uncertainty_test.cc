@@ -9,8 +9,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "core/model/model.h"
 #include "core/model/variant_model.h"
-#include "core/optim/dense/metagrad_grid.h"
 #include "core/optim/loss.h"
+#include "core/optim/metagrad_grid.h"
 #include "gtest/gtest.h"
 
 namespace clickd {

@@ -33,7 +33,7 @@
 #include <limits>
 
 #include "absl/status/status.h"
-#include "core/optim/dense/metagrad_grid.h"
+#include "core/optim/metagrad_grid.h"
 #include "core/optim/numeric_bounds.h"
 #include "core/optim/round.h"
 

@@ -6,7 +6,9 @@
    in core/CMakeLists.txt names.
 2. core/ includes nothing of the layers above it (server/, replication/,
    wire/, kafka/, client/) and neither gRPC nor NATS.
-3. <nats/nats.h> is included only under replication/ (and by tests that
+3. core/optim/ (outside dense/) does not include core/optim/dense/, which
+   builds on it.
+4. <nats/nats.h> is included only under replication/ (and by tests that
    start a NATS server): every other file reaches NATS through replication/.
 
 Usage: layers_check.py [ROOT]   (ROOT: the repository, default: this file's
@@ -74,6 +76,11 @@ def main():
                         header.startswith(("grpc", "nats/")):
                     problems.append(f"{where}: core/ may not include {top}/ (a layer above it)")
                 elif top == "core":
+                    if header.startswith("core/optim/dense/") and \
+                            path.startswith("core/optim/") and \
+                            not path.startswith("core/optim/dense/"):
+                        problems.append(f"{where}: core/optim/dense builds on core/optim, "
+                                        "not the other way round")
                     other = header.split("/")[1]
                     if other != layer and other not in layers[layer]:
                         allowed = ", ".join(sorted(layers[layer])) or "nothing"

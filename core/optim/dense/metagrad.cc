@@ -11,7 +11,7 @@
 #include "Eigen/Eigenvalues"
 #include "absl/strings/str_cat.h"
 #include "core/base/coding.h"
-#include "core/optim/dense/metagrad_grid.h"
+#include "core/optim/metagrad_grid.h"
 
 namespace clickd {
 namespace {

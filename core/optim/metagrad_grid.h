@@ -10,8 +10,8 @@
 // The surrogate loss of slave eta at its own point is
 //   l_t^eta(w_t^eta) = eta r + eta^2 r^2
 // and its gradient there is eta s g_t with s = 1 + 2 eta r.
-#ifndef CLICKD_CORE_OPTIM_DENSE_METAGRAD_GRID_H_
-#define CLICKD_CORE_OPTIM_DENSE_METAGRAD_GRID_H_
+#ifndef CLICKD_CORE_OPTIM_METAGRAD_GRID_H_
+#define CLICKD_CORE_OPTIM_METAGRAD_GRID_H_
 
 #include <cmath>
 #include <cstdint>
@@ -50,4 +50,4 @@ inline double MetaGradGradientScale(double eta, double r) { return 1.0 + 2.0 * e
 
 }  // namespace clickd
 
-#endif  // CLICKD_CORE_OPTIM_DENSE_METAGRAD_GRID_H_
+#endif  // CLICKD_CORE_OPTIM_METAGRAD_GRID_H_
