@@ -13,15 +13,16 @@
    comma-separated, for a row that names several flags. A cell that names no
    value at all (such as "optimizer defaults") is accepted only where the
    binary's default is empty or 0: an explanation stands for the sentinel.
-2. Source paths: every markdown link to a file of the tree and every
+2. Source paths and sections: every markdown link to a file of the tree, and
+   every link to a section of a markdown file (its heading exists), and every
    backticked path that names a source file (a directory of the tree
    followed by a name with a known extension, e.g. `server/executor.h`) must
    exist. Links are relative to the doc; backticked paths to the tree's root.
 
 Every *.md file in docs/ (not docs/archive/, which is history), the README and the READMEs
 of deploy/, bench/ and client/ are read. --self_test runs the checks on
-made-up docs that hold a wrong default, an unknown flag and missing paths,
-and fails unless each is reported.
+made-up docs that hold a wrong default, an unknown flag, missing paths and
+a link to a missing section, and fails unless each is reported.
 """
 
 import argparse
@@ -204,6 +205,45 @@ def check_flags(doc, rows, clickd, clickctl, failures):
 
 
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?\)")
+ANCHORED = re.compile(r"\]\(([^)\s#]*)#([^)\s]+)\)")
+
+
+def heading_anchors(path):
+    """The anchors GitHub gives the headings of a markdown file."""
+    anchors, seen, fence = set(), {}, False
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        m = re.match(r"^#{1,6} (.*)$", line)
+        if m and not fence:
+            a = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(a, 0)
+            seen[a] = n + 1
+            anchors.add(a if n == 0 else f"{a}-{n}")
+    return anchors
+
+
+def check_anchors(doc, source_dir, failures, cache):
+    """Every link to a section of a markdown file of the tree finds it."""
+    fence = False
+    for i, line in enumerate(open(doc, encoding="utf-8").read().split("\n"), 1):
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        if fence:
+            continue
+        for target, anchor in ANCHORED.findall(line):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            path = os.path.normpath(os.path.join(os.path.dirname(doc), target)) if target else doc
+            if not path.endswith(".md") or not os.path.isfile(path):
+                continue
+            if path not in cache:
+                cache[path] = heading_anchors(path)
+            if anchor not in cache[path]:
+                failures.append(f"{os.path.relpath(doc, source_dir)}:{i}: link {target}#{anchor}: "
+                                f"{os.path.relpath(path, source_dir)} has no such heading")
 TICKED = re.compile(r"`([^`\s]+)`")
 
 
@@ -266,7 +306,9 @@ def run_checks(docs, source_dir, clickd, clickctl):
     failures = []
     dirs = top_dirs(source_dir)
     rows = 0
+    cache = {}
     for doc in docs:
+        check_anchors(doc, source_dir, failures, cache)
         found = flag_rows(doc)
         rows += len(found)
         check_flags(os.path.relpath(doc, source_dir), found, clickd, clickctl, failures)
@@ -288,11 +330,12 @@ def self_test(source_dir, clickd, clickctl):
                     "| `--worker_threads` | `0` (four per core) | right |\n"
                     "| `--address` | `127.0.0.1:50051` | right |\n\n"
                     "See [gone](../server/no_such_file.cc) and `core/no_such_dir/x.h`;\n"
-                    "but [this](../server/executor.h) and `server/executor.h` exist.\n")
+                    "but [this](../server/executor.h) and `server/executor.h` exist.\n\n"
+                    "## A section\n\n[here](#a-section) but [not here](#no-section).\n")
         failures, _ = run_checks([doc], tmp, clickd, clickctl)
     expected = ["--max_queued_calls: documented default '1023'",
                 "--no_such_flag_anywhere: no such flag", "server/no_such_file.cc",
-                "core/no_such_dir/x.h"]
+                "core/no_such_dir/x.h", "link #no-section"]
     missed = [e for e in expected if not any(e in f for f in failures)]
     extra = [f for f in failures if not any(e in f for e in expected)]
     for m in missed:
