@@ -4,9 +4,12 @@
 #   asan     clang, ASan + UBSan, -Wthread-safety as an error
 #   tsan     clang, ThreadSanitizer
 #   fuzz     clang, libFuzzer + ASan + UBSan, the fuzz targets only
+# Further arguments name the targets to build (default: all of them), e.g.
+#   bash scripts/build.sh release clickd clickctl   # what scripts/run.sh needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
+targets=("${@:2}")
 jobs=${JOBS:-$(nproc)}
 common=(-G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
 command -v ccache >/dev/null && common+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
@@ -32,4 +35,8 @@ case "$flavour" in
     exit 0 ;;
   *) echo "build.sh: unknown flavour $flavour (release|asan|tsan|fuzz)" >&2; exit 2 ;;
 esac
-cmake --build "build/$flavour" -j "$jobs"
+if ((${#targets[@]})); then
+  cmake --build "build/$flavour" -j "$jobs" --target "${targets[@]}"
+else
+  cmake --build "build/$flavour" -j "$jobs"
+fi

@@ -168,9 +168,8 @@ absl::StatusOr<bool> ReplicationFromFlags() {
     return absl::InvalidArgumentError("--replication=jetstream needs --nats_url");
   }
   const int replicas = absl::GetFlag(FLAGS_nats_replicas);
-  if (replicas < 1 || replicas > 5) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--nats_replicas=", replicas, " must be in [1, 5] (JetStream's limit)"));
+  if (absl::Status s = CheckFlagRange("nats_replicas", int64_t{replicas}, 1, 5); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(s.message(), " (JetStream's limit)"));
   }
   const std::string stream = absl::GetFlag(FLAGS_nats_stream);
   if (stream.empty() || stream.size() > 32 ||

@@ -217,9 +217,9 @@ absl::StatusOr<Security> SecurityFromFlags() {
         "--auth_cert_roles_file needs --tls_client_ca_file (client certificates under mTLS)");
   }
   const int reload = absl::GetFlag(FLAGS_auth_reload_interval_seconds);
-  if (reload < 0 || reload > 86'400) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--auth_reload_interval_seconds=", reload, " must be in [0, 86400]"));
+  if (absl::Status s = CheckFlagRange("auth_reload_interval_seconds", int64_t{reload}, 0, 86'400);
+      !s.ok()) {
+    return s;
   }
   security.auth_reload_interval_seconds = reload;
   if (!tokens.empty() || !cert_roles.empty()) {
@@ -297,42 +297,39 @@ Limits LimitsFromFlags() {
 absl::StatusOr<ExecutorOptions> IsolationFromFlags() {
   constexpr uint64_t kMaxPerExample = uint64_t{1} << 26;  // 64M features: 1 GiB hashed
   const uint64_t per_example = absl::GetFlag(FLAGS_max_features_after_interactions);
-  if (per_example < 1 || per_example > kMaxPerExample) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_features_after_interactions=", per_example, " must be in [1, ",
-                     kMaxPerExample, "]"));
+  if (absl::Status s = CheckFlagRange("max_features_after_interactions", per_example, uint64_t{1},
+                                      kMaxPerExample);
+      !s.ok()) {
+    return s;
   }
   const uint64_t per_request = absl::GetFlag(FLAGS_max_features_per_request);
-  if (per_request < per_example || per_request > (uint64_t{1} << 32)) {
+  if (absl::Status s =
+          CheckFlagRange("max_features_per_request", per_request, per_example, uint64_t{1} << 32);
+      !s.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--max_features_per_request=", per_request,
-                     " must be in [--max_features_after_interactions, 2^32]"));
+        absl::StrCat(s.message(), " (from --max_features_after_interactions to 2^32)"));
   }
   const int grace = absl::GetFlag(FLAGS_shutdown_grace_seconds);
-  if (grace < 0 || grace > 3600) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--shutdown_grace_seconds=", grace, " must be in [0, 3600]"));
+  if (absl::Status s = CheckFlagRange("shutdown_grace_seconds", int64_t{grace}, 0, 3600); !s.ok()) {
+    return s;
   }
   ExecutorOptions options;
   const int threads = absl::GetFlag(FLAGS_worker_threads);
-  if (threads < 0 || threads > 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--worker_threads=", threads, " must be in [0, 1024]"));
-  }
+  if (absl::Status s = CheckFlagRange("worker_threads", int64_t{threads}, 0, 1024); !s.ok())
+    return s;
   options.threads = threads > 0
                         ? threads
                         : 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int queued = absl::GetFlag(FLAGS_max_queued_calls);
-  if (queued < 1 || queued > 1'000'000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_queued_calls=", queued, " must be in [1, 1000000]"));
+  if (absl::Status s = CheckFlagRange("max_queued_calls", int64_t{queued}, 1, 1'000'000); !s.ok()) {
+    return s;
   }
   options.max_queued = static_cast<size_t>(queued);
   const int learners = absl::GetFlag(FLAGS_max_learners_per_model);
-  if (learners < 0 || learners > options.threads) {
-    return absl::InvalidArgumentError(absl::StrCat("--max_learners_per_model=", learners,
-                                                   " must be in [0, ", options.threads,
-                                                   "] (the worker threads)"));
+  if (absl::Status s =
+          CheckFlagRange("max_learners_per_model", int64_t{learners}, 0, options.threads);
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(s.message(), " (the worker threads)"));
   }
   options.max_running_per_key = learners > 0 ? learners : std::max(1, options.threads / 2);
   return options;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What logging impressions costs a Predict (docs/feedback.md#the-join-buffer,
-# results in docs/performance.md, "The impression-to-click loop"), ~2 min:
+# results in docs/archive/performance_training.md, "The impression-to-click loop"), ~2 min:
 #
 #   bash scripts/build.sh release && bash bench/feedback/log_impressions.sh
 #

@@ -37,7 +37,7 @@ Z = NormalDist()
 # (a) Memory per coordinate.
 # An absl flat_hash_map slot is sizeof(pair<const uint64_t, State>), padded
 # to 8 bytes, plus one control byte; the table doubles when its load reaches
-# 7/8, so the load lies in [7/16, 7/8] (docs/performance.md (c)).
+# 7/8, so the load lies in [7/16, 7/8] (docs/archive/performance_training.md (c)).
 LOAD_MAX = 7 / 8
 LOAD_MIN = 7 / 16
 
@@ -49,7 +49,7 @@ OPTIMIZERS = {
     "sgd, global_ogd, pa": (12, 16, 35.9, "core/optim/{sgd,box_ogd,pa}.h: one float; slot pads to 16"),
     "metagrad_diag": (184, 184, 391.1, "core/optim/metagrad_diag.h: 44 floats (176 bytes)"),
 }
-MEASURED_SOURCE = ("docs/performance.md (c) and 'Optimizers compared': 35.9 and 391.1 table bytes "
+MEASURED_SOURCE = ("docs/archive/performance_training.md (c) and 'Optimizers compared': 35.9 and 391.1 table bytes "
                    "per coordinate on the 2M-example synthetic log (load 0.47)")
 
 # Assumption (ours): the share of a machine's RAM the model's tables may take;
@@ -136,7 +136,7 @@ def memory_plot(out_dir):
 # (name, server CPU us per candidate, source)
 CPU_PER_CANDIDATE = [
     ("model only: hash + Model::Margin, 20 features", 20 * (40.2 + 8.7) / 1000,
-     "docs/performance.md (b): Margin 40.2 ns/feature, Hash 8.7 ns/feature, 17 MiB table"),
+     "docs/archive/performance_training.md (b): Margin 40.2 ns/feature, Hash 8.7 ns/feature, 17 MiB table"),
     ("RPC, 20 context + 100 candidates x 20, 8 in flight", 570.2 / 100,
      "docs/performance_rpc.md 'CPU time per call': 570.2 us server CPU per request"),
     ("RPC, same request, by throughput on one pinned core", 1e6 / 129960,
@@ -170,8 +170,8 @@ def cpu_tables():
 
 # Applier CPU per example (ns) on one shard replica: every shard decodes and
 # hashes the whole record, and learns only its 1/k of the features.
-HASH_NS = 356  # FeatureHasher::Hash, 41 features (performance.md (b))
-LEARN_NS = {"ftrl": 2156,  # Model::Learn, ftrl, performance.md (b)
+HASH_NS = 356  # FeatureHasher::Hash, 41 features (docs/archive/performance_training.md (b))
+LEARN_NS = {"ftrl": 2156,  # Model::Learn, ftrl, docs/archive/performance_training.md (b)
             # ftrl's plus the ~9.7 us metagrad_diag adds end to end (performance.md)
             "metagrad_diag": 2156 + 9700}
 

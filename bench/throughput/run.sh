@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Training throughput and memory, every figure of docs/performance.md's
-# "Training throughput and memory" section, in one command (~8 minutes of
+# Training throughput and memory: the figures of docs/performance.md
+# ("Current figures") and of the dated tables in
+# docs/archive/performance_training.md, in one command (~8 minutes of
 # CPU; more wall time when other work shares the cores):
 #
 #   bash scripts/build.sh release && bash bench/throughput/run.sh

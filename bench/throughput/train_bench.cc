@@ -1,5 +1,5 @@
 // train_bench: where the time of training goes, stage by stage, in one
-// process; docs/performance.md ("Training throughput and memory") shows its
+// process; docs/archive/performance_training.md ((b)-(e)) shows its
 // output. bench/throughput/run.sh runs it; by hand:
 //
 //   train_bench [--format=vw] [--passes=1] [--repeats=3] [--stages=...] FILE

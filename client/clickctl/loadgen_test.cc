@@ -354,7 +354,11 @@ TEST(RunLoad, OpenLoopSendsTheScheduledCount) {
   EXPECT_EQ(r.unsent, 0u);
   EXPECT_EQ(issuer.started(), 100u);
   EXPECT_GE(r.max_send_lag_us, r.final_send_lag_us);
-  EXPECT_GE(r.latency.min_us, 0);
+  // Every call is measured, from its scheduled time, and takes some time.
+  EXPECT_EQ(r.latency.count, r.requests);
+  EXPECT_GT(r.latency.min_us, 0);
+  EXPECT_LE(r.latency.min_us, r.latency.p50_us);
+  EXPECT_LE(r.latency.p50_us, r.latency.max_us);
 }
 
 TEST(RunLoad, OpenLoopWarmupIsNotMeasured) {

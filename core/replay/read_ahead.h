@@ -6,7 +6,7 @@
 // before its step), but reading the next examples need not wait for it. On
 // the synthetic click log parse + hash are ~1 us of the ~3.4 us an example
 // costs, so with a second core the learner runs alone
-// (docs/performance.md, "Reading ahead").
+// (docs/archive/performance_training.md, "Reading ahead").
 //
 // The producer hands over batches of `batch_size` examples through a ring of
 // `batches` buffers that are reused (each example's feature vector keeps its

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "core/persist/fault_injection_env.h"
@@ -70,17 +72,35 @@ TEST(ModelRegistry, HandleOutlivesDelete) {
 
 TEST(ModelRegistry, ConcurrentGetAndCreateDelete) {
   ModelRegistry registry;
+  // What the churn leaves: each create succeeds when the name is free, each
+  // delete when it is taken, in the one thread's order.
+  std::set<std::string> expected;
   std::thread churn([&] {
     for (int i = 0; i < 200; ++i) {
-      (void)registry.Create(Named("m" + std::to_string(i % 5)));
-      (void)registry.Delete("m" + std::to_string((i + 2) % 5));
+      const std::string created = "m" + std::to_string(i % 5);
+      const std::string deleted = "m" + std::to_string((i + 2) % 5);
+      EXPECT_EQ(registry.Create(Named(created)).ok(), expected.insert(created).second) << i;
+      EXPECT_EQ(registry.Delete(deleted).ok(), expected.erase(deleted) == 1) << i;
     }
   });
   for (int i = 0; i < 2000; ++i) {
-    if (auto m = registry.Get("m" + std::to_string(i % 5))) (void)m->model().Updates();
-    (void)registry.List();
+    const std::string name = "m" + std::to_string(i % 5);
+    if (auto m = registry.Get(name)) {
+      EXPECT_EQ(m->name(), name);  // never another model, never a half-made one
+      EXPECT_EQ(m->model().Updates(), 0u);
+    }
+    for (const auto& listed : registry.List()) EXPECT_NE(listed, nullptr);
   }
   churn.join();
+  // The registry ends as the churn left it.
+  std::set<std::string> listed;
+  for (const auto& m : registry.List()) listed.insert(m->name());
+  EXPECT_EQ(listed, expected);
+  EXPECT_FALSE(expected.empty());
+  for (int k = 0; k < 5; ++k) {
+    const std::string name = "m" + std::to_string(k);
+    EXPECT_EQ(registry.Get(name) != nullptr, expected.count(name) == 1) << name;
+  }
 }
 
 TEST(ServedModel, RecordsLifetimeProgressiveMetrics) {

@@ -10,8 +10,8 @@
 // not absl::flat_hash_map (the table until 2026-11-27): absl's prefetch
 // reaches the control bytes and the first slot of a 16-slot probe group,
 // and the key may sit up to 15 slots further on; in offline training half
-// of the learner's time was that miss (docs/performance.md, "Reading
-// ahead").
+// of the learner's time was that miss (docs/archive/performance_training.md,
+// "Reading ahead").
 //
 // Load: at most 4/5 of the slots hold keys; growing gives 2 slots per key
 // (load 1/2), so a table is 50-80 % full. At 4/5 a lookup of a present key

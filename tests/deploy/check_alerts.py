@@ -10,8 +10,8 @@ Fails (exit 1, one line per problem) unless:
   - `promtool test rules rules/clickd_alerts_test.yml` passes, and every alert
     is tested both firing and not firing;
   - every alert has a severity label (critical or warning), summary and
-    description annotations, and a runbook_url docs/operations.md#<anchor>
-    whose anchor is a heading of docs/operations.md;
+    description annotations, and a runbook_url docs/runbooks.md#<anchor>
+    whose anchor is a heading of docs/runbooks.md;
   - every expression names only clickd's metrics (promql_names.py) or `up`;
   - deploy/k8s/prometheusrule.yaml carries exactly the same groups;
   - mutated copies of the rules (MUTATIONS below) fail the unit tests, so the
@@ -35,7 +35,7 @@ PROM_DIR = os.path.join(ROOT, "deploy/prometheus")
 RULES = os.path.join(PROM_DIR, "rules/clickd_alerts.yml")
 RULES_TEST = os.path.join(PROM_DIR, "rules/clickd_alerts_test.yml")
 CONFIG = os.path.join(PROM_DIR, "prometheus.yml")
-RUNBOOK = os.path.join(ROOT, "docs/operations.md")
+RUNBOOK = os.path.join(ROOT, "docs/runbooks.md")
 PROMETHEUSRULE = os.path.join(ROOT, "deploy/k8s/prometheusrule.yaml")
 SEVERITIES = {"critical", "warning"}
 
@@ -118,11 +118,11 @@ def check_rules_content(groups, errors):
             if not annotations.get(key):
                 errors.append(f"{name}: no {key} annotation")
         url = annotations.get("runbook_url", "")
-        match = re.fullmatch(r"docs/operations\.md#([\w-]+)", url)
+        match = re.fullmatch(r"docs/runbooks\.md#([\w-]+)", url)
         if not match:
-            errors.append(f"{name}: runbook_url {url!r} is not docs/operations.md#anchor")
+            errors.append(f"{name}: runbook_url {url!r} is not docs/runbooks.md#anchor")
         elif match.group(1) not in anchors:
-            errors.append(f"{name}: docs/operations.md has no heading for #{match.group(1)}")
+            errors.append(f"{name}: docs/runbooks.md has no heading for #{match.group(1)}")
         for unknown in promql_names.unknown_names(rule["expr"], promql_names.SCRAPE_SERIES):
             errors.append(f"{name}: {unknown} is not a clickd metric")
     return names

@@ -3,7 +3,7 @@
 Shared by check_dashboard.py and check_alerts.py, so that the Grafana
 dashboard and the alert rules are held to the same list of names. The list
 is the exporter's contract (issue 5): change it here together with the
-exporter, the dashboard, the rules and docs/operations.md.
+exporter, the dashboard, the rules, docs/operations.md and docs/runbooks.md.
 """
 import re
 
