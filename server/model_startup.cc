@@ -34,6 +34,11 @@ absl::Status RecoverModels(ModelRegistry* registry) {
                                                  : absl::StrJoin(m.report.moved_aside, ", "))
                 << std::endl;
     }
+    if (!m.report.manifest_kept.empty()) {
+      std::cout << "clickd: model \"" << m.name
+                << "\": kept the update log's manifest as it was: " << m.report.manifest_kept
+                << std::endl;
+    }
     if (m.report.torn_tail_bytes > 0) {
       std::cout << "clickd: model \"" << m.name << "\": cut a torn update-log tail of "
                 << m.report.torn_tail_bytes << " bytes" << std::endl;

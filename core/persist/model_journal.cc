@@ -213,6 +213,7 @@ void ReportLogRecovery(const UpdateLogRecovery& recovery, RecoveryReport* report
   report->dropped_from = recovery.dropped_from;
   report->dropped_at_least_through = recovery.dropped_at_least_through;
   report->moved_aside = recovery.moved_aside;
+  report->manifest_kept = recovery.manifest_kept;
 }
 
 // Replays the records of `log` after the snapshot into *model, counting
