@@ -223,7 +223,9 @@ StepResult ServerProcess::OpenModels() {
     return StartFailure{2, message};
   }
   if (!settings_.replicated) {
-    if (absl::Status s = LoadModels(&*registry_, settings_.configured_models); !s.ok()) {
+    if (absl::Status s = LoadModels(&*registry_, settings_.configured_models, settings_.max_models,
+                                    settings_.implicit_default_model);
+        !s.ok()) {
       return Failed(2, s);
     }
   }

@@ -66,7 +66,8 @@ ABSL_FLAG(int, max_learners_per_model, 0,
           "worker (0: half the workers, at least 1)");
 ABSL_FLAG(uint64_t, max_models, 256,
           "limit on the models one process holds; CreateModel beyond it is RESOURCE_EXHAUSTED "
-          "(models restored from --data_dir always load)");
+          "(models restored from --data_dir always load; at start the embedded default model "
+          "is left out when --config's models fill it)");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long SIGTERM waits for in-flight calls");
 ABSL_FLAG(std::string, data_dir, "",
           "directory for the models' snapshots and update logs (empty: models live in memory "
@@ -126,8 +127,9 @@ ABSL_FLAG(bool, reflection, false, "serve gRPC server reflection (on every addre
 namespace clickd {
 namespace {
 
-// The models --config declares, and the embedded default model.
-absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels() {
+// The models --config declares, and the embedded default model (then
+// *implicit_default is set).
+absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels(bool* implicit_default) {
   std::vector<ModelConfig> configs;
   if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
     auto loaded = LoadServerConfig(path);
@@ -136,9 +138,8 @@ absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels() {
   }
   const bool declared_default = std::any_of(
       configs.begin(), configs.end(), [](const ModelConfig& c) { return c.name == "default"; });
-  if (absl::GetFlag(FLAGS_default_model) && !declared_default) {
-    configs.push_back(DefaultModelConfig());
-  }
+  *implicit_default = absl::GetFlag(FLAGS_default_model) && !declared_default;
+  if (*implicit_default) configs.push_back(DefaultModelConfig());
   return configs;
 }
 
@@ -367,7 +368,7 @@ absl::StatusOr<ServerSettings> ServerSettingsFromFlags() {
   auto replicated = ReplicationFromFlags();
   if (!replicated.ok()) return replicated.status();
   settings.replicated = *replicated;
-  auto configured = ConfiguredModels();
+  auto configured = ConfiguredModels(&settings.implicit_default_model);
   if (!configured.ok()) return configured.status();
   settings.configured_models = *std::move(configured);
   settings.addresses = AddressesFromFlags();

@@ -156,12 +156,12 @@ double Median(std::vector<double> values) {
 // through nsenter; the test reaches the files through /proc/PID/root.
 class SmallDisk {
  public:
-  // Mounts a `megabytes` tmpfs on a new directory; nullptr (with the
+  // Mounts a tmpfs of `size` ("16m") on a new directory; nullptr (with the
   // reason in *why) where user namespaces are not allowed.
-  static std::unique_ptr<SmallDisk> Mount(int megabytes, std::string* why) {
+  static std::unique_ptr<SmallDisk> Mount(const std::string& size, std::string* why) {
     auto disk = std::unique_ptr<SmallDisk>(new SmallDisk(NewDir("disk")));
     const std::string script =
-        absl::StrCat("mount -t tmpfs -o size=", megabytes, "m tmpfs ", disk->dir_, " && touch ",
+        absl::StrCat("mount -t tmpfs -o size=", size, " tmpfs ", disk->dir_, " && touch ",
                      disk->dir_, "/.mounted && exec sleep 600");
     testing::SpawnOptions spawn;
     spawn.stdout_path = disk->dir_ + ".out";
@@ -234,7 +234,7 @@ class SmallDisk {
 // kill -9 they lag the log, the rewrite fails and the old ones are kept.
 void RestartOnAFullDisk(bool kill_first) {
   std::string why;
-  auto disk = SmallDisk::Mount(16, &why);
+  auto disk = SmallDisk::Mount("16m", &why);
   if (disk == nullptr) GTEST_SKIP() << "no user+mount namespace here: " << why;
   ServerOptions options;
   options.binary = disk->clickd();
@@ -418,6 +418,116 @@ TEST(MetricsPort, ScrapesStayFastBeside300TricklingConnections) {
   for (double took : loaded) EXPECT_GT(took, 0) << "a scrape failed or passed 10 s";
   EXPECT_LT(Median(loaded), 100 * Median(unloaded));
   EXPECT_EQ(metrics.server->Stop().ToString(), "exit 0");
+}
+
+// Writes a --config declaring models m0..m{count-1}; returns its path.
+std::string ConfigOf(int count, const std::string& dir) {
+  std::string json = "{\"models\": [";
+  for (int i = 0; i < count; ++i)
+    absl::StrAppend(&json, i > 0 ? ", " : "", "{\"name\": \"m", i, "\"}");
+  json += "]}";
+  const std::string path = dir + "/config.json";
+  std::ofstream(path) << json;
+  return path;
+}
+
+int ModelDirs(const std::string& data_dir) {
+  const fs::path models = fs::path(data_dir) / "models";
+  if (!fs::exists(models)) return 0;
+  return static_cast<int>(std::distance(fs::directory_iterator(models), fs::directory_iterator()));
+}
+
+// N16: a config of exactly --max_models (256) models was refused as "the
+// server holds 256 models; the limit is 256" (the embedded default model
+// was the 257th) and left 256 model directories behind. Now the default
+// model makes way (with a log line); 257 declared models are refused,
+// counted right, before anything is created.
+TEST(ModelCount, AConfigOfExactlyMaxModelsStartsAndOneMoreLeavesNothing) {
+  const std::string dir = NewDir("count");
+  ServerOptions options;
+  options.flags = {"--config=" + ConfigOf(256, dir), "--data_dir=" + dir + "/data",
+                   "--snapshot_interval=0"};
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Connect(**server);
+  auto models = client->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  EXPECT_EQ(models->size(), 256u);
+  EXPECT_TRUE(absl::StrContains((*server)->Output(), "the default model is left out"))
+      << (*server)->Output();
+  client.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+
+  const std::string fresh = NewDir("count257");
+  const testing::RunResult refused =
+      testing::RunClickd({"--config=" + ConfigOf(257, fresh), "--data_dir=" + fresh + "/data"});
+  EXPECT_EQ(refused.status.ToString(), "exit 2") << refused.output;
+  EXPECT_TRUE(absl::StrContains(refused.output,
+                                "--config declares 257 model(s) that --data_dir does not hold: "
+                                "that makes 257 models; the limit is 256 (--max_models)"))
+      << refused.output;
+  EXPECT_EQ(ModelDirs(fresh + "/data"), 0);
+}
+
+// N16: a create that fails on disk at startup (a 256 KB disk fills after
+// a few of 50 configured models) takes back the ones created before it:
+// the failed start leaves no model directories behind.
+TEST(ModelCount, AFailedStartRemovesTheModelsItCreated) {
+  std::string why;
+  auto disk = SmallDisk::Mount("256k", &why);
+  if (disk == nullptr) GTEST_SKIP() << "no user+mount namespace here: " << why;
+  const std::string dir = NewDir("failed_start");
+  ServerOptions options;
+  options.binary = disk->clickd();
+  options.flags = {"--config=" + ConfigOf(50, dir), "--data_dir=" + disk->dir() + "/data"};
+  options.ready_timeout = std::chrono::seconds(20);
+  auto server = ServerProcess::Start(options);
+  ASSERT_FALSE(server.ok()) << "50 models fit in 256 KB";
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "No space left on device"))
+      << server.status();
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "(exit 2)")) << server.status();
+  EXPECT_EQ(ModelDirs(disk->Outside("/data")), 0);
+}
+
+// N16: --max_models lowered below what --data_dir holds failed the start
+// (creating the default model was refused). Now every stored model is
+// served, the start says so, and only CreateModel is refused.
+TEST(ModelCount, MaxModelsBelowTheStoredCountServesThemAndRefusesCreates) {
+  const std::string dir = NewDir("stored");
+  ServerOptions options;
+  options.flags = {"--data_dir=" + dir + "/data", "--snapshot_interval=0", "--default_model=false"};
+  {
+    auto server = ServerProcess::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto client = Connect(**server);
+    for (const std::string name : {"a", "b", "c"}) {
+      v1::ModelConfig config;
+      config.set_name(name);
+      ASSERT_TRUE(client->CreateModel(config).ok());
+    }
+    client.reset();
+    EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+  }
+  options.flags = {"--data_dir=" + dir + "/data", "--snapshot_interval=0", "--max_models=2"};
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string output = (*server)->Output();
+  EXPECT_TRUE(absl::StrContains(output,
+                                "--data_dir holds 3 models, more than --max_models=2: every one is "
+                                "served; CreateModel is refused until fewer than 2 remain"))
+      << output;
+  EXPECT_TRUE(absl::StrContains(output, "the default model is left out")) << output;
+  auto client = Connect(**server);
+  auto models = client->ListModels();
+  ASSERT_TRUE(models.ok()) << models.status();
+  EXPECT_EQ(models->size(), 3u);
+  EXPECT_TRUE(client->Predict(OneAd("c")).ok());
+  v1::ModelConfig config;
+  config.set_name("d");
+  auto refused = client->CreateModel(config);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  client.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
 }
 
 }  // namespace
