@@ -6,6 +6,7 @@
 // the machine is (the scrape test compares two scrapes by ratio).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grpcpp/client_context.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -528,6 +529,62 @@ TEST(ModelCount, MaxModelsBelowTheStoredCountServesThemAndRefusesCreates) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
   client.reset();
   EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+}
+
+grpc::StatusCode ListModelsWith(const ServerProcess& server, const std::string& authorization) {
+  auto stub = server.NewStub();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  context.AddMetadata("authorization", authorization);
+  v1::ListModelsRequest request;
+  v1::ListModelsResponse response;
+  return stub->ListModels(&context, request, &response).error_code();
+}
+
+// N17: the authorization scheme is case-insensitive (RFC 9110): `BEARER`
+// was refused as "not `Bearer TOKEN`".
+TEST(Tokens, TheBearerSchemeIsCaseInsensitive) {
+  const std::string dir = NewDir("bearer");
+  const std::string token = "0123456789abcdef0123";
+  std::ofstream(dir + "/tokens") << "admin " << token << "\n";
+  ServerOptions options;
+  options.flags = {"--auth_tokens_file=" + dir + "/tokens"};
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (const std::string scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+    EXPECT_EQ(ListModelsWith(**server, scheme + " " + token), grpc::StatusCode::OK) << scheme;
+  }
+  EXPECT_EQ(ListModelsWith(**server, "Basic " + token), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(ListModelsWith(**server, "Bearer" + token), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(ListModelsWith(**server, "BEARER wrong-token-0123456789"),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+}
+
+// N17: a token with a byte no HTTP/2 client can send in a header (a control
+// character, UTF-8) could never be presented; it was accepted silently. Now
+// the tokens file is refused naming the line, and not the token.
+TEST(Tokens, UnsendableTokensAreRefusedNamingTheLine) {
+  const std::string dir = NewDir("unsendable");
+  struct Case {
+    std::string token;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {std::string("abcd\x01") + "efghijklmnopq", "character 5 is byte 0x01"},
+      {"caf\xc3\xa9-0123456789abcdef", "character 4 is byte 0xc3"},
+      {std::string("abcdefghij\x7f") + "klmnopq", "character 11 is byte 0x7f"},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(dir + "/tokens") << "predict 0123456789abcdef0123\nlearn " << c.token << "\n";
+    const testing::RunResult run =
+        testing::RunClickd({"--auth_tokens_file=" + dir + "/tokens"}, std::chrono::seconds(10));
+    EXPECT_EQ(run.status.ToString(), "exit 2") << run.output;
+    EXPECT_TRUE(absl::StrContains(
+        run.output, "line 2: the token's " + c.message + ", which no HTTP/2 client can send"))
+        << run.output;
+    EXPECT_FALSE(absl::StrContains(run.output, c.token)) << "the token was echoed";
+  }
 }
 
 }  // namespace
