@@ -24,6 +24,9 @@ ABSL_FLAG(uint64_t, max_candidates, 1000, "limit on candidates per Predict");
 ABSL_FLAG(uint64_t, max_features_per_example, 4096, "limit on features per example");
 ABSL_FLAG(uint64_t, max_examples_per_update, 10000, "limit on examples per Update message");
 ABSL_FLAG(uint64_t, max_feedback_items, 10000, "limit on items per Feedback request");
+ABSL_FLAG(int, max_event_time_skew_seconds, 300,
+          "how far ahead of the server's clock a FeedbackItem.event_time_unix_micros may be "
+          "(INVALID_ARGUMENT beyond it; a click cannot happen in the future, only clocks differ)");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "limit on a request's size");
 ABSL_FLAG(uint64_t, max_features_after_interactions, 65536,
           "limit on the features one example yields after the model's interactions, dense "
@@ -248,6 +251,7 @@ absl::Status CheckServingFlags() {
       {"handshake_timeout_seconds", absl::GetFlag(FLAGS_handshake_timeout_seconds), 1, 300},
       {"max_connection_idle_seconds", absl::GetFlag(FLAGS_max_connection_idle_seconds), 1, 86'400},
       {"stream_idle_timeout_seconds", absl::GetFlag(FLAGS_stream_idle_timeout_seconds), 1, 86'400},
+      {"max_event_time_skew_seconds", absl::GetFlag(FLAGS_max_event_time_skew_seconds), 0, 86'400},
   };
   for (const auto& r : signed_ranges) {
     if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
@@ -279,6 +283,7 @@ Limits LimitsFromFlags() {
   limits.max_features_per_example = absl::GetFlag(FLAGS_max_features_per_example);
   limits.max_examples_per_update = absl::GetFlag(FLAGS_max_examples_per_update);
   limits.max_feedback_items = absl::GetFlag(FLAGS_max_feedback_items);
+  limits.max_event_time_skew_seconds = absl::GetFlag(FLAGS_max_event_time_skew_seconds);
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_features_after_interactions = absl::GetFlag(FLAGS_max_features_after_interactions);
   limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);

@@ -587,5 +587,101 @@ TEST(Tokens, UnsendableTokensAreRefusedNamingTheLine) {
   }
 }
 
+// N17: --metrics_address=0.0.0.0 puts an unauthenticated port on every
+// interface; it was served without a word. Now the start warns.
+TEST(StartupWarnings, AWildcardMetricsAddressIsWarnedAbout) {
+  auto port = testing::FindFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  ServerOptions options;
+  options.flags = {"--metrics_address=0.0.0.0", absl::StrCat("--metrics_port=", *port)};
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_TRUE(absl::StrContains((*server)->Output(),
+                                "clickd: warning: --metrics_address=0.0.0.0 serves /metrics and "
+                                "the status page without credentials on every interface"))
+      << (*server)->Output();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+
+  MetricsServer loopback = StartWithMetrics();  // 127.0.0.1, the default
+  ASSERT_NE(loopback.server, nullptr);
+  EXPECT_FALSE(absl::StrContains(loopback.server->Output(), "warning: --metrics_address"));
+  EXPECT_EQ(loopback.server->Stop().ToString(), "exit 0");
+}
+
+// N17: admission.counters (or generation_sightings) without min_count was
+// accepted and ignored; now it is refused naming the field.
+TEST(ConfigChecks, AdmissionCountersWithoutMinCountAreRefused) {
+  ServerOptions options;
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Connect(**server);
+  v1::ModelConfig config;
+  config.set_name("bloomless");
+  config.mutable_admission()->set_counters(1024);
+  auto refused = client->CreateModel(config);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "config.admission.counters is set without min_count"))
+      << refused.status();
+  config.mutable_admission()->set_counters(0);
+  config.mutable_admission()->set_generation_sightings(1000);
+  refused = client->CreateModel(config);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "config.admission.generation_sightings is set without min_count"))
+      << refused.status();
+  EXPECT_EQ(client->GetModel("bloomless").status().code(), absl::StatusCode::kNotFound);
+  config.mutable_admission()->set_min_count(2);
+  EXPECT_TRUE(client->CreateModel(config).ok());
+  client.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+}
+
+// N17: a click's event time in the far future was accepted (and counted
+// in the label delay histogram); now anything more than
+// --max_event_time_skew_seconds ahead of the server's clock is refused.
+TEST(ConfigChecks, FarFutureEventTimesAreRefused) {
+  ServerOptions options;
+  options.flags = {"--max_event_time_skew_seconds=120"};
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Connect(**server);
+  v1::ModelConfig config;
+  config.set_name("clicks");
+  config.mutable_feedback()->set_ttl_seconds(60);
+  ASSERT_TRUE(client->CreateModel(config).ok());
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  auto feedback = [&](int64_t event_time_us) {
+    v1::FeedbackRequest request;
+    request.set_model("clicks");
+    auto* item = request.add_items();
+    item->set_impression_id(12345);
+    item->set_label(1);
+    item->set_event_time_unix_micros(event_time_us);
+    return client->Feedback(request);
+  };
+  auto refused = feedback(4'102'444'800'000'000);  // 2100-01-01
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "items[0].event_time_unix_micros is 4102444800000000, "))
+      << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "s after the server's clock; the limit is 120 s ahead "
+                                "(--max_event_time_skew_seconds)"))
+      << refused.status();
+  EXPECT_EQ(feedback(now_us + 600'000'000).status().code(), absl::StatusCode::kInvalidArgument);
+  // Within the skew, and in the past: served (the id is unknown, nothing joins).
+  EXPECT_TRUE(feedback(now_us + 60'000'000).ok());
+  EXPECT_TRUE(feedback(now_us - 3'600'000'000).ok());
+  client.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+
+  const testing::RunResult out_of_range = testing::RunClickd({"--max_event_time_skew_seconds=-1"});
+  EXPECT_EQ(out_of_range.status.ToString(), "exit 2") << out_of_range.output;
+  EXPECT_TRUE(absl::StrContains(out_of_range.output, "max_event_time_skew_seconds"))
+      << out_of_range.output;
+}
+
 }  // namespace
 }  // namespace clickd
