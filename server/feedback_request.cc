@@ -34,6 +34,14 @@ absl::StatusOr<std::vector<FeedbackItem>> ValidateFeedbackRequest(
                                                      in.event_time_unix_micros(),
                                                      "; must be >= 0 (0: now)"));
     }
+    const int64_t skew_us = int64_t{limits.max_event_time_skew_seconds} * 1'000'000;
+    if (in.event_time_unix_micros() > now_us && in.event_time_unix_micros() - now_us > skew_us) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".event_time_unix_micros is ", in.event_time_unix_micros(), ", ",
+          (in.event_time_unix_micros() - now_us) / 1'000'000,
+          " s after the server's clock; the limit is ", limits.max_event_time_skew_seconds,
+          " s ahead (--max_event_time_skew_seconds)"));
+    }
     items[i].impression_id = in.impression_id();
     items[i].label = in.label() == 1.0f ? 1.0f : 0.0f;
     items[i].importance = importance;

@@ -4,7 +4,8 @@
 //   1. the request has 1..Limits::max_feedback_items items
 //      (RESOURCE_EXHAUSTED above it);
 //   2. every label is logistic (0/1 or -1/+1), every importance finite and
-//      in [0, kMaxImportance], every event time >= 0 (INVALID_ARGUMENT
+//      in [0, kMaxImportance], every event time >= 0 and at most
+//      Limits::max_event_time_skew_seconds after `now_us` (INVALID_ARGUMENT
 //      naming items[i] and the field).
 // An event time of 0 becomes `now_us`. Pure function.
 #ifndef CLICKD_SERVER_FEEDBACK_REQUEST_H_

@@ -44,7 +44,9 @@ struct Limits : ExampleLimits {
   size_t max_idempotency_key_bytes = 128;
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
   size_t max_feedback_items = 10000;       // per Feedback request
-  uint32_t max_explain_top_k = 100;        // PredictRequest.explain_top_k
+  // How far past the server's clock a feedback item's event time may be.
+  int max_event_time_skew_seconds = 300;
+  uint32_t max_explain_top_k = 100;  // PredictRequest.explain_top_k
   int max_message_bytes = 16 << 20;
   // Streaming calls open at once, server-wide (server/stream_limit.h): each
   // holds at most one message of max_message_bytes.

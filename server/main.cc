@@ -223,7 +223,9 @@ StepResult ServerProcess::OpenModels() {
     return StartFailure{2, message};
   }
   if (!settings_.replicated) {
-    if (absl::Status s = LoadModels(&*registry_, settings_.configured_models); !s.ok()) {
+    if (absl::Status s = LoadModels(&*registry_, settings_.configured_models, settings_.max_models,
+                                    settings_.implicit_default_model);
+        !s.ok()) {
       return Failed(2, s);
     }
   }
@@ -255,6 +257,16 @@ StepResult ServerProcess::StartMetrics() {
   exporter_ = *std::move(exporter);
   std::cout << "clickd: metrics on http://" << at.metrics_address << ":" << exporter_->port()
             << "/metrics" << std::endl;
+  if (at.metrics_address == "0.0.0.0" || at.metrics_address == "::" ||
+      at.metrics_address == "[::]") {
+    // The port has no credentials (docs/security.md): on every interface,
+    // only a network policy keeps strangers off it.
+    std::cerr << "clickd: warning: --metrics_address=" << at.metrics_address
+              << " serves /metrics and the status page without credentials on every interface "
+                 "(model names and configs); keep the port private (a NetworkPolicy admitting "
+                 "only Prometheus, docs/security.md) or listen on a private address"
+              << std::endl;
+  }
   status_page_->StartSampling();
   return std::nullopt;
 }

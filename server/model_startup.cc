@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -34,6 +35,11 @@ absl::Status RecoverModels(ModelRegistry* registry) {
                                                  : absl::StrJoin(m.report.moved_aside, ", "))
                 << std::endl;
     }
+    if (!m.report.manifest_kept.empty()) {
+      std::cout << "clickd: model \"" << m.name
+                << "\": kept the update log's manifest as it was: " << m.report.manifest_kept
+                << std::endl;
+    }
     if (m.report.torn_tail_bytes > 0) {
       std::cout << "clickd: model \"" << m.name << "\": cut a torn update-log tail of "
                 << m.report.torn_tail_bytes << " bytes" << std::endl;
@@ -48,7 +54,9 @@ absl::Status RecoverModels(ModelRegistry* registry) {
   return absl::OkStatus();
 }
 
-absl::Status LoadModels(ModelRegistry* registry, const std::vector<ModelConfig>& configs) {
+absl::Status LoadModels(ModelRegistry* registry, const std::vector<ModelConfig>& configs,
+                        uint64_t max_models, bool implicit_default) {
+  std::vector<const ModelConfig*> missing;
   for (const ModelConfig& config : configs) {
     if (registry->Get(config.name) != nullptr) {
       // The data directory's model, with what it learned, wins over a fresh one.
@@ -56,7 +64,38 @@ absl::Status LoadModels(ModelRegistry* registry, const std::vector<ModelConfig>&
                 << "\" restored from --data_dir; its config there is kept" << std::endl;
       continue;
     }
-    if (auto created = registry->Create(config); !created.ok()) return created.status();
+    missing.push_back(&config);
+  }
+  const size_t restored = registry->size();
+  if (restored > max_models) {
+    std::cout << "clickd: --data_dir holds " << restored
+              << " models, more than --max_models=" << max_models
+              << ": every one is served; CreateModel is refused until fewer than " << max_models
+              << " remain" << std::endl;
+  }
+  if (implicit_default && !missing.empty() && missing.back()->name == "default" &&
+      restored + missing.size() > max_models) {
+    std::cout << "clickd: the default model is left out: with " << restored << " restored and "
+              << missing.size() - 1 << " more from --config there is no room for it under "
+              << "--max_models=" << max_models << std::endl;
+    missing.pop_back();
+  }
+  if (!missing.empty() && restored + missing.size() > max_models) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--config declares ", missing.size(), " model(s) that --data_dir does not hold",
+        restored == 0 ? std::string() : absl::StrCat(", beside ", restored, " restored"),
+        ": that makes ", restored + missing.size(), " models; the limit is ", max_models,
+        " (--max_models); nothing was created"));
+  }
+  std::vector<std::string> created;
+  for (const ModelConfig* config : missing) {
+    auto model = registry->Create(*config);
+    if (!model.ok()) {
+      // Undo this start's creates: their directories would outlive it.
+      for (const std::string& name : created) (void)registry->Delete(name);
+      return model.status();
+    }
+    created.push_back(config->name);
   }
   return absl::OkStatus();
 }

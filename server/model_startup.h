@@ -18,8 +18,16 @@ namespace clickd {
 absl::Status RecoverModels(ModelRegistry* registry);
 
 // Creates each configured model the data directory did not restore (a
-// restored model, with what it learned, wins over a fresh one).
-absl::Status LoadModels(ModelRegistry* registry, const std::vector<ModelConfig>& configs);
+// restored model, with what it learned, wins over a fresh one), within
+// `max_models` with the restored ones: when they do not fit, the implicit
+// default model (`implicit_default`: configs' last, not declared by
+// --config) is left out, and if they still do not fit, nothing is created
+// (InvalidArgument naming the counts and --max_models). Restored models
+// above `max_models` are all served, with a log line: only creates are
+// refused. A create that fails removes the models created before it, so
+// that a failed start leaves no directories behind.
+absl::Status LoadModels(ModelRegistry* registry, const std::vector<ModelConfig>& configs,
+                        uint64_t max_models, bool implicit_default);
 
 // Logs a snapshot attempt: the sequence, size and time, or the error.
 void LogSnapshot(const ServedModel& model, const absl::StatusOr<SnapshotReport>& result);

@@ -24,6 +24,9 @@ ABSL_FLAG(uint64_t, max_candidates, 1000, "limit on candidates per Predict");
 ABSL_FLAG(uint64_t, max_features_per_example, 4096, "limit on features per example");
 ABSL_FLAG(uint64_t, max_examples_per_update, 10000, "limit on examples per Update message");
 ABSL_FLAG(uint64_t, max_feedback_items, 10000, "limit on items per Feedback request");
+ABSL_FLAG(int, max_event_time_skew_seconds, 300,
+          "how far ahead of the server's clock a FeedbackItem.event_time_unix_micros may be "
+          "(INVALID_ARGUMENT beyond it; a click cannot happen in the future, only clocks differ)");
 ABSL_FLAG(int, max_message_bytes, 16 << 20, "limit on a request's size");
 ABSL_FLAG(uint64_t, max_features_after_interactions, 65536,
           "limit on the features one example yields after the model's interactions, dense "
@@ -66,7 +69,8 @@ ABSL_FLAG(int, max_learners_per_model, 0,
           "worker (0: half the workers, at least 1)");
 ABSL_FLAG(uint64_t, max_models, 256,
           "limit on the models one process holds; CreateModel beyond it is RESOURCE_EXHAUSTED "
-          "(models restored from --data_dir always load)");
+          "(models restored from --data_dir always load; at start the embedded default model "
+          "is left out when --config's models fill it)");
 ABSL_FLAG(int, shutdown_grace_seconds, 10, "how long SIGTERM waits for in-flight calls");
 ABSL_FLAG(std::string, data_dir, "",
           "directory for the models' snapshots and update logs (empty: models live in memory "
@@ -126,8 +130,9 @@ ABSL_FLAG(bool, reflection, false, "serve gRPC server reflection (on every addre
 namespace clickd {
 namespace {
 
-// The models --config declares, and the embedded default model.
-absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels() {
+// The models --config declares, and the embedded default model (then
+// *implicit_default is set).
+absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels(bool* implicit_default) {
   std::vector<ModelConfig> configs;
   if (const std::string path = absl::GetFlag(FLAGS_config); !path.empty()) {
     auto loaded = LoadServerConfig(path);
@@ -136,9 +141,8 @@ absl::StatusOr<std::vector<ModelConfig>> ConfiguredModels() {
   }
   const bool declared_default = std::any_of(
       configs.begin(), configs.end(), [](const ModelConfig& c) { return c.name == "default"; });
-  if (absl::GetFlag(FLAGS_default_model) && !declared_default) {
-    configs.push_back(DefaultModelConfig());
-  }
+  *implicit_default = absl::GetFlag(FLAGS_default_model) && !declared_default;
+  if (*implicit_default) configs.push_back(DefaultModelConfig());
   return configs;
 }
 
@@ -247,6 +251,7 @@ absl::Status CheckServingFlags() {
       {"handshake_timeout_seconds", absl::GetFlag(FLAGS_handshake_timeout_seconds), 1, 300},
       {"max_connection_idle_seconds", absl::GetFlag(FLAGS_max_connection_idle_seconds), 1, 86'400},
       {"stream_idle_timeout_seconds", absl::GetFlag(FLAGS_stream_idle_timeout_seconds), 1, 86'400},
+      {"max_event_time_skew_seconds", absl::GetFlag(FLAGS_max_event_time_skew_seconds), 0, 86'400},
   };
   for (const auto& r : signed_ranges) {
     if (absl::Status s = CheckFlagRange(r.name, r.value, r.lo, r.hi); !s.ok()) return s;
@@ -278,6 +283,7 @@ Limits LimitsFromFlags() {
   limits.max_features_per_example = absl::GetFlag(FLAGS_max_features_per_example);
   limits.max_examples_per_update = absl::GetFlag(FLAGS_max_examples_per_update);
   limits.max_feedback_items = absl::GetFlag(FLAGS_max_feedback_items);
+  limits.max_event_time_skew_seconds = absl::GetFlag(FLAGS_max_event_time_skew_seconds);
   limits.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   limits.max_features_after_interactions = absl::GetFlag(FLAGS_max_features_after_interactions);
   limits.max_features_per_request = absl::GetFlag(FLAGS_max_features_per_request);
@@ -364,7 +370,7 @@ absl::StatusOr<ServerSettings> ServerSettingsFromFlags() {
   auto replicated = ReplicationFromFlags();
   if (!replicated.ok()) return replicated.status();
   settings.replicated = *replicated;
-  auto configured = ConfiguredModels();
+  auto configured = ConfiguredModels(&settings.implicit_default_model);
   if (!configured.ok()) return configured.status();
   settings.configured_models = *std::move(configured);
   settings.addresses = AddressesFromFlags();

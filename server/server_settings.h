@@ -61,6 +61,9 @@ struct ServerSettings {
   bool replicated = false;
   // The models --config declares, and the embedded default model.
   std::vector<ModelConfig> configured_models;
+  // The embedded default model is in configured_models without --config
+  // declaring it (--default_model): left out when there is no room for it.
+  bool implicit_default_model = false;
 };
 
 // Reads and checks every flag; InvalidArgument (or the error of a file the

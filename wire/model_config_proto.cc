@@ -138,6 +138,13 @@ absl::Status ReadAdmission(const v1::Admission& p, absl::string_view field, Admi
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": probability and min_count are two policies; set one"));
   }
+  // The filter's sizes without the filter would be silently ignored.
+  if (p.min_count() == 0 && (p.counters() != 0 || p.generation_sightings() != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".", p.counters() != 0 ? "counters" : "generation_sightings",
+        " is set without min_count: they size the Bloom filter of min_count admission; set "
+        "min_count in [1, 255] too, or leave them unset"));
+  }
   if (poisson) {
     out->policy = AdmissionOptions::Policy::kPoisson;
     out->probability = p.probability();

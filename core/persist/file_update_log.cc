@@ -304,13 +304,25 @@ absl::StatusOr<std::unique_ptr<FileUpdateLog>> FileUpdateLog::Open(Env* env, con
                                 how.snapshot_sequence.value_or(0),
                                 high_is_copy ? copy_name : std::string(kManifestName));
   }
-  if (!damage.status.ok()) {
+  const bool salvaged = !damage.status.ok();
+  if (salvaged) {
     if (!how.salvage_damaged) return damage.status;
     if (absl::Status s = log->Salvage(firsts, damage, &found); !s.ok()) return s;
   } else {
     log->last_sequence_ = log->segments_.empty() ? 0 : log->segments_.back().last_sequence;
   }
-  if (absl::Status s = log->Resume(found.torn_tail_bytes > 0); !s.ok()) return s;
+  // What both manifests say, if they agree: Resume need not write them again.
+  std::optional<std::pair<uint64_t, uint64_t>> published;
+  if (manifest.ok() && manifest->has_value() && copy.ok() && copy->has_value() &&
+      (*manifest)->newest_segment == (*copy)->newest_segment &&
+      (*manifest)->high_water == (*copy)->high_water) {
+    published = std::make_pair((*manifest)->newest_segment, (*manifest)->high_water);
+  }
+  if (absl::Status s =
+          log->Resume(found.torn_tail_bytes > 0, published, /*keep_on_failure=*/!salvaged, &found);
+      !s.ok()) {
+    return s;
+  }
   for (const Segment& segment : log->segments_) {
     if (!segment.damaged) found.records += segment.last_sequence + 1 - segment.first_sequence;
   }
@@ -343,7 +355,9 @@ FileUpdateLog::Damage FileUpdateLog::CheckManifest(const std::vector<uint64_t>& 
   return {};
 }
 
-absl::Status FileUpdateLog::Resume(bool cut_torn_tail) {
+absl::Status FileUpdateLog::Resume(bool cut_torn_tail,
+                                   std::optional<std::pair<uint64_t, uint64_t>> published,
+                                   bool keep_on_failure, UpdateLogRecovery* found) {
   if (segments_.empty()) {
     if (absl::Status s = StartSegment(last_sequence_ + 1); !s.ok()) return s;
   } else {
@@ -358,8 +372,16 @@ absl::Status FileUpdateLog::Resume(bool cut_torn_tail) {
     active_ = *std::move(file);
     // What survived is on disk from now on: the high-water mark may say so.
     if (absl::Status s = active_->Sync(); !s.ok()) return s;
-    if (absl::Status s = PublishManifest(newest.first_sequence, last_sequence_); !s.ok()) {
-      return s;
+    if (published != std::make_pair(newest.first_sequence, last_sequence_)) {
+      if (absl::Status s = PublishManifest(newest.first_sequence, last_sequence_); !s.ok()) {
+        // The manifest on disk names no record beyond what the scan found,
+        // so it stays true: only a later loss of the newest records is
+        // detected less well until the next publish.
+        if (!keep_on_failure) return s;
+        found->manifest_kept = std::string(s.message());
+        synced_sequence_ = last_sequence_;
+        return absl::OkStatus();  // unclaimed: the first sync publishes again
+      }
     }
     claimed_segment_ = newest.first_sequence;
   }

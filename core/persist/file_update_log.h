@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -120,8 +121,14 @@ class FileUpdateLog final : public UpdateLog {
                        uint64_t high_water, uint64_t snapshot_sequence,
                        const std::string& manifest_name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens the newest segment for appending (cutting a torn tail off first)
-  // or starts one after last_sequence_, and publishes MANIFEST.
-  absl::Status Resume(bool cut_torn_tail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // or starts one after last_sequence_, and publishes MANIFEST unless both
+  // copies already say `published` (newest segment, high-water mark). When
+  // `keep_on_failure` (nothing was salvaged, so the manifest on disk is
+  // still true) a failed publish is noted in *found instead of failing
+  // Open: a full disk leaves the model readable.
+  absl::Status Resume(bool cut_torn_tail, std::optional<std::pair<uint64_t, uint64_t>> published,
+                      bool keep_on_failure, UpdateLogRecovery* found)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the damaged segment and every later one aside, keeping the whole
   // records before the damage.
   absl::Status Salvage(const std::vector<uint64_t>& firsts, const Damage& damage,

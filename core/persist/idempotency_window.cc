@@ -26,6 +26,10 @@ std::string PartitionName(std::string_view topic, int32_t partition) {
 
 }  // namespace
 
+std::string IdempotencyWindow::FeedbackKey(std::string_view key) {
+  return absl::StrCat("\x1e", absl::string_view(key.data(), key.size()));
+}
+
 std::string IdempotencyWindow::PositionKey(std::string_view topic, int32_t partition,
                                            int64_t next_offset) {
   return absl::StrCat(kPositionPrefix, PartitionName(topic, partition), absl::string_view(&kSep, 1),

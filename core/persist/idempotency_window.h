@@ -63,6 +63,13 @@ class IdempotencyWindow {
   // Keys held plus source positions.
   size_t size() const;
 
+  // The window's key for a Feedback's idempotency key `key`: Feedback keys
+  // have a space of their own (a first byte, 0x1e, that no RPC's key can
+  // hold), so that a Feedback reusing an Update's key is not taken for a
+  // duplicate of it (issue 33, N15). The update log keeps the key as sent;
+  // its record's kind says which space it belongs to.
+  static std::string FeedbackKey(std::string_view key);
+
   // The key that records `next_offset` as the position of `topic`'s
   // `partition` when inserted.
   static std::string PositionKey(std::string_view topic, int32_t partition, int64_t next_offset);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/persist/batch_codec.h"
+#include "core/persist/idempotency_window.h"
 
 namespace clickd {
 
@@ -20,7 +21,11 @@ absl::StatusOr<AppliedRecord> ApplyLoggedRecord(std::string_view record, Model& 
   if (ClassifyPayload(record) == PayloadKind::kKeyed) {
     auto keyed = DecodeKeyed(record);
     if (!keyed.ok()) return keyed.status();
-    if (window != nullptr) window->Insert(keyed->key, keyed->time_us);
+    if (window != nullptr) {
+      const bool feedback = ClassifyPayload(keyed->inner) == PayloadKind::kFeedback;
+      window->Insert(feedback ? IdempotencyWindow::FeedbackKey(keyed->key) : keyed->key,
+                     keyed->time_us);
+    }
     return ApplyLoggedRecord(keyed->inner, model, loop, nullptr);
   }
   AppliedRecord applied;

@@ -136,19 +136,28 @@ absl::StatusOr<std::unique_ptr<ModelJournal>> ModelJournal::Create(const std::st
   if (absl::Status s = Destroy(env, dir); !s.ok()) return s;
   if (absl::Status s = env->CreateDirs(dir); !s.ok()) return s;
   auto log = OpenLog(dir, options, nullptr, {});
-  if (!log.ok()) return log.status();
-  // Records there would be replayed into the new model. (Destroy has just
-  // removed a file log; an opener keeping records elsewhere must not hand
-  // back an earlier model's.)
-  const uint64_t first = (*log)->first_sequence(), last = (*log)->last_sequence();
-  if (first != 1 || last != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        dir, ": a new model needs an empty update log that starts at record 1, not one ",
-        last < first ? absl::StrCat("that continues after record ", last)
-                     : absl::StrCat("holding records ", first, "..", last)));
+  absl::Status status = log.status();
+  if (status.ok()) {
+    // Records there would be replayed into the new model. (Destroy has just
+    // removed a file log; an opener keeping records elsewhere must not hand
+    // back an earlier model's.)
+    const uint64_t first = (*log)->first_sequence(), last = (*log)->last_sequence();
+    if (first != 1 || last != 0) {
+      status = absl::FailedPreconditionError(absl::StrCat(
+          dir, ": a new model needs an empty update log that starts at record 1, not one ",
+          last < first ? absl::StrCat("that continues after record ", last)
+                       : absl::StrCat("holding records ", first, "..", last)));
+    }
   }
   // MODEL last: a directory without it is an unfinished create.
-  if (absl::Status s = WriteModelFile(env, dir, config); !s.ok()) return s;
+  if (status.ok()) status = WriteModelFile(env, dir, config);
+  if (!status.ok()) {
+    // An unfinished create leaves no directory behind (a full disk; a
+    // start that fails then removes the models it made: issue 33, N16).
+    if (log.ok()) log->reset();
+    (void)Destroy(env, dir);
+    return status;
+  }
   return std::unique_ptr<ModelJournal>(new ModelJournal(dir, options, *std::move(log), 0));
 }
 
@@ -213,6 +222,7 @@ void ReportLogRecovery(const UpdateLogRecovery& recovery, RecoveryReport* report
   report->dropped_from = recovery.dropped_from;
   report->dropped_at_least_through = recovery.dropped_at_least_through;
   report->moved_aside = recovery.moved_aside;
+  report->manifest_kept = recovery.manifest_kept;
 }
 
 // Replays the records of `log` after the snapshot into *model, counting

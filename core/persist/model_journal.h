@@ -72,6 +72,8 @@ struct RecoveryReport {
   uint64_t dropped_from = 0;
   uint64_t dropped_at_least_through = 0;
   std::vector<std::string> moved_aside;
+  // Why the update log's manifest was left as it was ("" if not).
+  std::string manifest_kept;
   // The log was empty behind the snapshot and starts over after it.
   bool log_restarted = false;
   // When the loaded snapshot was written (Unix seconds; 0 without one).

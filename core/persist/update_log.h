@@ -91,6 +91,10 @@ struct UpdateLogRecovery {
   uint64_t dropped_from = 0;
   uint64_t dropped_at_least_through = 0;
   std::vector<std::string> moved_aside;
+  // Why the manifest could not be brought up to date at Open ("" if it
+  // was, or already was): the one on disk stays, still true, so the log
+  // opens anyway (issue 33, N6: a full disk must not stop every model).
+  std::string manifest_kept;
 };
 
 class UpdateLog {

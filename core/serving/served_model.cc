@@ -249,12 +249,12 @@ absl::Status Duplicate() { return absl::AlreadyExistsError("idempotency key seen
 
 }  // namespace
 
-absl::Status ServedModel::CommitKeyed(std::string_view key, int64_t now,
-                                      absl::FunctionRef<std::string()> encode,
+absl::Status ServedModel::CommitKeyed(std::string_view key, std::string_view window_key,
+                                      int64_t now, absl::FunctionRef<std::string()> encode,
                                       absl::FunctionRef<void()> apply, bool* duplicate) {
   *duplicate = false;
   auto prepare = [&]() -> absl::StatusOr<std::string> {
-    if (!key.empty() && idempotency_->Contains(key, now)) {
+    if (!key.empty() && idempotency_->Contains(window_key, now)) {
       *duplicate = true;
       return Duplicate();
     }
@@ -265,7 +265,7 @@ absl::Status ServedModel::CommitKeyed(std::string_view key, int64_t now,
     return keyed;
   };
   auto keyed_apply = [&] {
-    if (!key.empty()) idempotency_->Insert(key, now);
+    if (!key.empty()) idempotency_->Insert(window_key, now);
     apply();
   };
   absl::Status committed;
@@ -294,12 +294,13 @@ absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
     return record;
   };
   auto apply = [&] { applied = feedback_->ApplyFeedback(*model_, now, items); };
+  const std::string window_key = IdempotencyWindow::FeedbackKey(idempotency_key);
   absl::Status committed;
   if (journal_ != nullptr) {
-    committed = CommitKeyed(idempotency_key, now, encode, apply, duplicate);
+    committed = CommitKeyed(idempotency_key, window_key, now, encode, apply, duplicate);
   } else {
     MutexLock lock(&feedback_mu_);
-    committed = CommitKeyed(idempotency_key, now, encode, apply, duplicate);
+    committed = CommitKeyed(idempotency_key, window_key, now, encode, apply, duplicate);
   }
   if (!committed.ok()) return committed;
   if (*duplicate) return std::vector<JoinOutcome>();
@@ -323,7 +324,9 @@ absl::StatusOr<ServedModel::KeyedLearn> ServedModel::Learn(absl::Span<const Trai
     return record;
   };
   auto apply = [&] { out.scored = LearnBatch(*model_, batch); };
-  if (absl::Status s = CommitKeyed(idempotency_key, now, encode, apply, &out.duplicate); !s.ok()) {
+  if (absl::Status s =
+          CommitKeyed(idempotency_key, idempotency_key, now, encode, apply, &out.duplicate);
+      !s.ok()) {
     return s;
   }
   if (!out.duplicate) {

@@ -262,9 +262,10 @@ class ServedModel {
  private:
   // Logs (when durable) and applies a record under `key` (may be empty):
   // under the journal's lock, or keyed_mu_, a key seen within the window
-  // sets *duplicate and nothing is logged or applied; otherwise the key is
-  // remembered with the record. `encode` gives the unkeyed record's bytes.
-  absl::Status CommitKeyed(std::string_view key, int64_t now,
+  // (as `window_key`: the key in its record kind's space) sets *duplicate
+  // and nothing is logged or applied; otherwise the key is remembered with
+  // the record. `encode` gives the unkeyed record's bytes.
+  absl::Status CommitKeyed(std::string_view key, std::string_view window_key, int64_t now,
                            absl::FunctionRef<std::string()> encode, absl::FunctionRef<void()> apply,
                            bool* duplicate);
 

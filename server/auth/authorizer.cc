@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -163,6 +164,17 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text) {
                                                      line.value.size(), " characters; at least ",
                                                      kMinTokenLength, " are needed"));
     }
+    // A header value gRPC sends is visible ASCII: a token with any other
+    // byte (a control character, UTF-8) could never be presented.
+    for (size_t i = 0; i < line.value.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(line.value[i]);
+      if (c < 0x21 || c > 0x7e) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "line %d: the token's character %d is byte 0x%02x, which no HTTP/2 client can send "
+            "in a header; tokens are visible ASCII (0x21-0x7e)",
+            number, i + 1, c));
+      }
+    }
     const Digest digest = Sha256(line.value);
     for (const Entry& e : table.entries_) {
       if (e.digest == digest) {
@@ -252,12 +264,15 @@ Identity Authorizer::Identify(std::optional<absl::string_view> authorization,
                               const std::vector<std::string>& cert_names) const {
   if (authorization.has_value() && tokens_.has_value()) {
     absl::string_view value = absl::StripAsciiWhitespace(*authorization);
-    if (!absl::ConsumePrefix(&value, "Bearer ") && !absl::ConsumePrefix(&value, "bearer ")) {
+    // The scheme is case-insensitive (RFC 9110 11.1): Bearer, bearer, BEARER.
+    const size_t space = value.find_first_of(" \t");
+    if (space == absl::string_view::npos ||
+        !absl::EqualsIgnoreCase(value.substr(0, space), "Bearer")) {
       Identity identity;
       identity.problem = "the authorization header is not `Bearer TOKEN`";
       return identity;
     }
-    return tokens_->Find(absl::StripAsciiWhitespace(value));
+    return tokens_->Find(absl::StripAsciiWhitespace(value.substr(space)));
   }
   if (!cert_names.empty() && cert_roles_.has_value()) return cert_roles_->Find(cert_names);
   Identity identity;

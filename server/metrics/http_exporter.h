@@ -1,9 +1,14 @@
 // HttpExporter: serves a Collectable (the metrics Registry) over HTTP for
 // Prometheus to scrape: GET /metrics answers the text exposition format
 // (prometheus-cpp's TextSerializer). Other pages may be served beside it (HttpPage: the
-// status page, server/status/status_page.h); any other path is 404. Built
-// on cpp-httplib, with a small thread pool of its own: scrapes never run on
-// gRPC's threads, and a slow scraper cannot hold up a request.
+// status page, server/status/status_page.h); any other path is 404.
+//
+// Connections are accepted, and their request heads read within bounds
+// (HeadReader: bytes, lines, time), on one thread with poll; a complete
+// request then runs on a small pool of threads of the exporter's own
+// (cpp-httplib parses and routes it), one request per connection. So
+// scrapes never run on gRPC's threads, and connections that send nothing
+// or trickle their headers hold no thread (issue 33, N11).
 //
 //   auto exporter = HttpExporter::Start("127.0.0.1", 9464, &registry);
 //   ...
@@ -15,6 +20,7 @@
 #ifndef CLICKD_SERVER_METRICS_HTTP_EXPORTER_H_
 #define CLICKD_SERVER_METRICS_HTTP_EXPORTER_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,11 +30,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/metrics/head_reader.h"
 #include "server/metrics/registry.h"
-
-namespace httplib {
-class Server;
-}  // namespace httplib
 
 namespace clickd::metrics {
 
@@ -57,23 +60,31 @@ struct HttpPage {
 
 class HttpExporter {
  public:
-  // Threads that answer scrapes. Prometheus scrapes one target serially;
-  // the rest are for connections that hold a thread without a request (an
-  // idle keep-alive connection, or one that never sends): cpp-httplib
-  // serves a connection per thread, so with a pool of 2 two idle
-  // connections blocked every scrape for the keep-alive timeout.
-  // Started as connections need them (not all at once) and kept; 200
-  // connections that send nothing leave a scrape a thread of its own. Each
-  // costs a stack (8 MiB virtual, tens of KB resident).
-  static constexpr int kThreads = 256;
-  // How long a connection may sit without a (complete) request before it
-  // gives up its thread. Prometheus does not reuse a connection across
-  // scrapes seconds apart, so keep-alive longer than this buys nothing.
+  // Threads that answer complete requests (started as needed, kept).
+  // Each request has kRequestSeconds in all, so a client that reads its
+  // answer slowly holds one for that long at most.
+  static constexpr int kThreads = 32;
+  // Requests waiting for a thread or answered; beyond it a complete
+  // request is refused with 503 at once.
+  static constexpr int kMaxRequests = 256;
+  // From a complete head to the last byte of the answer.
+  static constexpr int kRequestSeconds = 10;
+  // How long a read or write may wait for the socket during a request.
   static constexpr int kIdleSeconds = 2;
   // The pages take no request body: a longer one is refused (413) before it
   // is read, where httplib would otherwise buffer any body whole (a 1.4 GB
   // POST: issue 33, N11).
   static constexpr size_t kMaxBodyBytes = 4096;
+  // A request head (request line and headers) larger than this, or with
+  // more header lines, is refused with 431 (100,000 header lines held
+  // 793 MB: issue 33, N11); one not complete within kHeadSeconds of the
+  // connect gets 408 (a slowloris trickling a byte a second held a thread
+  // for ever). Prometheus sends about 300 bytes in 6 lines at once.
+  static constexpr size_t kMaxHeadBytes = 16 << 10;
+  static constexpr int kMaxHeaderLines = 100;
+  static constexpr int kHeadSeconds = 5;
+  // Connections still sending their head; beyond it the oldest is closed.
+  static constexpr size_t kMaxConnections = 1024;
 
   // Binds `address`:`port` (port 0: any free port; see port()) and serves
   // `collectable` at /metrics, and `pages`, there until Stop. Unavailable if
@@ -93,11 +104,15 @@ class HttpExporter {
   void Stop();
 
  private:
-  HttpExporter(std::unique_ptr<httplib::Server> server, int port);
+  class ConnectionServer;
+  class GrowingThreadPool;
+  HttpExporter(std::unique_ptr<ConnectionServer> server, int port);
 
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<ConnectionServer> server_;
   const int port_;
-  std::thread listener_;
+  std::unique_ptr<GrowingThreadPool> pool_;
+  std::unique_ptr<HeadReader> reader_;
+  std::atomic<int> requests_{0};  // handed on, not yet answered
 };
 
 }  // namespace clickd::metrics
