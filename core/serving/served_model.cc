@@ -317,15 +317,20 @@ absl::StatusOr<ServedModel::KeyedLearn> ServedModel::Learn(absl::Span<const Trai
     return out;
   }
   const int64_t now = wall_clock_();
+  thread_local HashedBatch hashed;
+  HashBatch(*model_, batch, &hashed);
+  // Under the journal's learn lock, before the record is appended: the
+  // room learning it needs (ModelJournal::Learn says why).
   auto encode = [&] {
+    model_->ReserveFor(hashed.features);
     std::string record;
     EncodeBatch(batch, &record);
     return record;
   };
-  auto apply = [&] { out.scored = LearnBatch(*model_, batch); };
-  if (absl::Status s = CommitKeyed(idempotency_key, now, encode, apply, &out.duplicate); !s.ok()) {
-    return s;
-  }
+  auto apply = [&] { out.scored = LearnHashedBatch(*model_, batch, hashed); };
+  absl::Status committed = CommitKeyed(idempotency_key, now, encode, apply, &out.duplicate);
+  ReleaseIfLarge(&hashed);
+  if (!committed.ok()) return committed;
   if (!out.duplicate) {
     RecordProgressive(out.scored);
     RefreshStats();
