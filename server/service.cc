@@ -476,6 +476,10 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
   // for learners: it runs under the model's key, and a deadline that
   // passes meanwhile still fails the call (server/get_model_digest.h).
   if (call->request().state_digest()) {
+    if (absl::Status s = CheckAccess(context, "GetModel(state_digest)"); !s.ok()) {
+      call->Finish(s);
+      return call->reactor();
+    }
     GetModelWithDigest(this, context, call);
     return call->reactor();
   }

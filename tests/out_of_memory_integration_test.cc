@@ -39,11 +39,12 @@ uint64_t VirtualBytes(pid_t pid) {
   return 0;
 }
 
-// Caps the server's address space at its size now plus `headroom`.
+// Caps the server's address space (the soft limit, so that it can be
+// lifted again) at its size now plus `headroom`.
 void CapAddressSpace(pid_t pid, uint64_t headroom) {
   const uint64_t now = VirtualBytes(pid);
   ASSERT_GT(now, 0u);
-  struct rlimit limit = {now + headroom, now + headroom};
+  struct rlimit limit = {now + headroom, RLIM_INFINITY};
   ASSERT_EQ(prlimit(pid, RLIMIT_AS, &limit, nullptr), 0) << std::strerror(errno);
 }
 
@@ -138,6 +139,52 @@ TEST(OutOfMemory, ARefusedUpdateIsNotLearnedAtRestart) {
   EXPECT_EQ(Updates(*stub), acknowledged) << refused << " Updates were refused";
   stub.reset();
   EXPECT_EQ((*restarted)->Stop().ToString(), "exit 0");
+  std::filesystem::remove_all(dir);
+}
+
+// A snapshot whose copy of the model does not fit fails with an error; the
+// server does not abort, keeps serving and learning, and snapshots once
+// memory allows again.
+TEST(OutOfMemory, ASnapshotThatDoesNotFitFailsAndTheServerGoesOn) {
+  const std::string dir = DataDir("oom_snapshot");
+  ServerOptions options;
+  options.flags = {"--data_dir=" + dir, "--snapshot_interval=0", "--snapshot_on_shutdown=false"};
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = (*server)->NewStub();
+  // 2.4M coordinates: a snapshot copies them (24 bytes each) and encodes.
+  int batch = 0;
+  for (; batch < 12; ++batch) {
+    grpc::ClientContext context;
+    v1::UpdateResponse response;
+    ASSERT_TRUE(stub->Update(&context, FreshBatch(batch), &response).ok());
+  }
+  CapAddressSpace((*server)->pid(), uint64_t{24} << 20);
+  auto snapshot = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::SnapshotModelRequest request;
+    request.set_model("default");
+    v1::SnapshotModelResponse response;
+    return stub->SnapshotModel(&context, request, &response);
+  };
+  const grpc::Status failed = snapshot();
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << failed.error_message();
+  EXPECT_NE(failed.error_message().find("out of memory snapshotting"), std::string::npos)
+      << failed.error_message();
+  ASSERT_TRUE((*server)->running()) << (*server)->Output();
+
+  // Memory back: it learns and snapshots again.
+  const struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
+  ASSERT_EQ(prlimit((*server)->pid(), RLIMIT_AS, &unlimited, nullptr), 0);
+  grpc::ClientContext context;
+  v1::UpdateResponse response;
+  EXPECT_TRUE(stub->Update(&context, FreshBatch(batch), &response).ok());
+  const grpc::Status written = snapshot();
+  EXPECT_TRUE(written.ok()) << written.error_message();
+  EXPECT_EQ(Updates(*stub), 13u * 2000);
+  stub.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
   std::filesystem::remove_all(dir);
 }
 

@@ -1,6 +1,7 @@
 #include "core/serving/served_model.h"
 
 #include <chrono>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -105,8 +106,18 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot(BackgroundThread* backgroun
   // The calibration is read before the journal marks the snapshot's
   // sequence, so it holds no example after it (RecordProgressive follows an
   // example's logging).
-  absl::StatusOr<SnapshotReport> report = journal_->Snapshot(
-      *model_, feedback_.get(), idempotency_.get(), EncodeCalibration(), background);
+  absl::StatusOr<SnapshotReport> report;
+  try {
+    report = journal_->Snapshot(*model_, feedback_.get(), idempotency_.get(), EncodeCalibration(),
+                                background);
+  } catch (const std::bad_alloc&) {
+    // The copy (whole state, encoded) did not fit: the snapshot fails, the
+    // model goes on serving and learning from its log (docs/limits.md).
+    report = absl::ResourceExhaustedError(
+        absl::StrCat("out of memory snapshotting model ", Quote(name()),
+                     ": no snapshot was written; the model keeps serving and its update log "
+                     "keeps every record"));
+  }
   RecordSnapshot(report);
   return report;
 }
