@@ -236,6 +236,7 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   absl::StatusOr<ScoringModel> scorer = ModelForVariant(model, request.variant());
   if (!scorer.ok()) return scorer.status();
   if (absl::Status s = HashPredictRequest(request, model, limits_, &hashed); !s.ok()) return s;
+  if (absl::Status s = CheckExplanationSize(request, hashed, limits_); !s.ok()) return s;
   if (request.min_model_version() > 0) {
     if (absl::Status s = writer_->AwaitVersion(**served, request.min_model_version()); !s.ok()) {
       return s;

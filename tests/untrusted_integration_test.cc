@@ -306,6 +306,46 @@ TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
   EXPECT_EQ(got.model().updates(), 6000u);
 }
 
+// explain_top_k repeats each context feature's name in every candidate's
+// explanation (issue 33, N5): a request that could make a response over
+// --max_message_bytes is refused before any explanation is built, naming
+// explain_top_k and the limit; a smaller one is answered.
+TEST(CallerErrors, ExplanationsArePricedBeforeTheyAreBuilt) {
+  auto server = Start({"--max_message_bytes=1048576"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::PredictRequest request;
+  request.set_model("default");
+  // 100 context features with 100-byte names (10 KB), 200 candidates: up
+  // to 200 x 100 explanations of ~150 bytes, 3 MB.
+  auto* context = request.mutable_context()->add_namespaces();
+  context->set_name("user");
+  for (int j = 0; j < 100; ++j) {
+    context->add_features()->set_name(absl::StrCat(j, std::string(97, 'x')));
+  }
+  for (int i = 0; i < 200; ++i) {
+    auto* ad = request.add_candidates()->add_namespaces();
+    ad->set_name("ad");
+    ad->add_features()->set_id(i);
+  }
+  request.set_explain_top_k(100);
+  v1::PredictResponse response;
+  const grpc::Status refused = stub->Predict(Context().get(), request, &response);
+  EXPECT_EQ(refused.error_code(), StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("explain_top_k 100 for 200 candidates"), std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("the limit is --max_message_bytes 1048576"),
+            std::string::npos)
+      << refused.error_message();
+  request.set_explain_top_k(5);
+  const grpc::Status answered = stub->Predict(Context().get(), request, &response);
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  ASSERT_EQ(response.predictions_size(), 200);
+  EXPECT_EQ(response.predictions(0).explanation_size(), 5);
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 TEST(CallerErrors, HugeNamesAreCutInMessages) {
   auto server = Start({});
   ASSERT_NE(server, nullptr);
