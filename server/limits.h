@@ -45,6 +45,10 @@ struct Limits : ExampleLimits {
   size_t max_examples_per_update = 10000;  // per Update request (or stream message)
   size_t max_feedback_items = 10000;       // per Feedback request
   uint32_t max_explain_top_k = 100;        // PredictRequest.explain_top_k
+  // The memory a CreateModel's config commits before the model learns
+  // anything (CheckModelFixedBytes): feature admission's counters and the
+  // compact tables' directories, for the primary and every variant.
+  uint64_t max_model_fixed_bytes = uint64_t{1} << 30;
   int max_message_bytes = 16 << 20;
   // Streaming calls open at once, server-wide (server/stream_limit.h): each
   // holds at most one message of max_message_bytes.

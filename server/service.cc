@@ -444,6 +444,7 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
       [this](const v1::CreateModelRequest& req, v1::CreateModelResponse* resp) -> absl::Status {
         auto config = ToModelConfig(req.config());
         if (!config.ok()) return config.status();
+        if (absl::Status s = CheckModelFixedBytes(*config, limits_); !s.ok()) return s;
         auto served = writer_->Create(*config);
         if (!served.ok()) return served.status();
         on_models_changed_();

@@ -101,6 +101,41 @@ TEST(ProcessLimits, ModelsPerProcess) {
   EXPECT_TRUE(CreateModel(*stub, Named("c")).ok());
 }
 
+// What a config commits at CreateModel, before the model learns anything,
+// is bounded in bytes (issue 33, N9): admission.counters = 2^32 asked for
+// 8 GiB of counters, and the compact encoding's tables cost ~6 MB per
+// store before the first coordinate.
+TEST(ProcessLimits, AModelsFixedMemoryIsBounded) {
+  auto server = Start({"--max_model_fixed_bytes=4194304"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::ModelConfig counters = Named("counters");
+  counters.mutable_admission()->set_min_count(2);
+  counters.mutable_admission()->set_counters(uint64_t{1} << 32);
+  const grpc::Status refused = CreateModel(*stub, counters);
+  EXPECT_EQ(refused.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error_message(),
+            "config.admission.counters is 4294967296: the model would commit 8589934592 bytes at "
+            "creation (its 1 store(s): the primary and each variant); the limit on a model's "
+            "fixed memory is --max_model_fixed_bytes 4194304");
+  counters.mutable_admission()->set_counters(uint64_t{1} << 20);  // 2 MiB
+  EXPECT_TRUE(CreateModel(*stub, counters).ok());
+
+  v1::ModelConfig compact = Named("compact");
+  compact.mutable_memory()->set_encoding(v1::STATE_ENCODING_COMPACT);
+  const grpc::Status tables = CreateModel(*stub, compact);
+  EXPECT_EQ(tables.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(tables.error_message().find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << tables.error_message();
+  EXPECT_NE(tables.error_message().find("config.num_shards is 16"), std::string::npos)
+      << tables.error_message();
+  v1::ListModelsResponse listed;
+  ASSERT_TRUE(stub->ListModels(Context().get(), v1::ListModelsRequest(), &listed).ok());
+  EXPECT_EQ(listed.models_size(), 2);  // default and counters
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 TEST(ProcessLimits, InteractionListsAreBounded) {
   auto server = Start({});
   ASSERT_NE(server, nullptr);
