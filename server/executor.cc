@@ -1,6 +1,9 @@
 #include "server/executor.h"
 
 #include <algorithm>
+#include <exception>
+#include <iostream>
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +64,26 @@ void Executor::AdmitNext(const std::string& key, bool finished_light) {
   }
 }
 
+// A task whose run throws (std::bad_alloc: out of memory) gets its cancel
+// with the error instead, so that its call is answered, and the worker
+// goes on: an exception leaving a thread would abort the process.
+void Executor::RunGuarded(Queued& next) {
+  absl::Status failed;
+  try {
+    next.task.run();
+    return;
+  } catch (const std::bad_alloc&) {
+    failed = absl::ResourceExhaustedError("out of memory running the call");
+  } catch (const std::exception& e) {
+    failed = absl::InternalError(absl::StrCat("internal error running the call: ", e.what()));
+  } catch (...) {
+    failed = absl::InternalError("internal error running the call");
+  }
+  std::cerr << "clickd: " << failed.message() << "; the call failed, the server goes on"
+            << std::endl;
+  if (next.task.cancel) next.task.cancel(failed);
+}
+
 void Executor::WorkerLoop() {
   for (;;) {
     Queued next;
@@ -73,7 +96,7 @@ void Executor::WorkerLoop() {
       --queued_;
       ++running_;
     }
-    if (next.task.run) next.task.run();
+    if (next.task.run) RunGuarded(next);
     const bool light = next.task.light;
     next.task = Task();  // destroy the task's captures outside the lock
     MutexLock lock(&mu_);

@@ -102,6 +102,7 @@ class Executor {
   };
 
   void WorkerLoop();
+  void RunGuarded(Queued& next);
   // After a task of `key` (light or not) finished: moves the key's next
   // task, if any, to the ready queue.
   void AdmitNext(const std::string& key, bool finished_light) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -47,7 +48,15 @@ void GetModelWithDigest(ClickdService* service, grpc::CallbackServerContext* con
           return;
         }
         v1::ModelInfo info = service->Describe(**served);
-        info.set_state_digest(StateDigest((*served)->model()));
+        try {
+          info.set_state_digest(StateDigest((*served)->model()));
+        } catch (const std::bad_alloc&) {
+          // The copy of the model the digest hashes did not fit.
+          call->Finish(absl::ResourceExhaustedError(
+              "out of memory computing state_digest (a copy of the whole model): the call "
+              "failed, the model and the server go on"));
+          return;
+        }
         if (SystemClock::now() > deadline) {
           call->Finish(DeadlinePassedError());
           return;

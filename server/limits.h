@@ -47,6 +47,10 @@ struct Limits : ExampleLimits {
   // How far past the server's clock a feedback item's event time may be.
   int max_event_time_skew_seconds = 300;
   uint32_t max_explain_top_k = 100;  // PredictRequest.explain_top_k
+  // The memory a CreateModel's config commits before the model learns
+  // anything (CheckModelFixedBytes): feature admission's counters and the
+  // compact tables' directories, for the primary and every variant.
+  uint64_t max_model_fixed_bytes = uint64_t{1} << 30;
   int max_message_bytes = 16 << 20;
   // Streaming calls open at once, server-wide (server/stream_limit.h): each
   // holds at most one message of max_message_bytes.

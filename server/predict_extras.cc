@@ -1,6 +1,9 @@
 #include "server/predict_extras.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/model/explain.h"
@@ -14,6 +17,54 @@ absl::Status CheckPredictExtras(const v1::PredictRequest& request, const Limits&
                                                    "; the limit is ", limits.max_explain_top_k));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// A Contribution's bytes besides its feature name: the key and three
+// doubles (9 bytes each with their tags), the name's tag and length (6),
+// the message's own tag and length (6).
+constexpr uint64_t kContributionBytes = 48;
+// "#" and a uint64 in decimal: how an id feature is named.
+constexpr uint64_t kIdNameBytes = 21;
+// A Prediction's own fields (prediction, margin, impression id, ...).
+constexpr uint64_t kPredictionBytes = 64;
+
+// The longest "namespace:name" among the example's features.
+uint64_t LongestName(const v1::Example& example) {
+  uint64_t longest = 0;
+  for (const v1::Namespace& ns : example.namespaces()) {
+    uint64_t name = ns.ids_size() > 0 ? kIdNameBytes : 0;
+    for (const v1::Feature& f : ns.features()) {
+      name = std::max<uint64_t>(name, f.has_id() ? kIdNameBytes : f.name().size());
+    }
+    for (const std::string& n : ns.names()) name = std::max<uint64_t>(name, n.size());
+    longest = std::max<uint64_t>(longest, ns.name().size() + 1 + name);
+  }
+  return longest;
+}
+
+}  // namespace
+
+absl::Status CheckExplanationSize(const v1::PredictRequest& request, const HashedCandidates& hashed,
+                                  const Limits& limits) {
+  const uint64_t k = request.explain_top_k();
+  if (k == 0) return absl::OkStatus();
+  uint64_t longest = std::max<uint64_t>(4, LongestName(request.context()));  // 4: "bias"
+  for (const v1::Example& c : request.candidates()) longest = std::max(longest, LongestName(c));
+  const uint64_t context = hashed.context.features.size();
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < hashed.ends.size(); ++i) {
+    const uint64_t own = hashed.ends[i] - (i == 0 ? 0 : hashed.ends[i - 1]);
+    bytes += kPredictionBytes + std::min(k, own + context) * (kContributionBytes + longest);
+  }
+  const uint64_t limit = static_cast<uint64_t>(limits.max_message_bytes);
+  if (bytes <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "explain_top_k ", k, " for ", hashed.ends.size(), " candidates (feature names up to ",
+      longest, " bytes) could make a response of ", bytes,
+      " bytes; the limit is --max_message_bytes ", limit,
+      ": ask for fewer candidates or a smaller explain_top_k"));
 }
 
 namespace {

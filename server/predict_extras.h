@@ -19,6 +19,14 @@ namespace clickd {
 // InvalidArgument when explain_top_k is over the limit.
 absl::Status CheckPredictExtras(const v1::PredictRequest& request, const Limits& limits);
 
+// ResourceExhausted, naming explain_top_k and the limit, when the
+// explanations the request asks for could make a response over
+// --max_message_bytes; `hashed` is the request's, hashed. Checked before
+// any is built: a contribution repeats a context feature's name for every
+// candidate, so a small request can ask for a response many times larger.
+absl::Status CheckExplanationSize(const v1::PredictRequest& request, const HashedCandidates& hashed,
+                                  const Limits& limits);
+
 // Fills the extras the request asks for into response->predictions (one
 // per candidate, already added). `scorer` is the model (or variant) that
 // scored them.

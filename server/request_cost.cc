@@ -1,15 +1,53 @@
 #include "server/request_cost.h"
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "core/features/feature_count.h"
+#include "core/optim/compact_ftrl.h"
+#include "core/store/compact_table.h"
 #include "wire/example_proto.h"
 
 namespace clickd {
+
+absl::Status CheckModelFixedBytes(const ModelConfig& config, const Limits& limits) {
+  const uint64_t stores = 1 + config.variants.size();
+  const uint64_t limit = limits.max_model_fixed_bytes;
+  const auto refuse = [&](const std::string& field, uint64_t value, uint64_t bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.", field, " is ", value, ": the model would commit ", bytes,
+        " bytes at creation (its ", stores,
+        " store(s): the primary and each variant); the limit on a model's fixed memory is "
+        "--max_model_fixed_bytes ",
+        limit));
+  };
+  // Two generations of one-byte counters per Bloom filter: the model's,
+  // and each variant's own (core/store/feature_admission.h).
+  uint64_t bytes = 0;
+  const auto add_filter = [&](const AdmissionOptions& admission) {
+    if (admission.policy == AdmissionOptions::Policy::kBloom) bytes += 2 * admission.counters;
+  };
+  add_filter(config.admission);
+  if (bytes > limit) return refuse("admission.counters", config.admission.counters, bytes);
+  for (size_t i = 0; i < config.variants.size(); ++i) {
+    add_filter(config.variants[i].admission);
+    if (bytes > limit) {
+      return refuse(absl::StrCat("variants[", i, "].admission.counters"),
+                    config.variants[i].admission.counters, bytes);
+    }
+  }
+  if (config.memory.encoding == StateEncoding::kCompact) {
+    const uint64_t shards = static_cast<uint64_t>(std::max(1, config.num_shards));
+    bytes += stores * shards * CompactTable<CompactFtrl::State>::FixedBytes(config.num_shards);
+    if (bytes > limit) return refuse("num_shards", shards, bytes);
+  }
+  return absl::OkStatus();
+}
 namespace {
 
 // The namespace sizes of an example proto: its non-zero features in every

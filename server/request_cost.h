@@ -24,9 +24,17 @@
 #include "absl/status/status.h"
 #include "clickd/v1/clickd.pb.h"
 #include "core/features/hasher.h"
+#include "core/model/model_config.h"
 #include "server/limits.h"
 
 namespace clickd {
+
+// INVALID_ARGUMENT naming the field and --max_model_fixed_bytes when
+// `config` would commit more than limits.max_model_fixed_bytes at creation:
+// 2 bytes per admission counter (two generations) of the model's filter
+// and each variant's, and per store (the primary and each variant) a
+// compact table's directories and first subtables.
+absl::Status CheckModelFixedBytes(const ModelConfig& config, const Limits& limits);
 
 absl::Status CheckPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
                               const Limits& limits);

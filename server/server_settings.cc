@@ -67,6 +67,10 @@ ABSL_FLAG(int, max_queued_calls, 1024,
 ABSL_FLAG(int, max_learners_per_model, 0,
           "calls that may learn (or wait on) one model at once; further ones wait without a "
           "worker (0: half the workers, at least 1)");
+ABSL_FLAG(uint64_t, max_model_fixed_bytes, uint64_t{1} << 30,
+          "limit on the memory a CreateModel's config commits before the model learns "
+          "anything (feature admission's counters, compact tables' directories, for the "
+          "primary and each variant)");
 ABSL_FLAG(uint64_t, max_models, 256,
           "limit on the models one process holds; CreateModel beyond it is RESOURCE_EXHAUSTED "
           "(models restored from --data_dir always load; at start the embedded default model "
@@ -265,6 +269,8 @@ absl::Status CheckServingFlags() {
       {"max_examples_per_update", absl::GetFlag(FLAGS_max_examples_per_update), 1, 1'000'000},
       {"max_feedback_items", absl::GetFlag(FLAGS_max_feedback_items), 1, 1'000'000},
       {"max_models", absl::GetFlag(FLAGS_max_models), 1, 100'000},
+      {"max_model_fixed_bytes", absl::GetFlag(FLAGS_max_model_fixed_bytes), uint64_t{1} << 20,
+       uint64_t{1} << 40},
       {"max_inline_predict_features", absl::GetFlag(FLAGS_max_inline_predict_features), 0, 65536},
       {"max_quiet_inline_predict_features", absl::GetFlag(FLAGS_max_quiet_inline_predict_features),
        0, 1 << 20},
@@ -291,6 +297,7 @@ Limits LimitsFromFlags() {
   limits.max_quiet_inline_predict_features = absl::GetFlag(FLAGS_max_quiet_inline_predict_features);
   limits.max_inline_update_features = absl::GetFlag(FLAGS_max_inline_update_features);
   limits.max_open_streams = absl::GetFlag(FLAGS_max_open_streams);
+  limits.max_model_fixed_bytes = absl::GetFlag(FLAGS_max_model_fixed_bytes);
   limits.handshake_timeout_seconds = absl::GetFlag(FLAGS_handshake_timeout_seconds);
   limits.max_connection_idle_seconds = absl::GetFlag(FLAGS_max_connection_idle_seconds);
   limits.stream_idle_timeout_seconds = absl::GetFlag(FLAGS_stream_idle_timeout_seconds);

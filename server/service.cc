@@ -236,6 +236,7 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
   absl::StatusOr<ScoringModel> scorer = ModelForVariant(model, request.variant());
   if (!scorer.ok()) return scorer.status();
   if (absl::Status s = HashPredictRequest(request, model, limits_, &hashed); !s.ok()) return s;
+  if (absl::Status s = CheckExplanationSize(request, hashed, limits_); !s.ok()) return s;
   if (request.min_model_version() > 0) {
     if (absl::Status s = writer_->AwaitVersion(**served, request.min_model_version()); !s.ok()) {
       return s;
@@ -512,6 +513,7 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
       [this](const v1::CreateModelRequest& req, v1::CreateModelResponse* resp) -> absl::Status {
         auto config = ToModelConfig(req.config());
         if (!config.ok()) return config.status();
+        if (absl::Status s = CheckModelFixedBytes(*config, limits_); !s.ok()) return s;
         auto served = writer_->Create(*config);
         if (!served.ok()) return served.status();
         on_models_changed_();
@@ -545,6 +547,10 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
   // for learners: it runs under the model's key, and a deadline that
   // passes meanwhile still fails the call (server/get_model_digest.h).
   if (call->request().state_digest()) {
+    if (absl::Status s = CheckAccess(context, "GetModel(state_digest)"); !s.ok()) {
+      call->Finish(s);
+      return call->reactor();
+    }
     GetModelWithDigest(this, context, call);
     return call->reactor();
   }

@@ -1,6 +1,7 @@
 #include "server/snapshotter.h"
 
 #include <iostream>
+#include <new>
 
 namespace clickd {
 
@@ -47,6 +48,9 @@ int Snapshotter::SnapshotChangedWith(BackgroundThread* background) {
     absl::StatusOr<SnapshotReport> result = served->Snapshot(background);
     // A model deleted meanwhile refuses with FailedPrecondition: not a failure.
     if (!result.ok() && registry_->Get(served->name()) != served) continue;
+    if (!result.ok()) {
+      std::cerr << "clickd: periodic snapshot failed: " << result.status().message() << std::endl;
+    }
     failures += !result.ok();
   }
   return failures;
@@ -77,10 +81,20 @@ void Snapshotter::Loop() {
         next = Clock::now() + interval_;
       }
     }
-    if (run_periodic) {
-      SnapshotChangedWith(&low_priority_);
-    } else {
-      job.done(job.model->Snapshot(&low_priority_));
+    // Snapshot turns running out of memory into a failed snapshot; anything
+    // else thrown here (a list of models that did not fit) fails this
+    // round's work, not the process.
+    try {
+      if (run_periodic) {
+        SnapshotChangedWith(&low_priority_);
+      } else {
+        job.done(job.model->Snapshot(&low_priority_));
+        job.done = nullptr;
+      }
+    } catch (const std::bad_alloc&) {
+      std::cerr << "clickd: out of memory in the snapshotter; its work failed, the server goes on"
+                << std::endl;
+      if (job.done) job.done(absl::ResourceExhaustedError("out of memory snapshotting"));
     }
   }
 }

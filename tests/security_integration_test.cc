@@ -375,6 +375,44 @@ TEST(ClickdAuth, TokenRolesFollowTheTable) {
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
+// GetModel with state_digest copies and hashes the whole model (issue 33,
+// N4): it needs the admin role; GetModel without it stays a predict call.
+TEST(ClickdAuth, StateDigestNeedsTheAdminRole) {
+  auto pki = MakePki();
+  ASSERT_NE(pki, nullptr);
+  const std::vector<std::string> tokens = {"predict-token-0123456789", "learn-token-0123456789ab",
+                                           "admin-token-0123456789ab"};
+  WriteFile(pki->Path("tokens"), absl::StrCat("predict ", tokens[0], "\nlearn ", tokens[1],
+                                              "\nadmin ", tokens[2], "\n"));
+  std::vector<std::string> flags = TlsFlags(*pki, /*mtls=*/false);
+  flags.push_back("--auth_tokens_file=" + pki->Path("tokens"));
+  auto server = Start(flags, pki->Credentials());
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Clickd::NewStub(server->NewChannel());
+  for (int role = 0; role < 3; ++role) {
+    for (bool digest : {false, true}) {
+      grpc::ClientContext context;
+      Prepare(&context, tokens[role]);
+      v1::GetModelRequest request;
+      request.set_model("default");
+      request.set_state_digest(digest);
+      v1::GetModelResponse response;
+      const grpc::Status status = stub->GetModel(&context, request, &response);
+      if (!digest || role == 2) {
+        EXPECT_TRUE(status.ok()) << role << " " << digest << ": " << status.error_message();
+        EXPECT_EQ(response.model().state_digest().size(), digest ? 16u : 0u);
+        continue;
+      }
+      EXPECT_EQ(CodeName(status.error_code()), "PERMISSION_DENIED") << role;
+      EXPECT_TRUE(
+          absl::StrContains(status.error_message(), "GetModel(state_digest) needs role admin"))
+          << status.error_message();
+    }
+  }
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 TEST(ClickdAuth, ReloadsTheTokensFile) {
   auto pki = MakePki();
   ASSERT_NE(pki, nullptr);
@@ -459,7 +497,8 @@ TEST(ClickdAdminAddress, AdminMethodsOnlyThereHealthInPlaintext) {
     }
     const grpc::Status on_admin = Call(admin, method, "");
     // SnapshotModel without --data_dir is FAILED_PRECONDITION: served, not refused.
-    if (admin_method) {
+    // GetModel is served on both, for its state_digest (admin role).
+    if (admin_method || method == "GetModel") {
       EXPECT_NE(CodeName(on_admin.error_code()), "PERMISSION_DENIED") << method;
     } else {
       EXPECT_EQ(CodeName(on_admin.error_code()), "PERMISSION_DENIED") << method;

@@ -101,6 +101,41 @@ TEST(ProcessLimits, ModelsPerProcess) {
   EXPECT_TRUE(CreateModel(*stub, Named("c")).ok());
 }
 
+// What a config commits at CreateModel, before the model learns anything,
+// is bounded in bytes (issue 33, N9): admission.counters = 2^32 asked for
+// 8 GiB of counters, and the compact encoding's tables cost ~6 MB per
+// store before the first coordinate.
+TEST(ProcessLimits, AModelsFixedMemoryIsBounded) {
+  auto server = Start({"--max_model_fixed_bytes=4194304"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::ModelConfig counters = Named("counters");
+  counters.mutable_admission()->set_min_count(2);
+  counters.mutable_admission()->set_counters(uint64_t{1} << 32);
+  const grpc::Status refused = CreateModel(*stub, counters);
+  EXPECT_EQ(refused.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(refused.error_message(),
+            "config.admission.counters is 4294967296: the model would commit 8589934592 bytes at "
+            "creation (its 1 store(s): the primary and each variant); the limit on a model's "
+            "fixed memory is --max_model_fixed_bytes 4194304");
+  counters.mutable_admission()->set_counters(uint64_t{1} << 20);  // 2 MiB
+  EXPECT_TRUE(CreateModel(*stub, counters).ok());
+
+  v1::ModelConfig compact = Named("compact");
+  compact.mutable_memory()->set_encoding(v1::STATE_ENCODING_COMPACT);
+  const grpc::Status tables = CreateModel(*stub, compact);
+  EXPECT_EQ(tables.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(tables.error_message().find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << tables.error_message();
+  EXPECT_NE(tables.error_message().find("config.num_shards is 16"), std::string::npos)
+      << tables.error_message();
+  v1::ListModelsResponse listed;
+  ASSERT_TRUE(stub->ListModels(Context().get(), v1::ListModelsRequest(), &listed).ok());
+  EXPECT_EQ(listed.models_size(), 2);  // default and counters
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 TEST(ProcessLimits, InteractionListsAreBounded) {
   auto server = Start({});
   ASSERT_NE(server, nullptr);
@@ -304,6 +339,46 @@ TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
   v1::GetModelResponse got;
   ASSERT_TRUE(stub->GetModel(Context().get(), get, &got).ok());
   EXPECT_EQ(got.model().updates(), 6000u);
+}
+
+// explain_top_k repeats each context feature's name in every candidate's
+// explanation (issue 33, N5): a request that could make a response over
+// --max_message_bytes is refused before any explanation is built, naming
+// explain_top_k and the limit; a smaller one is answered.
+TEST(CallerErrors, ExplanationsArePricedBeforeTheyAreBuilt) {
+  auto server = Start({"--max_message_bytes=1048576"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::PredictRequest request;
+  request.set_model("default");
+  // 100 context features with 100-byte names (10 KB), 200 candidates: up
+  // to 200 x 100 explanations of ~150 bytes, 3 MB.
+  auto* context = request.mutable_context()->add_namespaces();
+  context->set_name("user");
+  for (int j = 0; j < 100; ++j) {
+    context->add_features()->set_name(absl::StrCat(j, std::string(97, 'x')));
+  }
+  for (int i = 0; i < 200; ++i) {
+    auto* ad = request.add_candidates()->add_namespaces();
+    ad->set_name("ad");
+    ad->add_features()->set_id(i);
+  }
+  request.set_explain_top_k(100);
+  v1::PredictResponse response;
+  const grpc::Status refused = stub->Predict(Context().get(), request, &response);
+  EXPECT_EQ(refused.error_code(), StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("explain_top_k 100 for 200 candidates"), std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("the limit is --max_message_bytes 1048576"),
+            std::string::npos)
+      << refused.error_message();
+  request.set_explain_top_k(5);
+  const grpc::Status answered = stub->Predict(Context().get(), request, &response);
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  ASSERT_EQ(response.predictions_size(), 200);
+  EXPECT_EQ(response.predictions(0).explanation_size(), 5);
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
 TEST(CallerErrors, HugeNamesAreCutInMessages) {

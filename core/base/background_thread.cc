@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
+#include <utility>
 
 namespace clickd {
 
@@ -27,6 +29,7 @@ void BackgroundThread::Run(absl::FunctionRef<void()> fn) {
   changed_.SignalAll();
   while (!job_done_) changed_.Wait(&mu_);
   job_ = nullptr;
+  if (job_error_ != nullptr) std::rethrow_exception(std::exchange(job_error_, nullptr));
 }
 
 bool BackgroundThread::lowered() const {
@@ -55,9 +58,17 @@ void BackgroundThread::Loop(int nice_increment) {
       if (stopping_) return;
       job = job_;  // valid until its Run sees job_done_
     }
-    (*job)();
+    // An exception (std::bad_alloc) is Run's caller's to handle: leaving
+    // this thread it would abort the process.
+    std::exception_ptr error;
+    try {
+      (*job)();
+    } catch (...) {
+      error = std::current_exception();
+    }
     {
       MutexLock lock(&mu_);
+      job_error_ = error;
       job_done_ = true;
     }
     changed_.SignalAll();

@@ -14,6 +14,7 @@
 #ifndef CLICKD_CORE_BASE_BACKGROUND_THREAD_H_
 #define CLICKD_CORE_BASE_BACKGROUND_THREAD_H_
 
+#include <exception>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -33,7 +34,8 @@ class BackgroundThread {
   BackgroundThread(const BackgroundThread&) = delete;
   BackgroundThread& operator=(const BackgroundThread&) = delete;
 
-  // Runs fn on the thread and returns once it has returned.
+  // Runs fn on the thread and returns once it has returned; rethrows here
+  // what fn threw.
   void Run(absl::FunctionRef<void()> fn);
 
   // Whether the thread's priority was lowered; known once the thread has
@@ -51,6 +53,7 @@ class BackgroundThread {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   const absl::FunctionRef<void()>* job_ ABSL_GUARDED_BY(mu_) = nullptr;  // null: none pending
   bool job_done_ ABSL_GUARDED_BY(mu_) = false;
+  std::exception_ptr job_error_ ABSL_GUARDED_BY(mu_);  // what the job threw
   std::thread thread_;
 };
 

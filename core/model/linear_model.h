@@ -175,6 +175,11 @@ class LinearModel final : public Model {
     return margin;
   }
 
+  void ReserveFor(absl::Span<const HashedFeature> features) override {
+    if (config().admission.policy != AdmissionOptions::Policy::kAll) return;
+    store_.ReserveFor(features);
+  }
+
   // Every shard locked once for the batch, and each example's coordinates
   // requested from memory while the one before learns. A TTL's sweeps take
   // their shard's lock, so a model with one learns one by one.

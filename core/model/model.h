@@ -93,6 +93,17 @@ class Model {
     return LearnWithDense(features, nullptr, label, importance);
   }
 
+  // Makes room for every coordinate that learning examples with these
+  // features (every example's, one after another) could add, so that the
+  // steps allocate no table memory; throws std::bad_alloc, having changed
+  // nothing a reader sees, if it cannot. ModelJournal calls it before it
+  // logs a batch, so that a batch the memory cannot take is refused and
+  // never in the log. The caller holds other learners off. The default
+  // does nothing: a dense learner's state does not grow. A model with
+  // feature admission reserves nothing (most unseen features are kept out),
+  // nor does a budgeted one past its budget (its steps evict first).
+  virtual void ReserveFor(absl::Span<const HashedFeature> /*features*/) {}
+
   // One example of LearnExclusive.
   struct LearnItem {
     absl::Span<const HashedFeature> features;

@@ -75,6 +75,10 @@ class VariantModel final : public Model {
   // that was champion before the step (what Predict would have served).
   double LearnWithDense(absl::Span<const HashedFeature> features, const Eigen::VectorXd* dense,
                         double label, double importance) override;
+  // Every member's room.
+  void ReserveFor(absl::Span<const HashedFeature> features) override {
+    for (const auto& member : members_) member->ReserveFor(features);
+  }
 
   // Updates: examples learned (the primary's); coordinates and bytes: all
   // variants together (what the model costs).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <new>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -299,11 +300,21 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
   std::vector<ScoredExample> scored;
   {
     MutexLock lock(&learn_mu_);
-    if (closed_) return Closed(dir_);
+    if (absl::Status s = Writable(); !s.ok()) return s;
+    // What learning the batch allocates, before it is logged: a batch the
+    // memory cannot take is refused here (std::bad_alloc, the caller's
+    // RESOURCE_EXHAUSTED) and is not in the log, so a restart does not
+    // learn it either.
+    model.ReserveFor(hashed.features);
+    scored.reserve(batch.size());
     auto appended = log_->Append(record);
     if (!appended.ok()) return appended.status();
     sequence = *appended;
-    scored = LearnHashedBatch(model, batch, hashed);
+    try {
+      scored = LearnHashedBatch(model, batch, hashed);
+    } catch (const std::bad_alloc&) {
+      return Broken(sequence);
+    }
     MutexLock syncing(&syncing_mu_);
     ++syncing_;
   }
@@ -318,18 +329,45 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
   return scored;
 }
 
+absl::Status ModelJournal::Writable() const {
+  if (closed_) return Closed(dir_);
+  if (broken_sequence_ != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "model stored in ", dir_, " ran out of memory learning its logged record ",
+        broken_sequence_,
+        ": it takes no updates and no snapshots until clickd restarts and learns its log"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelJournal::Broken(uint64_t sequence) {
+  // The record is in the log and partly learned: the model no longer
+  // matches its log, so it must not change or be snapshotted again; a
+  // restart learns the log whole. Only an allocation ReserveFor cannot
+  // foresee gets here (docs/limits.md, "Out of memory").
+  broken_sequence_ = sequence;
+  return absl::UnavailableError(
+      absl::StrCat("out of memory learning an update of the model stored in ", dir_,
+                   " after it was logged (record ", sequence,
+                   "): it is learned when clickd restarts; until then the model takes no updates"));
+}
+
 absl::Status ModelJournal::Commit(absl::FunctionRef<absl::StatusOr<std::string>()> prepare,
                                   absl::FunctionRef<void()> apply) {
   uint64_t sequence = 0;
   {
     MutexLock lock(&learn_mu_);
-    if (closed_) return Closed(dir_);
+    if (absl::Status s = Writable(); !s.ok()) return s;
     absl::StatusOr<std::string> record = prepare();
     if (!record.ok()) return record.status();
     auto appended = log_->Append(*record);
     if (!appended.ok()) return appended.status();
     sequence = *appended;
-    apply();
+    try {
+      apply();
+    } catch (const std::bad_alloc&) {
+      return Broken(sequence);
+    }
     MutexLock syncing(&syncing_mu_);
     ++syncing_;
   }
@@ -354,7 +392,7 @@ absl::StatusOr<SnapshotReport> ModelJournal::Snapshot(const Model& model,
   std::unique_ptr<Model::StateCopy> copy;
   {
     MutexLock lock(&learn_mu_);
-    if (closed_) return Closed(dir_);
+    if (absl::Status s = Writable(); !s.ok()) return s;
     contents.log_sequence = log_->last_sequence();
     copy = model.BeginStateCopy();
     // The join buffer is copied whole under the lock: it is bounded by its

@@ -173,6 +173,13 @@ class ModelJournal {
   // Held exclusively to log + apply a batch, and to begin a snapshot's copy.
   Mutex learn_mu_;
   bool closed_ ABSL_GUARDED_BY(learn_mu_) = false;
+  // The record whose learning ran out of memory after it was logged (0:
+  // none): the model refuses updates and snapshots from then on.
+  uint64_t broken_sequence_ ABSL_GUARDED_BY(learn_mu_) = 0;
+  // OK unless closed or broken (the error to answer).
+  absl::Status Writable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(learn_mu_);
+  // Marks the model broken at `sequence`, logs it, and returns the error.
+  absl::Status Broken(uint64_t sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(learn_mu_);
   // Learners between their append and the end of their durability wait.
   // Counted up under learn_mu_ too (after the closed_ check), down without
   // it, so that a learner's acknowledgement never waits for another's step.

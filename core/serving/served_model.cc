@@ -1,6 +1,7 @@
 #include "core/serving/served_model.h"
 
 #include <chrono>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -105,8 +106,18 @@ absl::StatusOr<SnapshotReport> ServedModel::Snapshot(BackgroundThread* backgroun
   // The calibration is read before the journal marks the snapshot's
   // sequence, so it holds no example after it (RecordProgressive follows an
   // example's logging).
-  absl::StatusOr<SnapshotReport> report = journal_->Snapshot(
-      *model_, feedback_.get(), idempotency_.get(), EncodeCalibration(), background);
+  absl::StatusOr<SnapshotReport> report;
+  try {
+    report = journal_->Snapshot(*model_, feedback_.get(), idempotency_.get(), EncodeCalibration(),
+                                background);
+  } catch (const std::bad_alloc&) {
+    // The copy (whole state, encoded) did not fit: the snapshot fails, the
+    // model goes on serving and learning from its log (docs/limits.md).
+    report = absl::ResourceExhaustedError(
+        absl::StrCat("out of memory snapshotting model ", Quote(name()),
+                     ": no snapshot was written; the model keeps serving and its update log "
+                     "keeps every record"));
+  }
   RecordSnapshot(report);
   return report;
 }
@@ -318,17 +329,21 @@ absl::StatusOr<ServedModel::KeyedLearn> ServedModel::Learn(absl::Span<const Trai
     return out;
   }
   const int64_t now = wall_clock_();
+  thread_local HashedBatch hashed;
+  HashBatch(*model_, batch, &hashed);
+  // Under the journal's learn lock, before the record is appended: the
+  // room learning it needs (ModelJournal::Learn says why).
   auto encode = [&] {
+    model_->ReserveFor(hashed.features);
     std::string record;
     EncodeBatch(batch, &record);
     return record;
   };
-  auto apply = [&] { out.scored = LearnBatch(*model_, batch); };
-  if (absl::Status s =
-          CommitKeyed(idempotency_key, idempotency_key, now, encode, apply, &out.duplicate);
-      !s.ok()) {
-    return s;
-  }
+  auto apply = [&] { out.scored = LearnHashedBatch(*model_, batch, hashed); };
+  absl::Status committed =
+      CommitKeyed(idempotency_key, idempotency_key, now, encode, apply, &out.duplicate);
+  ReleaseIfLarge(&hashed);
+  if (!committed.ok()) return committed;
   if (!out.duplicate) {
     RecordProgressive(out.scored);
     RefreshStats();

@@ -45,6 +45,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -166,6 +167,27 @@ class CompactTable {
 
   // Subtables grow one by one (Prepare), not the whole table.
   void ReserveForStep(size_t /*new_keys*/, size_t /*max_count*/) {}
+
+  // Room for `fresh` (canonical keys not in the table, distinct) in their
+  // subtables: what a batch of steps may insert, reserved before it is
+  // logged so that learning it allocates no table memory. Nothing if they
+  // would take the table past `max_count`: the steps evict first then, and
+  // grow what they must.
+  void ReserveFresh(const std::vector<uint64_t>& fresh, size_t max_count) {
+    if (size_ + fresh.size() > max_count) return;
+    std::vector<uint32_t> locals;
+    locals.reserve(fresh.size());
+    for (uint64_t key : fresh) locals.push_back(LocalIndex(key));
+    std::sort(locals.begin(), locals.end());
+    for (size_t i = 0; i < locals.size();) {
+      size_t j = i;
+      while (j < locals.size() && locals[j] == locals[i]) ++j;
+      Subtable& t = directory_[locals[i]];
+      const size_t wanted = t.size + (j - i);
+      if (wanted > MaxLoad(t.capacity)) Resize(&t, GrowCapacity(wanted));
+      i = j;
+    }
+  }
 
   // Room for `keys` (distinct, the table empty): each subtable allocated
   // once at the capacity its count of them needs.
@@ -325,7 +347,7 @@ class CompactTable {
   void Resize(Subtable* t, size_t capacity) {
     capacity = std::min<size_t>(capacity, std::numeric_limits<uint32_t>::max());
     Slot* slots = static_cast<Slot*>(std::malloc(capacity * sizeof(Slot)));
-    if (slots == nullptr) std::abort();
+    if (slots == nullptr) throw std::bad_alloc();  // as new would: a caller may refuse the work
     for (size_t i = 0; i < capacity; ++i) slots[i].low = kEmpty;
     Subtable grown{slots, t->size, static_cast<uint32_t>(capacity)};
     for (size_t i = 0; i < t->capacity; ++i) {

@@ -126,6 +126,13 @@ class FlatTable {
     Reserve(std::min(size_ + new_keys, max_count));
   }
 
+  // Room for `fresh` (keys not in the table, distinct), at most `max_count`
+  // keys in all: what a batch of steps may insert, reserved before it is
+  // logged so that learning it allocates no table memory.
+  void ReserveFresh(const std::vector<uint64_t>& fresh, size_t max_count) {
+    Reserve(std::min(size_ + fresh.size(), max_count));
+  }
+
   // Every key's home slot is requested from memory before the first
   // lookup, so that the step's cache misses overlap. Nothing else: a caller
   // that prefetched the keys itself may skip it.

@@ -162,6 +162,32 @@ class ShardedStore {
     for (auto it = touched.rbegin(); it != touched.rend(); ++it) shards_[*it].mu.Unlock();
   }
 
+  // Makes room, in each shard, for the keys among `keys` that it does not
+  // hold (at most limits().max_count in all), so that steps learning them
+  // allocate no table memory: a journal calls it before it logs a batch, so
+  // that a std::bad_alloc (thrown from here) refuses the batch before it is
+  // in the log. Takes each touched shard's writer lock in turn; growing a
+  // table moves states, as a step's reservation does, and changes nothing
+  // a reader sees.
+  template <typename KeyRange>
+  void ReserveFor(const KeyRange& keys) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    std::vector<std::pair<int, uint64_t>> by_shard;
+    for (const auto& k : keys) by_shard.push_back({ShardIndex(k.key), Table::Canonical(k.key)});
+    std::sort(by_shard.begin(), by_shard.end());
+    by_shard.erase(std::unique(by_shard.begin(), by_shard.end()), by_shard.end());
+    std::vector<uint64_t> fresh;
+    for (size_t i = 0; i < by_shard.size();) {
+      const int s = by_shard[i].first;
+      MutexLock lock(&shards_[s].mu);
+      Map& map = shards_[s].map;
+      fresh.clear();
+      for (; i < by_shard.size() && by_shard[i].first == s; ++i) {
+        if (map.Find(by_shard[i].second) == nullptr) fresh.push_back(by_shard[i].second);
+      }
+      if (!fresh.empty()) map.ReserveFresh(fresh, limits_.max_count);
+    }
+  }
+
   // Calls fn(steps) holding every shard's writer lock, where
   // steps.Prefetch(keys) requests the keys' slots from memory (for the next
   // step, while this one runs) and steps.Step(keys, fn, make_rank) does

@@ -21,12 +21,21 @@ struct MethodRole {
   Role role;
 };
 constexpr MethodRole kMethodRoles[] = {
-    {"Predict", Role::kPredict},      {"GetModel", Role::kPredict},
-    {"ListModels", Role::kPredict},   {"Update", Role::kLearn},
-    {"UpdateStream", Role::kLearn},   {"UpdateStreamAcked", Role::kLearn},
-    {"CreateModel", Role::kAdmin},    {"DeleteModel", Role::kAdmin},
-    {"SnapshotModel", Role::kAdmin},  {"Feedback", Role::kLearn},
+    {"Predict", Role::kPredict},
+    {"GetModel", Role::kPredict},
+    {"ListModels", Role::kPredict},
+    {"Update", Role::kLearn},
+    {"UpdateStream", Role::kLearn},
+    {"UpdateStreamAcked", Role::kLearn},
+    {"CreateModel", Role::kAdmin},
+    {"DeleteModel", Role::kAdmin},
+    {"SnapshotModel", Role::kAdmin},
+    {"Feedback", Role::kLearn},
     {"FeedbackStream", Role::kLearn},
+    // GetModel with state_digest copies and hashes the whole model (O(model)
+    // memory and time, under the model's key): an operator's tool, checked
+    // after the request is parsed (docs/security.md).
+    {"GetModel(state_digest)", Role::kAdmin},
 };
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
@@ -143,7 +152,9 @@ absl::Status CheckServed(absl::string_view method, MethodSet methods) {
     return absl::PermissionDeniedError(absl::StrCat(
         method, " is not served on the health address (--health_address), only grpc.health.v1"));
   }
-  if (methods == MethodSet::kAdminOnly && !admin) {
+  // GetModel is served on the admin address too, for its state_digest
+  // (admin role), which the main address refuses when there is one.
+  if (methods == MethodSet::kAdminOnly && !admin && method != "GetModel") {
     return absl::PermissionDeniedError(absl::StrCat(
         method, " is not served on the admin address; call the main address (--address)"));
   }
