@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <iostream>
 #include <string_view>
 
@@ -59,8 +60,21 @@ struct KafkaSource::Consumer {
     size_t bytes = 0;
     uint64_t records = 0;   // to learn
     uint64_t rejected = 0;  // refused
+    uint64_t epoch = 0;     // the partition's epoch when it was read (Part)
     std::chrono::steady_clock::time_point started;
   } pending;
+
+  // Each assigned partition, as the learning thread sees it: `position`,
+  // the model's position after the last batch learned (-1: none), where
+  // the next batch starts (SourcePosition::start); `epoch`, which changes
+  // whenever the partition is read again from the model's position (an
+  // assignment, or a batch another replica learned first): batches read
+  // before that are dropped unlearned. Epochs come from one counter, so
+  // none repeats.
+  struct Part {
+    int64_t position = -1;
+    uint64_t epoch = 0;
+  };
 
   // Log lines per second, so that a topic full of bad records cannot fill
   // the disk: at most kLogsPerSecond, then a count of the ones left out.
@@ -80,6 +94,13 @@ struct KafkaSource::Consumer {
   std::deque<Pending> queue ABSL_GUARDED_BY(queue_mu);
   bool learning ABSL_GUARDED_BY(queue_mu) = false;  // a batch is out of the queue, being learned
   bool done ABSL_GUARDED_BY(queue_mu) = false;      // no more batches come
+  std::map<int32_t, Part> states ABSL_GUARDED_BY(queue_mu);
+  uint64_t last_epoch ABSL_GUARDED_BY(queue_mu) = 0;
+  // Partitions the consuming thread must seek back to `states[p].position`.
+  std::vector<int32_t> reread ABSL_GUARDED_BY(queue_mu);
+  // The consuming thread's own copy of each partition's epoch, stamped on
+  // the batches it reads.
+  std::map<int32_t, uint64_t> read_epochs;
 
   ~Consumer() {
     if (rk != nullptr) rd_kafka_destroy(rk);
@@ -120,8 +141,14 @@ struct KafkaSource::Consumer {
 
   void OnRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-      // The positions must include every batch already read.
+      // The positions must include every batch already read, and (a
+      // replica) every batch another replica learned before this one got
+      // the partitions.
       Drain();
+      if (absl::Status s = owner->writer_->SyncPositions(); !s.ok()) {
+        Log(absl::StrCat("positions may be behind the replicated log (", s.message(),
+                         "); a batch read from an old position learns nothing and is read again"));
+      }
       std::string assigned;
       // Only this source's topic: a group is one model's (the default
       // group's name holds the model and the topic).
@@ -140,6 +167,11 @@ struct KafkaSource::Consumer {
             position >= 0 ? position : RD_KAFKA_OFFSET_BEGINNING;
         absl::StrAppend(&assigned, assigned.empty() ? "" : ", ", p.partition, "@",
                         position >= 0 ? absl::StrCat(position) : std::string("beginning"));
+        {
+          MutexLock lock(&queue_mu);
+          states[p.partition] = Part{position, ++last_epoch};
+          read_epochs[p.partition] = last_epoch;
+        }
         MutexLock lock(&owner->stats_mu_);
         PartitionStats(p.partition).next_offset = std::max<int64_t>(position, 0);
       }
@@ -150,6 +182,16 @@ struct KafkaSource::Consumer {
       // Revoked: what was gathered and not learned is read again by
       // whoever gets the partition, from the model's position.
       pending = Pending{};
+      {
+        // Batches queued for them are not learned here (another consumer
+        // may own the partitions now).
+        MutexLock lock(&queue_mu);
+        queue.clear();
+        states.clear();
+        reread.clear();
+        read_epochs.clear();
+      }
+      queue_cv.SignalAll();
       rd_kafka_assign(rk, nullptr);
       Log("partitions revoked");
     }
@@ -184,6 +226,7 @@ struct KafkaSource::Consumer {
     if (update.ok() && pending.examples + update->batch.size() > max_examples) Flush();
     if (pending.partition < 0) {
       pending.partition = m.partition;
+      pending.epoch = read_epochs[m.partition];
       pending.started = std::chrono::steady_clock::now();
     }
     if (!update.ok()) {
@@ -244,34 +287,101 @@ struct KafkaSource::Consumer {
     }
   }
 
-  // Learns a batch under its partition's next position, retrying while
-  // the writer is unavailable (backpressure: the queue fills, and the
-  // consumer stops polling).
+  // The position the partition's next batch starts at, if `pending` was
+  // read in the partition's current epoch (otherwise it is dropped).
+  std::optional<int64_t> StartOf(const Pending& pending) {
+    MutexLock lock(&queue_mu);
+    auto it = states.find(pending.partition);
+    if (it == states.end() || it->second.epoch != pending.epoch) return std::nullopt;
+    return it->second.position;
+  }
+
+  // After a batch another consumer (replica) learned first: the partition
+  // is read again from the model's position, and what was read after the
+  // batch is dropped.
+  void ReadAgain(int32_t partition) {
+    const int64_t position = owner->model_->idempotency().Position(topic, partition);
+    {
+      MutexLock lock(&queue_mu);
+      auto it = states.find(partition);
+      if (it == states.end()) return;
+      it->second = Part{position, ++last_epoch};
+      std::erase_if(queue, [&](const Pending& p) { return p.partition == partition; });
+      reread.push_back(partition);
+    }
+    queue_cv.SignalAll();
+    Log(absl::StrCat("partition ", partition, ": another consumer learned records first; reading "
+                     "again from offset ",
+                     position));
+  }
+
+  // Seeks the partitions ReadAgain named (the consuming thread).
+  void SeekRereads() {
+    std::vector<std::pair<int32_t, Part>> seeks;
+    {
+      MutexLock lock(&queue_mu);
+      for (int32_t partition : reread) {
+        if (auto it = states.find(partition); it != states.end()) {
+          seeks.emplace_back(partition, it->second);
+        }
+      }
+      reread.clear();
+    }
+    for (const auto& [partition, part] : seeks) {
+      read_epochs[partition] = part.epoch;
+      if (pending.partition == partition) pending = Pending{};
+      rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+      rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset =
+          part.position >= 0 ? part.position : RD_KAFKA_OFFSET_BEGINNING;
+      if (rd_kafka_error_t* error = rd_kafka_seek_partitions(rk, list, 5000); error != nullptr) {
+        Log(absl::StrCat("partition ", partition, ": seek failed: ", rd_kafka_error_string(error)));
+        rd_kafka_error_destroy(error);
+      }
+      rd_kafka_topic_partition_list_destroy(list);
+    }
+  }
+
+  // Learns a batch as the range from its partition's position to its next
+  // offset, retrying while the writer is unavailable (backpressure: the
+  // queue fills, and the consumer stops polling).
   void Learn(const Pending& pending) {
     const int64_t next = pending.last_offset + 1;
     uint64_t learned = 0;
     uint64_t rejected = pending.rejected;
     uint64_t retries = 0;
+    std::optional<int64_t> start = StartOf(pending);
+    if (!start.has_value()) return;  // read before the partition was read again
     if (pending.examples > 0) {
       std::vector<TrainingExample> batch;
       batch.reserve(pending.examples);
       for (const ValidatedUpdate& u : pending.updates) {
         batch.insert(batch.end(), u.batch.begin(), u.batch.end());
       }
-      const std::string key = IdempotencyWindow::PositionKey(topic, pending.partition, next);
+      const SourcePosition position{topic, pending.partition, *start, next};
       for (;;) {
-        auto result = owner->writer_->Learn(*owner->model_, batch, key);
+        auto result = owner->writer_->LearnAt(*owner->model_, batch, position);
+        if (result.ok() && result->duplicate) {
+          ReadAgain(pending.partition);
+          return;
+        }
         if (result.ok()) {
           learned = pending.records;
+          MutexLock lock(&queue_mu);
+          if (auto it = states.find(pending.partition);
+              it != states.end() && it->second.epoch == pending.epoch) {
+            it->second.position = next;
+          }
           break;
         }
         if (!Retryable(result.status())) {
+          // The next batch starts where this one did, and covers these
+          // records as refused.
           Log(absl::StrCat("partition ", pending.partition, " offsets ..", pending.last_offset,
                            ": batch refused, not learned: ", result.status().message()));
           rejected += pending.records;
           break;
         }
-        if (owner->stopping_.load()) {
+        if (owner->stopping_.load() || !StartOf(pending).has_value()) {
           return;  // not learned: read again from the model's position
         }
         if (retries++ % 50 == 0) {
@@ -338,6 +448,7 @@ struct KafkaSource::Consumer {
           Flush();
         }
       }
+      SeekRereads();
       if (std::chrono::steady_clock::now() - last_watermarks >= std::chrono::milliseconds(250)) {
         UpdateWatermarks();
         last_watermarks = std::chrono::steady_clock::now();
@@ -375,7 +486,11 @@ absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<
       // Static membership: a clickd restarted after a crash takes its
       // partitions back at once instead of after the dead member's session
       // timeout. One process per model and group (docs/kafka.md).
-      {"group.instance.id", absl::StrCat(group, "-", model->name())},
+      // Replicas share the group (each partition is consumed by one of
+      // them), each with its own instance id.
+      {"group.instance.id",
+       absl::StrCat(group, "-", model->name(),
+                    options.instance.empty() ? "" : absl::StrCat("-", options.instance))},
       {"session.timeout.ms", "10000"},
       {"enable.auto.commit", "false"},
       {"enable.auto.offset.store", "false"},

@@ -61,6 +61,10 @@ struct KafkaSourceOptions {
   std::chrono::milliseconds linger{20};
   // librdkafka's prefetch bound per consumer (queued.max.messages.kbytes).
   int queued_max_kbytes = 8192;
+  // This process among the consumers of the model's group: the replica id
+  // under --replication=jetstream (each partition is consumed by one
+  // replica at a time), empty otherwise. Part of group.instance.id.
+  std::string instance;
 };
 
 // One partition's figures, for the metrics and the status page.

@@ -162,8 +162,7 @@ class ServerProcess {
   // The impression-to-click loop's clock: ticks into each model's update
   // log, or (a replica) into the replicated log.
   std::optional<ImpressionExpirer> expirer_;
-  // Without replication: the Kafka sources of the models that have one
-  // (kafka/kafka_source.h).
+  // The Kafka sources of the models that have one (kafka/kafka_source.h).
   std::optional<KafkaSources> kafka_sources_;
   std::optional<metrics::RpcMetrics> rpc_metrics_;
   // The executor and the services before the exporter, whose scrapes read
@@ -241,11 +240,16 @@ StepResult ServerProcess::StartMetrics() {
   metrics::RegisterModelMetrics(&metrics_registry_, &*registry_);
   metrics::DurabilityMetrics::RegisterModelFamilies(&metrics_registry_, &*registry_);
   rpc_metrics_.emplace(&metrics_registry_, ClickdMethods());
-  if (replication_ == nullptr) {
-    KafkaSourceOptions kafka;
-    kafka.limits = settings_.limits;
-    kafka_sources_.emplace(&*registry_, &*local_writer_, kafka, &metrics_registry_);
+  KafkaSourceOptions kafka;
+  kafka.limits = settings_.limits;
+  ModelWriter* kafka_writer = &*local_writer_;
+  if (replication_ != nullptr) {
+    // Every replica consumes in the model's group: each partition is read
+    // by one of them, and its batches go through the replicated log.
+    kafka_writer = replication_->writer.get();
+    kafka.instance = replication_->replica->id();
   }
+  kafka_sources_.emplace(&*registry_, kafka_writer, kafka, &metrics_registry_);
   status_page_.emplace(&*registry_);
   const Addresses& at = settings_.addresses;
   if (at.metrics_port == 0) return std::nullopt;

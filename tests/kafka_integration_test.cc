@@ -14,7 +14,11 @@
 //     --gtest_filter=*KillNine*);
 //   - malformed and hostile records are counted, logged with their offset
 //     and never learned, and the consumer goes on;
-//   - the broker restarts under a consuming model, which goes on.
+//   - the broker restarts under a consuming model, which goes on;
+//   - two replicas (--replication=jetstream, a real 3-node NATS cluster)
+//     share the model's consumer group: kill -9 of the one consuming
+//     mid-topic, the other takes the partition over from the replicated
+//     position, and both end at the offline replay's count and digest.
 //
 // Registered with ctest as one test (not one per TEST), so that the broker's
 // JVM starts once.
@@ -38,6 +42,7 @@
 #include "absl/strings/str_split.h"
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
+#include "tests/replicated_cluster.h"
 #include "tests/server_process.h"
 #include "tests/test_util.h"
 
@@ -46,6 +51,7 @@ namespace {
 
 using ::clickd::testing::CommandResult;
 using ::clickd::testing::JsonText;
+using ::clickd::testing::ReplicatedCluster;
 using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerOptions;
 using ::clickd::testing::ServerProcess;
@@ -346,6 +352,61 @@ TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(Updates(*server, "m"), 40'000u);
   EXPECT_EQ(Digest(*server, "m"), OfflineDigest(both));
+}
+
+
+// The last "assigned partition(s) ..." line of a server's output, or "".
+std::string LastAssignment(const std::string& output) {
+  const size_t at = output.rfind("assigned partition(s) ");
+  if (at == std::string::npos) return "";
+  const size_t end = output.find('\n', at);
+  return output.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+TEST(KafkaSource, ReplicasTakeOverAPartitionAfterKillNineAndLearnItOnce) {
+  const uint64_t n = EnvOr("CLICKD_KAFKA_REPLICA_RECORDS", 150'000);
+  const std::string log = Dir() + "/replicas.vw";
+  WriteClickLog(log, n, 6);
+  Produce("replicas", log);
+  ReplicatedCluster cluster("kafka");
+  ASSERT_TRUE(cluster.ok());
+  ASSERT_TRUE(cluster.StartReplica(0));
+  ASSERT_TRUE(cluster.StartReplica(1));
+  CreateModel(*cluster.replica(0), "m", "replicas");
+  // One of the two consumes the one partition; the other waits in the group.
+  int owner = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (owner < 0 && std::chrono::steady_clock::now() < deadline) {
+    const uint64_t learned = Updates(*cluster.replica(0), "m");
+    for (int i = 0; i < 2 && learned >= 2000; ++i) {
+      if (LastAssignment(cluster.replica(i)->Output()).find(" 0@") != std::string::npos) owner = i;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(owner, 0) << "no replica consumed the partition";
+  const int survivor = 1 - owner;
+  const uint64_t seen = Updates(*cluster.replica(owner), "m");
+  cluster.KillReplica(owner);
+  std::printf("replica r%d killed after %llu of %llu records\n", owner,
+              static_cast<unsigned long long>(seen), static_cast<unsigned long long>(n));
+  EXPECT_LT(seen, n) << "the kill came after the whole topic; the test tested no take-over";
+  // The survivor gets the partition once the dead member's session ends.
+  EXPECT_EQ(WaitForUpdates(*cluster.replica(survivor), "m", n, std::chrono::seconds(180)), n);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(Updates(*cluster.replica(survivor), "m"), n) << "records were learned twice";
+  const std::string offline = OfflineDigest(log);
+  EXPECT_EQ(Digest(*cluster.replica(survivor), "m"), offline);
+  const std::string takeover = LastAssignment(cluster.replica(survivor)->Output());
+  std::printf("replica r%d: %s\n", survivor, takeover.c_str());
+  EXPECT_NE(takeover.find(" 0@"), std::string::npos) << takeover;
+  // The killed replica comes back from its snapshot and the stream, with
+  // the same positions: it learns nothing again.
+  ASSERT_TRUE(cluster.StartReplica(owner));
+  EXPECT_EQ(WaitForUpdates(*cluster.replica(owner), "m", n, std::chrono::seconds(60)), n);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(Updates(*cluster.replica(owner), "m"), n);
+  EXPECT_EQ(Digest(*cluster.replica(owner), "m"), offline);
+  EXPECT_EQ(Updates(*cluster.replica(survivor), "m"), n);
 }
 
 }  // namespace
