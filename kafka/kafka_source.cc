@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <deque>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -310,7 +310,8 @@ struct KafkaSource::Consumer {
       reread.push_back(partition);
     }
     queue_cv.SignalAll();
-    Log(absl::StrCat("partition ", partition, ": another consumer learned records first; reading "
+    Log(absl::StrCat("partition ", partition,
+                     ": another consumer learned records first; reading "
                      "again from offset ",
                      position));
   }

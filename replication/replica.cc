@@ -36,19 +36,17 @@ absl::Status CheckSourcePosition(const ServedModel& served, std::string_view mod
   std::string topic;
   int32_t partition = 0;
   int64_t next = 0;
-  if (!keyed.ok() ||
-      !IdempotencyWindow::ParsePositionKey(keyed->key, &topic, &partition, &next)) {
+  if (!keyed.ok() || !IdempotencyWindow::ParsePositionKey(keyed->key, &topic, &partition, &next)) {
     return absl::OkStatus();  // applying reports the damage
   }
   const int64_t current = served.idempotency().Position(topic, partition);
   if (msg_id == SourceMessageId(model, created_at, topic, partition, current)) {
     return absl::OkStatus();
   }
-  return absl::AlreadyExistsError(
-      absl::StrCat("model ", Quote(model), ": topic ", topic, " partition ", partition,
-                   " is at offset ", current, " in the replicated log, not where batch ",
-                   std::string(msg_id),
-                   " was read (up to ", next, "): another consumer learned these records first"));
+  return absl::AlreadyExistsError(absl::StrCat(
+      "model ", Quote(model), ": topic ", topic, " partition ", partition, " is at offset ",
+      current, " in the replicated log, not where batch ", std::string(msg_id), " was read (up to ",
+      next, "): another consumer learned these records first"));
 }
 
 using Clock = std::chrono::steady_clock;
@@ -531,10 +529,10 @@ absl::StatusOr<Replica::Learned> Replica::LearnAt(const std::string& model,
       [&](std::string* out) {
         std::string inner;
         EncodeBatch(batch, &inner);
-        EncodeKeyed(time_us,
-                    IdempotencyWindow::PositionKey(position.topic, position.partition,
-                                                   position.next),
-                    inner, out);
+        EncodeKeyed(
+            time_us,
+            IdempotencyWindow::PositionKey(position.topic, position.partition, position.next),
+            inner, out);
       },
       SourceMessageId(model, created_at, position.topic, position.partition, position.start));
   if (!waiter.ok()) return waiter.status();

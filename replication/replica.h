@@ -166,8 +166,7 @@ class Replica {
   // learns nothing, everywhere, and its publisher gets AlreadyExists (or
   // a deduplicated result when JetStream dropped it) and must read the
   // partition again from the position this replica now holds.
-  absl::StatusOr<Learned> LearnAt(const std::string& model,
-                                  absl::Span<const TrainingExample> batch,
+  absl::StatusOr<Learned> LearnAt(const std::string& model, absl::Span<const TrainingExample> batch,
                                   const SourcePosition& position);
 
   // --- The impression-to-click loop (core/feedback/feedback_loop.h) ---

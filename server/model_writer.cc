@@ -15,8 +15,7 @@ absl::StatusOr<ModelWriter::Learned> LocalModelWriter::Learn(
 }
 
 absl::StatusOr<ModelWriter::Learned> LocalModelWriter::LearnAt(
-    ServedModel& served, absl::Span<const TrainingExample> batch,
-    const SourcePosition& position) {
+    ServedModel& served, absl::Span<const TrainingExample> batch, const SourcePosition& position) {
   // One process consumes the partition: the position key goes into the
   // update log with the batch (core/persist/idempotency_window.h).
   return Learn(served, batch,
@@ -41,8 +40,7 @@ absl::StatusOr<ModelWriter::Learned> ReplicatedModelWriter::Learn(
 }
 
 absl::StatusOr<ModelWriter::Learned> ReplicatedModelWriter::LearnAt(
-    ServedModel& served, absl::Span<const TrainingExample> batch,
-    const SourcePosition& position) {
+    ServedModel& served, absl::Span<const TrainingExample> batch, const SourcePosition& position) {
   auto learned = replica_->LearnAt(served.name(), batch, position);
   if (learned.status().code() == absl::StatusCode::kAlreadyExists) {
     return Learned{{}, replica_->applied_sequence(), /*duplicate=*/true};

@@ -354,7 +354,6 @@ TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
   EXPECT_EQ(Digest(*server, "m"), OfflineDigest(both));
 }
 
-
 // The last "assigned partition(s) ..." line of a server's output, or "".
 std::string LastAssignment(const std::string& output) {
   const size_t at = output.rfind("assigned partition(s) ");
