@@ -104,6 +104,56 @@ struct KafkaSource::Consumer {
 
   ~Consumer() {
     if (rk != nullptr) rd_kafka_destroy(rk);
+    if (dead_letters != nullptr) {
+      // What is still queued gets a few seconds to reach the broker.
+      rd_kafka_flush(dead_letters, 5000);
+      rd_kafka_destroy(dead_letters);
+    }
+  }
+
+  // The dead-letter topic's producer (null: the config names none) and
+  // its topic.
+  rd_kafka_t* dead_letters = nullptr;
+  std::string dead_letter_topic;
+
+  // Delivery reports of the dead-letter producer (served by rd_kafka_poll
+  // on the consuming thread).
+  static void DeliveryCallback(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+    auto* self = static_cast<Consumer*>(opaque);
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      self->Log(absl::StrCat("dead-letter copy not written to ", self->dead_letter_topic, ": ",
+                             rd_kafka_err2str(m->err)));
+    }
+    MutexLock lock(&self->owner->stats_mu_);
+    ++(m->err == RD_KAFKA_RESP_ERR_NO_ERROR ? self->owner->stats_.dead_lettered
+                                            : self->owner->stats_.dead_letter_failures);
+  }
+
+  // Copies a refused record to the dead-letter topic, with headers naming
+  // where it came from and why it was refused. At least once: a record
+  // refused again after a restart or a rebalance is copied again.
+  void DeadLetter(const rd_kafka_message_t& m, const absl::Status& why) {
+    if (dead_letters == nullptr) return;
+    const std::string partition = absl::StrCat(m.partition);
+    const std::string offset = absl::StrCat(m.offset);
+    const std::string reason(why.message());
+    const rd_kafka_resp_err_t err = rd_kafka_producev(
+        dead_letters, RD_KAFKA_V_TOPIC(dead_letter_topic.c_str()),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE(m.payload, m.len),
+        RD_KAFKA_V_KEY(m.key, m.key_len),
+        RD_KAFKA_V_HEADER("clickd_topic", topic.data(), static_cast<ssize_t>(topic.size())),
+        RD_KAFKA_V_HEADER("clickd_partition", partition.data(),
+                          static_cast<ssize_t>(partition.size())),
+        RD_KAFKA_V_HEADER("clickd_offset", offset.data(), static_cast<ssize_t>(offset.size())),
+        RD_KAFKA_V_HEADER("clickd_reason", reason.data(), static_cast<ssize_t>(reason.size())),
+        RD_KAFKA_V_HEADER("clickd_model", model.data(), static_cast<ssize_t>(model.size())),
+        RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      Log(absl::StrCat("partition ", m.partition, " offset ", m.offset,
+                       ": dead-letter copy not queued: ", rd_kafka_err2str(err)));
+      MutexLock lock(&owner->stats_mu_);
+      ++owner->stats_.dead_letter_failures;
+    }
   }
 
   void Log(const std::string& line) {
@@ -208,6 +258,7 @@ struct KafkaSource::Consumer {
   void Reject(const rd_kafka_message_t& m, const absl::Status& why) {
     Log(absl::StrCat("partition ", m.partition, " offset ", m.offset,
                      ": record refused, not learned: ", why.message()));
+    DeadLetter(m, why);
     ++pending.rejected;
   }
 
@@ -450,6 +501,7 @@ struct KafkaSource::Consumer {
         }
       }
       SeekRereads();
+      if (dead_letters != nullptr) rd_kafka_poll(dead_letters, 0);
       if (std::chrono::steady_clock::now() - last_watermarks >= std::chrono::milliseconds(250)) {
         UpdateWatermarks();
         last_watermarks = std::chrono::steady_clock::now();
@@ -465,6 +517,42 @@ struct KafkaSource::Consumer {
     rd_kafka_consumer_close(rk);
   }
 };
+
+namespace {
+
+// The producer of a source's dead-letter topic, with the consumer's
+// brokers and security settings.
+absl::Status StartDeadLetters(const KafkaSourceConfig& k, const std::string& model,
+                              KafkaSource::Consumer* consumer) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"bootstrap.servers", k.brokers},
+      {"client.id", absl::StrCat("clickd-", model, "-dead-letters")},
+      {"linger.ms", "20"},
+      // Bounded: at most this much of refused records waits for the broker.
+      {"queue.buffering.max.kbytes", "16384"},
+      {"security.protocol", k.security_protocol.empty() ? "plaintext" : k.security_protocol},
+  };
+  if (!k.ssl_ca_location.empty()) settings.emplace_back("ssl.ca.location", k.ssl_ca_location);
+  for (const auto& [name, value] : settings) {
+    if (absl::Status s = SetConf(conf, name, value); !s.ok()) {
+      rd_kafka_conf_destroy(conf);
+      return s;
+    }
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf, &KafkaSource::Consumer::DeliveryCallback);
+  rd_kafka_conf_set_opaque(conf, consumer);
+  char error[512];
+  consumer->dead_letters = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof(error));
+  if (consumer->dead_letters == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return absl::InvalidArgumentError(absl::StrCat("kafka dead-letter producer: ", error));
+  }
+  consumer->dead_letter_topic = k.dead_letter_topic;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<ServedModel> model,
                                                                 ModelWriter* writer,
@@ -522,6 +610,9 @@ absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<
     return absl::InvalidArgumentError(absl::StrCat("kafka consumer: ", error));
   }
   rd_kafka_poll_set_consumer(consumer->rk);
+  if (!k.dead_letter_topic.empty()) {
+    if (absl::Status s = StartDeadLetters(k, model->name(), consumer.get()); !s.ok()) return s;
+  }
   return std::unique_ptr<KafkaSource>(
       new KafkaSource(std::move(model), writer, options, std::move(consumer)));
 }
@@ -535,6 +626,7 @@ KafkaSource::KafkaSource(std::shared_ptr<ServedModel> model, ModelWriter* writer
   {
     MutexLock lock(&stats_mu_);
     stats_.topic = consumer_->topic;
+    stats_.dead_letter = consumer_->dead_letters != nullptr;
   }
   consumer_->owner = this;
   thread_ = std::thread([this] { Run(); });
@@ -688,6 +780,21 @@ void KafkaSources::RegisterMetrics(metrics::Registry* metrics) {
                            }
                            return samples;
                          });
+  metrics->BuildCallback(
+      "clickd_kafka_dead_letters_total",
+      "Refused records copied to the source's dead-letter topic (outcome=written: the broker "
+      "acknowledged the copy; failed: it could not be written).",
+      metrics::MetricType::kCounter, [this] {
+        std::vector<Sample> samples;
+        for (const auto& [model, stats] : Stats()) {
+          if (!stats.dead_letter) continue;
+          samples.push_back({{{"model", model}, {"topic", stats.topic}, {"outcome", "written"}},
+                             static_cast<double>(stats.dead_lettered)});
+          samples.push_back({{{"model", model}, {"topic", stats.topic}, {"outcome", "failed"}},
+                             static_cast<double>(stats.dead_letter_failures)});
+        }
+        return samples;
+      });
 }
 
 }  // namespace clickd

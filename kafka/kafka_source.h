@@ -82,6 +82,11 @@ struct KafkaSourceStats {
   std::vector<KafkaPartitionStats> partitions;  // by partition
   uint64_t rebalances = 0;
   uint64_t learn_retries = 0;  // batches the writer refused and were retried
+  // Refused records copied to the dead-letter topic (delivered), and those
+  // that could not be (queue full, broker error).
+  bool dead_letter = false;  // the source has a dead-letter topic
+  uint64_t dead_lettered = 0;
+  uint64_t dead_letter_failures = 0;
 };
 
 class KafkaSource {
