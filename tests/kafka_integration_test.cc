@@ -134,12 +134,12 @@ std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir, int metr
 }
 
 void CreateModel(const ServerProcess& server, const std::string& model, const std::string& topic,
-                 const std::string& format = "vw") {
-  const CommandResult r =
-      RunCommand(absl::StrCat(CLICKCTL_PATH, " models create --server=", server.address(),
-                              " --model=", model, " --kafka_brokers=", Broker::Address(),
-                              " --kafka_topic=", topic, " --kafka_format=", format, " --json"),
-                 absl::Seconds(30));
+                 const std::string& format = "vw", const std::string& extra = "") {
+  const CommandResult r = RunCommand(
+      absl::StrCat(CLICKCTL_PATH, " models create --server=", server.address(), " --model=", model,
+                   " --kafka_brokers=", Broker::Address(), " --kafka_topic=", topic,
+                   " --kafka_format=", format, " --json ", extra),
+      absl::Seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
@@ -312,7 +312,7 @@ TEST(KafkaSource, BadRecordsAreCountedLoggedAndNeverLearned) {
   const int metrics_port = FreePort();
   auto server = StartServer(Dir() + "/mixed_data", metrics_port, {"--max_message_bytes=65536"});
   ASSERT_NE(server, nullptr);
-  CreateModel(*server, "m", "mixed");
+  CreateModel(*server, "m", "mixed", "vw", "--kafka_dead_letter_topic=mixed_refused");
   ASSERT_EQ(WaitForUpdates(*server, "m", 500), 500u);
   const std::string rejected =
       R"(clickd_kafka_records_rejected_total{model="m",partition="0",topic="mixed"})";
@@ -330,6 +330,28 @@ TEST(KafkaSource, BadRecordsAreCountedLoggedAndNeverLearned) {
       << output;
   EXPECT_NE(output.find("the record has 100008 bytes; the limit is 65536"), std::string::npos)
       << output;
+  // Each refused record was copied to the dead-letter topic, with headers
+  // naming where it came from and why.
+  double written = 0;
+  const std::string dead =
+      R"(clickd_kafka_dead_letters_total{model="m",outcome="written",topic="mixed"})";
+  for (int i = 0; i < 100 && written < 20; ++i) {
+    written = Sample(Scrape(metrics_port), dead);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(written, 20);
+  const CommandResult copies =
+      RunCommand(absl::StrCat("kcat -C -b ", Broker::Address(),
+                              " -t mixed_refused -e -q -f '%h|%s\\n' | cut -c1-200"),
+                 absl::Seconds(60));
+  ASSERT_EQ(copies.exit_code, 0) << copies.err;
+  std::vector<std::string> lines = absl::StrSplit(copies.out, '\n', absl::SkipEmpty());
+  EXPECT_EQ(lines.size(), 20u) << copies.out;
+  EXPECT_NE(copies.out.find("clickd_topic=mixed,clickd_partition=0,clickd_offset=11,"
+                            "clickd_reason=examples[0].label is 2"),
+            std::string::npos)
+      << copies.out;
+  EXPECT_NE(copies.out.find("|2 |user u1"), std::string::npos) << copies.out;
 }
 
 TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
