@@ -651,13 +651,15 @@ KafkaSources::KafkaSources(ModelRegistry* registry, ModelWriter* writer, KafkaSo
   thread_ = std::thread([this] { Run(); });
 }
 
-KafkaSources::~KafkaSources() {
+KafkaSources::~KafkaSources() { Stop(); }
+
+void KafkaSources::Stop() {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.SignalAll();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   std::map<std::string, std::unique_ptr<KafkaSource>> sources;
   {
     MutexLock lock(&mu_);

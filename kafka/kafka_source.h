@@ -130,7 +130,11 @@ class KafkaSources {
   KafkaSources(ModelRegistry* registry, ModelWriter* writer, KafkaSourceOptions options,
                metrics::Registry* metrics,
                std::chrono::milliseconds period = std::chrono::milliseconds(500));
-  ~KafkaSources();
+  ~KafkaSources();  // Stop()s
+  // Stops every source and starts none again; Stats() is then empty. The
+  // object stays, so that a scrape of its metrics (or the status page) may
+  // still read it. Call on the thread that built it.
+  void Stop();
   KafkaSources(const KafkaSources&) = delete;
   KafkaSources& operator=(const KafkaSources&) = delete;
 

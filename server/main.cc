@@ -289,6 +289,21 @@ StepResult ServerProcess::StartServing() {
                                                          settings_.limits.max_open_streams);
   RegisterLoadMetrics(&metrics_registry_, read_load);
   status_page_->SetLoadReader(read_load);
+  status_page_->SetKafkaReader([this] {
+    std::vector<std::pair<std::string, status::KafkaStatus>> out;
+    for (const auto& [model, stats] : kafka_sources_->Stats()) {
+      status::KafkaStatus k;
+      k.topic = stats.topic;
+      k.partitions = static_cast<int>(stats.partitions.size());
+      for (const KafkaPartitionStats& p : stats.partitions) {
+        if (p.high_watermark >= 0 && p.next_offset >= 0) {
+          k.lag_records += std::max<int64_t>(0, p.high_watermark - p.next_offset);
+        }
+      }
+      out.emplace_back(model, std::move(k));
+    }
+    return out;
+  });
   const Security& security = settings_.security;
   auto servers = StartServers(at, security, settings_.limits, {&main, &admin, &refusing});
   if (!servers.ok()) return Failed(1, servers.status());
@@ -335,7 +350,9 @@ void ServerProcess::Stop() {
     std::cerr.flush();
     std::_Exit(0);
   }
-  kafka_sources_.reset();  // nothing learned after the shutdown snapshots
+  // Nothing learned after the shutdown snapshots; the object stays for
+  // scrapes until the exporter stops.
+  kafka_sources_->Stop();
   expirer_.reset();        // no tick after the shutdown snapshots
   if (registry_->durable() && settings_.snapshot_on_shutdown) {
     const int failures = snapshotter_->SnapshotChanged();

@@ -228,6 +228,15 @@ TEST(KafkaSource, LearnsTopicToTheOfflineReplaysDigestWithLagMetricsMoving) {
       static_cast<double>(n));
   EXPECT_EQ(Sample(body, R"(clickd_kafka_position{model="m",partition="0",topic="learn"})"),
             static_cast<double>(n));
+  // The status page has a line for the source.
+  {
+    httplib::Client client("127.0.0.1", metrics_port);
+    auto status = client.Get("/status.json");
+    ASSERT_TRUE(status);
+    EXPECT_NE(status->body.find(R"("kafka":{"lag_records":0,"partitions":1,"topic":"learn"})"),
+              std::string::npos)
+        << status->body.substr(0, 2000);
+  }
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
   // A graceful restart learns nothing again.
   server = StartServer(Dir() + "/learn_data", FreePort());
