@@ -353,7 +353,7 @@ void ServerProcess::Stop() {
   // Nothing learned after the shutdown snapshots; the object stays for
   // scrapes until the exporter stops.
   kafka_sources_->Stop();
-  expirer_.reset();        // no tick after the shutdown snapshots
+  expirer_.reset();  // no tick after the shutdown snapshots
   if (registry_->durable() && settings_.snapshot_on_shutdown) {
     const int failures = snapshotter_->SnapshotChanged();
     if (failures > 0) {
