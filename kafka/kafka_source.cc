@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 #include <iostream>
+#include <optional>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -59,8 +60,21 @@ struct KafkaSource::Consumer {
     size_t bytes = 0;
     uint64_t records = 0;   // to learn
     uint64_t rejected = 0;  // refused
+    uint64_t epoch = 0;     // the partition's epoch when it was read (Part)
     std::chrono::steady_clock::time_point started;
   } pending;
+
+  // Each assigned partition, as the learning thread sees it: `position`,
+  // the model's position after the last batch learned (-1: none), where
+  // the next batch starts (SourcePosition::start); `epoch`, which changes
+  // whenever the partition is read again from the model's position (an
+  // assignment, or a batch another replica learned first): batches read
+  // before that are dropped unlearned. Epochs come from one counter, so
+  // none repeats.
+  struct Part {
+    int64_t position = -1;
+    uint64_t epoch = 0;
+  };
 
   // Log lines per second, so that a topic full of bad records cannot fill
   // the disk: at most kLogsPerSecond, then a count of the ones left out.
@@ -80,9 +94,66 @@ struct KafkaSource::Consumer {
   std::deque<Pending> queue ABSL_GUARDED_BY(queue_mu);
   bool learning ABSL_GUARDED_BY(queue_mu) = false;  // a batch is out of the queue, being learned
   bool done ABSL_GUARDED_BY(queue_mu) = false;      // no more batches come
+  std::map<int32_t, Part> states ABSL_GUARDED_BY(queue_mu);
+  uint64_t last_epoch ABSL_GUARDED_BY(queue_mu) = 0;
+  // Partitions the consuming thread must seek back to `states[p].position`.
+  std::vector<int32_t> reread ABSL_GUARDED_BY(queue_mu);
+  // The consuming thread's own copy of each partition's epoch, stamped on
+  // the batches it reads.
+  std::map<int32_t, uint64_t> read_epochs;
 
   ~Consumer() {
     if (rk != nullptr) rd_kafka_destroy(rk);
+    if (dead_letters != nullptr) {
+      // What is still queued gets a few seconds to reach the broker.
+      rd_kafka_flush(dead_letters, 5000);
+      rd_kafka_destroy(dead_letters);
+    }
+  }
+
+  // The dead-letter topic's producer (null: the config names none) and
+  // its topic.
+  rd_kafka_t* dead_letters = nullptr;
+  std::string dead_letter_topic;
+
+  // Delivery reports of the dead-letter producer (served by rd_kafka_poll
+  // on the consuming thread).
+  static void DeliveryCallback(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+    auto* self = static_cast<Consumer*>(opaque);
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      self->Log(absl::StrCat("dead-letter copy not written to ", self->dead_letter_topic, ": ",
+                             rd_kafka_err2str(m->err)));
+    }
+    MutexLock lock(&self->owner->stats_mu_);
+    ++(m->err == RD_KAFKA_RESP_ERR_NO_ERROR ? self->owner->stats_.dead_lettered
+                                            : self->owner->stats_.dead_letter_failures);
+  }
+
+  // Copies a refused record to the dead-letter topic, with headers naming
+  // where it came from and why it was refused. At least once: a record
+  // refused again after a restart or a rebalance is copied again.
+  void DeadLetter(const rd_kafka_message_t& m, const absl::Status& why) {
+    if (dead_letters == nullptr) return;
+    const std::string partition = absl::StrCat(m.partition);
+    const std::string offset = absl::StrCat(m.offset);
+    const std::string reason(why.message());
+    const rd_kafka_resp_err_t err = rd_kafka_producev(
+        dead_letters, RD_KAFKA_V_TOPIC(dead_letter_topic.c_str()),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_VALUE(m.payload, m.len),
+        RD_KAFKA_V_KEY(m.key, m.key_len),
+        RD_KAFKA_V_HEADER("clickd_topic", topic.data(), static_cast<ssize_t>(topic.size())),
+        RD_KAFKA_V_HEADER("clickd_partition", partition.data(),
+                          static_cast<ssize_t>(partition.size())),
+        RD_KAFKA_V_HEADER("clickd_offset", offset.data(), static_cast<ssize_t>(offset.size())),
+        RD_KAFKA_V_HEADER("clickd_reason", reason.data(), static_cast<ssize_t>(reason.size())),
+        RD_KAFKA_V_HEADER("clickd_model", model.data(), static_cast<ssize_t>(model.size())),
+        RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      Log(absl::StrCat("partition ", m.partition, " offset ", m.offset,
+                       ": dead-letter copy not queued: ", rd_kafka_err2str(err)));
+      MutexLock lock(&owner->stats_mu_);
+      ++owner->stats_.dead_letter_failures;
+    }
   }
 
   void Log(const std::string& line) {
@@ -120,8 +191,14 @@ struct KafkaSource::Consumer {
 
   void OnRebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts) {
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-      // The positions must include every batch already read.
+      // The positions must include every batch already read, and (a
+      // replica) every batch another replica learned before this one got
+      // the partitions.
       Drain();
+      if (absl::Status s = owner->writer_->SyncPositions(); !s.ok()) {
+        Log(absl::StrCat("positions may be behind the replicated log (", s.message(),
+                         "); a batch read from an old position learns nothing and is read again"));
+      }
       std::string assigned;
       // Only this source's topic: a group is one model's (the default
       // group's name holds the model and the topic).
@@ -140,6 +217,11 @@ struct KafkaSource::Consumer {
             position >= 0 ? position : RD_KAFKA_OFFSET_BEGINNING;
         absl::StrAppend(&assigned, assigned.empty() ? "" : ", ", p.partition, "@",
                         position >= 0 ? absl::StrCat(position) : std::string("beginning"));
+        {
+          MutexLock lock(&queue_mu);
+          states[p.partition] = Part{position, ++last_epoch};
+          read_epochs[p.partition] = last_epoch;
+        }
         MutexLock lock(&owner->stats_mu_);
         PartitionStats(p.partition).next_offset = std::max<int64_t>(position, 0);
       }
@@ -150,6 +232,16 @@ struct KafkaSource::Consumer {
       // Revoked: what was gathered and not learned is read again by
       // whoever gets the partition, from the model's position.
       pending = Pending{};
+      {
+        // Batches queued for them are not learned here (another consumer
+        // may own the partitions now).
+        MutexLock lock(&queue_mu);
+        queue.clear();
+        states.clear();
+        reread.clear();
+        read_epochs.clear();
+      }
+      queue_cv.SignalAll();
       rd_kafka_assign(rk, nullptr);
       Log("partitions revoked");
     }
@@ -166,6 +258,7 @@ struct KafkaSource::Consumer {
   void Reject(const rd_kafka_message_t& m, const absl::Status& why) {
     Log(absl::StrCat("partition ", m.partition, " offset ", m.offset,
                      ": record refused, not learned: ", why.message()));
+    DeadLetter(m, why);
     ++pending.rejected;
   }
 
@@ -184,6 +277,7 @@ struct KafkaSource::Consumer {
     if (update.ok() && pending.examples + update->batch.size() > max_examples) Flush();
     if (pending.partition < 0) {
       pending.partition = m.partition;
+      pending.epoch = read_epochs[m.partition];
       pending.started = std::chrono::steady_clock::now();
     }
     if (!update.ok()) {
@@ -244,34 +338,102 @@ struct KafkaSource::Consumer {
     }
   }
 
-  // Learns a batch under its partition's next position, retrying while
-  // the writer is unavailable (backpressure: the queue fills, and the
-  // consumer stops polling).
+  // The position the partition's next batch starts at, if `pending` was
+  // read in the partition's current epoch (otherwise it is dropped).
+  std::optional<int64_t> StartOf(const Pending& pending) {
+    MutexLock lock(&queue_mu);
+    auto it = states.find(pending.partition);
+    if (it == states.end() || it->second.epoch != pending.epoch) return std::nullopt;
+    return it->second.position;
+  }
+
+  // After a batch another consumer (replica) learned first: the partition
+  // is read again from the model's position, and what was read after the
+  // batch is dropped.
+  void ReadAgain(int32_t partition) {
+    const int64_t position = owner->model_->idempotency().Position(topic, partition);
+    {
+      MutexLock lock(&queue_mu);
+      auto it = states.find(partition);
+      if (it == states.end()) return;
+      it->second = Part{position, ++last_epoch};
+      std::erase_if(queue, [&](const Pending& p) { return p.partition == partition; });
+      reread.push_back(partition);
+    }
+    queue_cv.SignalAll();
+    Log(absl::StrCat("partition ", partition,
+                     ": another consumer learned records first; reading "
+                     "again from offset ",
+                     position));
+  }
+
+  // Seeks the partitions ReadAgain named (the consuming thread).
+  void SeekRereads() {
+    std::vector<std::pair<int32_t, Part>> seeks;
+    {
+      MutexLock lock(&queue_mu);
+      for (int32_t partition : reread) {
+        if (auto it = states.find(partition); it != states.end()) {
+          seeks.emplace_back(partition, it->second);
+        }
+      }
+      reread.clear();
+    }
+    for (const auto& [partition, part] : seeks) {
+      read_epochs[partition] = part.epoch;
+      if (pending.partition == partition) pending = Pending{};
+      rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+      rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset =
+          part.position >= 0 ? part.position : RD_KAFKA_OFFSET_BEGINNING;
+      if (rd_kafka_error_t* error = rd_kafka_seek_partitions(rk, list, 5000); error != nullptr) {
+        Log(absl::StrCat("partition ", partition, ": seek failed: ", rd_kafka_error_string(error)));
+        rd_kafka_error_destroy(error);
+      }
+      rd_kafka_topic_partition_list_destroy(list);
+    }
+  }
+
+  // Learns a batch as the range from its partition's position to its next
+  // offset, retrying while the writer is unavailable (backpressure: the
+  // queue fills, and the consumer stops polling).
   void Learn(const Pending& pending) {
     const int64_t next = pending.last_offset + 1;
     uint64_t learned = 0;
     uint64_t rejected = pending.rejected;
     uint64_t retries = 0;
+    std::optional<int64_t> start = StartOf(pending);
+    if (!start.has_value()) return;  // read before the partition was read again
     if (pending.examples > 0) {
       std::vector<TrainingExample> batch;
       batch.reserve(pending.examples);
       for (const ValidatedUpdate& u : pending.updates) {
         batch.insert(batch.end(), u.batch.begin(), u.batch.end());
       }
-      const std::string key = IdempotencyWindow::PositionKey(topic, pending.partition, next);
+      const SourcePosition position{topic, pending.partition, *start, next};
       for (;;) {
-        auto result = owner->writer_->Learn(*owner->model_, batch, key);
+        auto result = owner->writer_->LearnAt(*owner->model_, batch, position);
+        if (result.ok() && result->duplicate) {
+          ReadAgain(pending.partition);
+          return;
+        }
         if (result.ok()) {
           learned = pending.records;
+          MutexLock lock(&queue_mu);
+          if (auto it = states.find(pending.partition);
+              it != states.end() && it->second.epoch == pending.epoch) {
+            it->second.position = next;
+          }
           break;
         }
         if (!Retryable(result.status())) {
+          // The next batch starts where this one did, and covers these
+          // records as refused.
           Log(absl::StrCat("partition ", pending.partition, " offsets ..", pending.last_offset,
                            ": batch refused, not learned: ", result.status().message()));
           rejected += pending.records;
           break;
         }
-        if (owner->stopping_.load()) {
+        if (owner->stopping_.load() || !StartOf(pending).has_value()) {
           return;  // not learned: read again from the model's position
         }
         if (retries++ % 50 == 0) {
@@ -338,6 +500,8 @@ struct KafkaSource::Consumer {
           Flush();
         }
       }
+      SeekRereads();
+      if (dead_letters != nullptr) rd_kafka_poll(dead_letters, 0);
       if (std::chrono::steady_clock::now() - last_watermarks >= std::chrono::milliseconds(250)) {
         UpdateWatermarks();
         last_watermarks = std::chrono::steady_clock::now();
@@ -353,6 +517,42 @@ struct KafkaSource::Consumer {
     rd_kafka_consumer_close(rk);
   }
 };
+
+namespace {
+
+// The producer of a source's dead-letter topic, with the consumer's
+// brokers and security settings.
+absl::Status StartDeadLetters(const KafkaSourceConfig& k, const std::string& model,
+                              KafkaSource::Consumer* consumer) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"bootstrap.servers", k.brokers},
+      {"client.id", absl::StrCat("clickd-", model, "-dead-letters")},
+      {"linger.ms", "20"},
+      // Bounded: at most this much of refused records waits for the broker.
+      {"queue.buffering.max.kbytes", "16384"},
+      {"security.protocol", k.security_protocol.empty() ? "plaintext" : k.security_protocol},
+  };
+  if (!k.ssl_ca_location.empty()) settings.emplace_back("ssl.ca.location", k.ssl_ca_location);
+  for (const auto& [name, value] : settings) {
+    if (absl::Status s = SetConf(conf, name, value); !s.ok()) {
+      rd_kafka_conf_destroy(conf);
+      return s;
+    }
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf, &KafkaSource::Consumer::DeliveryCallback);
+  rd_kafka_conf_set_opaque(conf, consumer);
+  char error[512];
+  consumer->dead_letters = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof(error));
+  if (consumer->dead_letters == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    return absl::InvalidArgumentError(absl::StrCat("kafka dead-letter producer: ", error));
+  }
+  consumer->dead_letter_topic = k.dead_letter_topic;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<ServedModel> model,
                                                                 ModelWriter* writer,
@@ -375,7 +575,11 @@ absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<
       // Static membership: a clickd restarted after a crash takes its
       // partitions back at once instead of after the dead member's session
       // timeout. One process per model and group (docs/kafka.md).
-      {"group.instance.id", absl::StrCat(group, "-", model->name())},
+      // Replicas share the group (each partition is consumed by one of
+      // them), each with its own instance id.
+      {"group.instance.id",
+       absl::StrCat(group, "-", model->name(),
+                    options.instance.empty() ? "" : absl::StrCat("-", options.instance))},
       {"session.timeout.ms", "10000"},
       {"enable.auto.commit", "false"},
       {"enable.auto.offset.store", "false"},
@@ -406,6 +610,9 @@ absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<
     return absl::InvalidArgumentError(absl::StrCat("kafka consumer: ", error));
   }
   rd_kafka_poll_set_consumer(consumer->rk);
+  if (!k.dead_letter_topic.empty()) {
+    if (absl::Status s = StartDeadLetters(k, model->name(), consumer.get()); !s.ok()) return s;
+  }
   return std::unique_ptr<KafkaSource>(
       new KafkaSource(std::move(model), writer, options, std::move(consumer)));
 }
@@ -419,6 +626,7 @@ KafkaSource::KafkaSource(std::shared_ptr<ServedModel> model, ModelWriter* writer
   {
     MutexLock lock(&stats_mu_);
     stats_.topic = consumer_->topic;
+    stats_.dead_letter = consumer_->dead_letters != nullptr;
   }
   consumer_->owner = this;
   thread_ = std::thread([this] { Run(); });
@@ -443,13 +651,15 @@ KafkaSources::KafkaSources(ModelRegistry* registry, ModelWriter* writer, KafkaSo
   thread_ = std::thread([this] { Run(); });
 }
 
-KafkaSources::~KafkaSources() {
+KafkaSources::~KafkaSources() { Stop(); }
+
+void KafkaSources::Stop() {
   {
     MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.SignalAll();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   std::map<std::string, std::unique_ptr<KafkaSource>> sources;
   {
     MutexLock lock(&mu_);
@@ -572,6 +782,21 @@ void KafkaSources::RegisterMetrics(metrics::Registry* metrics) {
                            }
                            return samples;
                          });
+  metrics->BuildCallback(
+      "clickd_kafka_dead_letters_total",
+      "Refused records copied to the source's dead-letter topic (outcome=written: the broker "
+      "acknowledged the copy; failed: it could not be written).",
+      metrics::MetricType::kCounter, [this] {
+        std::vector<Sample> samples;
+        for (const auto& [model, stats] : Stats()) {
+          if (!stats.dead_letter) continue;
+          samples.push_back({{{"model", model}, {"topic", stats.topic}, {"outcome", "written"}},
+                             static_cast<double>(stats.dead_lettered)});
+          samples.push_back({{{"model", model}, {"topic", stats.topic}, {"outcome", "failed"}},
+                             static_cast<double>(stats.dead_letter_failures)});
+        }
+        return samples;
+      });
 }
 
 }  // namespace clickd

@@ -61,6 +61,10 @@ struct KafkaSourceOptions {
   std::chrono::milliseconds linger{20};
   // librdkafka's prefetch bound per consumer (queued.max.messages.kbytes).
   int queued_max_kbytes = 8192;
+  // This process among the consumers of the model's group: the replica id
+  // under --replication=jetstream (each partition is consumed by one
+  // replica at a time), empty otherwise. Part of group.instance.id.
+  std::string instance;
 };
 
 // One partition's figures, for the metrics and the status page.
@@ -78,6 +82,11 @@ struct KafkaSourceStats {
   std::vector<KafkaPartitionStats> partitions;  // by partition
   uint64_t rebalances = 0;
   uint64_t learn_retries = 0;  // batches the writer refused and were retried
+  // Refused records copied to the dead-letter topic (delivered), and those
+  // that could not be (queue full, broker error).
+  bool dead_letter = false;  // the source has a dead-letter topic
+  uint64_t dead_lettered = 0;
+  uint64_t dead_letter_failures = 0;
 };
 
 class KafkaSource {
@@ -121,7 +130,11 @@ class KafkaSources {
   KafkaSources(ModelRegistry* registry, ModelWriter* writer, KafkaSourceOptions options,
                metrics::Registry* metrics,
                std::chrono::milliseconds period = std::chrono::milliseconds(500));
-  ~KafkaSources();
+  ~KafkaSources();  // Stop()s
+  // Stops every source and starts none again; Stats() is then empty. The
+  // object stays, so that a scrape of its metrics (or the status page) may
+  // still read it. Call on the thread that built it.
+  void Stop();
   KafkaSources(const KafkaSources&) = delete;
   KafkaSources& operator=(const KafkaSources&) = delete;
 

@@ -19,6 +19,38 @@
 namespace clickd {
 namespace {
 
+// The message id of a source's batch read at `start` from `partition`
+// (LearnAt): the same for every replica that reads the same batch start.
+std::string SourceMessageId(std::string_view model, uint64_t created_at, std::string_view topic,
+                            int32_t partition, int64_t start) {
+  return absl::StrCat("k-", std::string(model), "-", created_at, "-", std::string(topic), "-",
+                      partition, "-", start);
+}
+
+// OK if `payload` is not a source's batch, or is one read at the position
+// its partition has in `served` now; AlreadyExists otherwise (another
+// consumer's copy of these records was applied first).
+absl::Status CheckSourcePosition(const ServedModel& served, std::string_view model,
+                                 uint64_t created_at, std::string_view payload,
+                                 std::string_view msg_id) {
+  if (ClassifyPayload(payload) != PayloadKind::kKeyed) return absl::OkStatus();
+  auto keyed = DecodeKeyed(payload);
+  std::string topic;
+  int32_t partition = 0;
+  int64_t next = 0;
+  if (!keyed.ok() || !IdempotencyWindow::ParsePositionKey(keyed->key, &topic, &partition, &next)) {
+    return absl::OkStatus();  // applying reports the damage
+  }
+  const int64_t current = served.idempotency().Position(topic, partition);
+  if (msg_id == SourceMessageId(model, created_at, topic, partition, current)) {
+    return absl::OkStatus();
+  }
+  return absl::AlreadyExistsError(absl::StrCat(
+      "model ", Quote(model), ": topic ", topic, " partition ", partition, " is at offset ",
+      current, " in the replicated log, not where batch ", std::string(msg_id), " was read (up to ",
+      next, "): another consumer learned these records first"));
+}
+
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
@@ -290,6 +322,10 @@ void Replica::Apply(const LogRecordView& message) {
               absl::StrCat("model ", Quote(model), " was deleted before the update was applied"));
           break;
         }
+        // A source's batch is applied only at the position it was read
+        // from (LearnAt).
+        status = CheckSourcePosition(*served, model, created_at, record->payload, message.msg_id);
+        if (!status.ok()) break;
         // A batch, or a record of the impression-to-click loop.
         auto done = served->ApplyReplicated(record->payload);
         if (done.ok()) {
@@ -435,6 +471,36 @@ absl::Status Replica::LearnAsync(const std::string& model, absl::Span<const Trai
                           done(LearnedFrom(**waiter));
                         }
                       });
+}
+
+absl::StatusOr<Replica::Learned> Replica::LearnAt(const std::string& model,
+                                                  absl::Span<const TrainingExample> batch,
+                                                  const SourcePosition& position) {
+  uint64_t created_at = 0;
+  {
+    MutexLock lock(&mu_);
+    if (auto it = created_.find(model); it != created_.end()) created_at = it->second;
+  }
+  const int64_t time_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  auto waiter = PublishUpdate(
+      model,
+      [&](std::string* out) {
+        std::string inner;
+        EncodeBatch(batch, &inner);
+        EncodeKeyed(
+            time_us,
+            IdempotencyWindow::PositionKey(position.topic, position.partition, position.next),
+            inner, out);
+      },
+      SourceMessageId(model, created_at, position.topic, position.partition, position.start));
+  if (!waiter.ok()) return waiter.status();
+  Learned out;
+  out.sequence = (*waiter)->sequence;
+  out.scored = std::move((*waiter)->applied.scored);
+  out.deduplicated = (*waiter)->duplicate;
+  return out;
 }
 
 absl::StatusOr<Replica::LoopApplied> Replica::LogImpressions(

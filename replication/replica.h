@@ -168,6 +168,20 @@ class Replica {
   using LearnDone = std::function<void(absl::StatusOr<Learned>)>;
   absl::Status LearnAsync(const std::string& model, absl::Span<const TrainingExample> batch,
                           std::string_view idempotency_key, LearnDone done);
+  // Publishes a batch read from a source's partition (a Kafka source,
+  // kafka/kafka_source.h) and returns once this replica has learned it.
+  // The record carries the position key of `position.next`, so every
+  // replica holds the partition's position with the examples (and in its
+  // snapshots); its message id names the model, the partition and
+  // `position.start`, and a replica applies it only while the partition's
+  // position is still `start`. So a batch read by two consumers (a
+  // partition moving between replicas) is learned once: the later copy
+  // learns nothing, everywhere, and its publisher gets AlreadyExists (or
+  // a deduplicated result when JetStream dropped it) and must read the
+  // partition again from the position this replica now holds.
+  absl::StatusOr<Learned> LearnAt(const std::string& model, absl::Span<const TrainingExample> batch,
+                                  const SourcePosition& position);
+
   // --- The impression-to-click loop (core/feedback/feedback_loop.h) ---
   // Its records go through the log like batches do, so every replica holds
   // the same join buffer. Each carries its publisher's time (`time_us`),
@@ -193,6 +207,9 @@ class Replica {
   // sees it). Every replica whose clock passes the same expiry publishes
   // the same message id, so the stream keeps one tick.
   absl::Status Tick(const std::string& model, int64_t time_us, int64_t due_us);
+
+  // This replica's name (ReplicaOptions::replica_id).
+  const std::string& id() const { return options_.replica_id; }
 
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config);
   absl::Status Delete(const std::string& model);

@@ -132,6 +132,10 @@ absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
     if (s.ok() && !m.contents.calibration.empty()) {
       (*served)->RestoreCalibration(m.contents.calibration);
     }
+    // The positions of a model's Kafka source (Replica::LearnAt).
+    if (s.ok() && !m.contents.idempotency.empty()) {
+      s = (*served)->RestoreIdempotency(m.contents.idempotency);
+    }
     if (!s.ok()) {
       return absl::DataLossError(absl::StrCat("model ", Quote(m.contents.config.name),
                                               " in the snapshot at sequence ", snapshot.sequence,
@@ -221,6 +225,9 @@ absl::StatusOr<ReplicaSnapshotReport> Replica::SnapshotModels(
       // Fed by the applier (each record's progressive scores), so it is
       // the fit at this sequence, the same on every replica.
       m.contents.calibration = served->EncodeCalibration();
+      // A Kafka source's positions, learned with its batches (LearnAt);
+      // none for other models, whose bundles stay as they were.
+      if (served->idempotency().size() > 0) m.contents.idempotency = served->idempotency().Encode();
       copies.push_back(served->model().BeginStateCopy());
       snapshot.models.push_back(std::move(m));
     }

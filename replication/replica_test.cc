@@ -5,6 +5,8 @@
 // models whatever order their writers raced in.
 #include "replication/replica.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -90,6 +92,65 @@ TEST_F(ReplicaTest, TheSameIdempotencyKeyLearnsOnce) {
   EXPECT_EQ(UpdatesOf(*a, "ctr"), 5u);
   EXPECT_EQ(UpdatesOf(*b, "ctr"), 5u);
   EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
+}
+
+// A Kafka source's batches (Replica::LearnAt): learned once at the position
+// they were read from, whoever publishes them; the positions are on every
+// replica and in snapshots.
+TEST_F(ReplicaTest, ASourceBatchIsLearnedOnlyAtThePositionItWasReadFrom) {
+  const std::string dir = ::testing::TempDir() + "/replica_source_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  Node* a = StartNode("a", dir);
+  Node* b = StartNode("b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  CreateEverywhere(*a, {a, b}, "ctr");
+  const Batch first = MakeBatch(1, 5), other = MakeBatch(2, 7), second = MakeBatch(3, 4);
+  auto learned = a->replica->LearnAt("ctr", first.training, {"clicks", 0, -1, 10});
+  ASSERT_TRUE(learned.ok()) << learned.status();
+  EXPECT_EQ(learned->scored.size(), 5u);
+  // Another replica read the partition from the same (stale) position: its
+  // batch, whatever its length, learns nothing.
+  auto again = b->replica->LearnAt("ctr", other.training, {"clicks", 0, -1, 12});
+  EXPECT_TRUE(again.ok() ? again->deduplicated
+                         : again.status().code() == absl::StatusCode::kAlreadyExists)
+      << again.status();
+  // A batch read from anywhere but the partition's position learns nothing
+  // either, after JetStream's duplicate window too (another message id).
+  auto elsewhere = b->replica->LearnAt("ctr", other.training, {"clicks", 0, 3, 12});
+  EXPECT_EQ(elsewhere.status().code(), absl::StatusCode::kAlreadyExists) << elsewhere.status();
+  auto next = b->replica->LearnAt("ctr", second.training, {"clicks", 0, 10, 20});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->scored.size(), 4u);
+  EXPECT_FALSE(next->deduplicated);
+  // Another partition has its own position.
+  auto partition1 = a->replica->LearnAt("ctr", second.training, {"clicks", 1, -1, 3});
+  ASSERT_TRUE(partition1.ok()) << partition1.status();
+  CatchUp(*a);
+  CatchUp(*b);
+  for (Node* node : {a, b}) {
+    EXPECT_EQ(UpdatesOf(*node, "ctr"), 13u);
+    EXPECT_EQ(node->registry->Get("ctr")->idempotency().Position("clicks", 0), 20);
+    EXPECT_EQ(node->registry->Get("ctr")->idempotency().Position("clicks", 1), 3);
+  }
+  EXPECT_TRUE(StateOf(*a, "ctr") == StateOf(*b, "ctr"));
+  // A replica restored from a snapshot has the positions.
+  ASSERT_TRUE(a->replica->Snapshot(/*publish=*/false).ok());
+  Node* c = StartNode("c", dir);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->report.source.find("local snapshot"), std::string::npos) << c->report.source;
+  EXPECT_EQ(c->registry->Get("ctr")->idempotency().Position("clicks", 0), 20);
+  EXPECT_EQ(c->registry->Get("ctr")->idempotency().Position("clicks", 1), 3);
+  // (the same message id as b's batch at 10: JetStream drops it.)
+  auto stale = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 10, 25});
+  EXPECT_TRUE(stale.ok() ? stale->deduplicated
+                         : stale.status().code() == absl::StatusCode::kAlreadyExists)
+      << stale.status();
+  auto wrong = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 15, 25});
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kAlreadyExists) << wrong.status();
+  CatchUp(*c);
+  EXPECT_EQ(UpdatesOf(*c, "ctr"), 13u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ReplicaTest, AnUpdateForADeletedModelIsNotLearnedByItsSuccessor) {

@@ -162,8 +162,7 @@ class ServerProcess {
   // The impression-to-click loop's clock: ticks into each model's update
   // log, or (a replica) into the replicated log.
   std::optional<ImpressionExpirer> expirer_;
-  // Without replication: the Kafka sources of the models that have one
-  // (kafka/kafka_source.h).
+  // The Kafka sources of the models that have one (kafka/kafka_source.h).
   std::optional<KafkaSources> kafka_sources_;
   std::optional<metrics::RpcMetrics> rpc_metrics_;
   // The executor and the services before the exporter, whose scrapes read
@@ -243,11 +242,16 @@ StepResult ServerProcess::StartMetrics() {
   metrics::RegisterModelMetrics(&metrics_registry_, &*registry_);
   metrics::DurabilityMetrics::RegisterModelFamilies(&metrics_registry_, &*registry_);
   rpc_metrics_.emplace(&metrics_registry_, ClickdMethods());
-  if (replication_ == nullptr) {
-    KafkaSourceOptions kafka;
-    kafka.limits = settings_.limits;
-    kafka_sources_.emplace(&*registry_, &*local_writer_, kafka, &metrics_registry_);
+  KafkaSourceOptions kafka;
+  kafka.limits = settings_.limits;
+  ModelWriter* kafka_writer = &*local_writer_;
+  if (replication_ != nullptr) {
+    // Every replica consumes in the model's group: each partition is read
+    // by one of them, and its batches go through the replicated log.
+    kafka_writer = replication_->writer.get();
+    kafka.instance = replication_->replica->id();
   }
+  kafka_sources_.emplace(&*registry_, kafka_writer, kafka, &metrics_registry_);
   status_page_.emplace(&*registry_);
   const Addresses& at = settings_.addresses;
   if (at.metrics_port == 0) return std::nullopt;
@@ -297,6 +301,21 @@ StepResult ServerProcess::StartServing() {
                                                          settings_.limits.max_open_streams);
   RegisterLoadMetrics(&metrics_registry_, read_load);
   status_page_->SetLoadReader(read_load);
+  status_page_->SetKafkaReader([this] {
+    std::vector<std::pair<std::string, status::KafkaStatus>> out;
+    for (const auto& [model, stats] : kafka_sources_->Stats()) {
+      status::KafkaStatus k;
+      k.topic = stats.topic;
+      k.partitions = static_cast<int>(stats.partitions.size());
+      for (const KafkaPartitionStats& p : stats.partitions) {
+        if (p.high_watermark >= 0 && p.next_offset >= 0) {
+          k.lag_records += std::max<int64_t>(0, p.high_watermark - p.next_offset);
+        }
+      }
+      out.emplace_back(model, std::move(k));
+    }
+    return out;
+  });
   const Security& security = settings_.security;
   auto servers = StartServers(at, security, settings_.limits, {&main, &admin, &refusing});
   if (!servers.ok()) return Failed(1, servers.status());
@@ -343,8 +362,10 @@ void ServerProcess::Stop() {
     std::cerr.flush();
     std::_Exit(0);
   }
-  kafka_sources_.reset();  // nothing learned after the shutdown snapshots
-  expirer_.reset();        // no tick after the shutdown snapshots
+  // Nothing learned after the shutdown snapshots; the object stays for
+  // scrapes until the exporter stops.
+  kafka_sources_->Stop();
+  expirer_.reset();  // no tick after the shutdown snapshots
   if (registry_->durable() && settings_.snapshot_on_shutdown) {
     const int failures = snapshotter_->SnapshotChanged();
     if (failures > 0) {

@@ -14,6 +14,14 @@ absl::StatusOr<ModelWriter::Learned> LocalModelWriter::Learn(
   return Learned{std::move(learned->scored), served.model().Updates(), learned->duplicate};
 }
 
+absl::StatusOr<ModelWriter::Learned> LocalModelWriter::LearnAt(
+    ServedModel& served, absl::Span<const TrainingExample> batch, const SourcePosition& position) {
+  // One process consumes the partition: the position key goes into the
+  // update log with the batch (core/persist/idempotency_window.h).
+  return Learn(served, batch,
+               IdempotencyWindow::PositionKey(position.topic, position.partition, position.next));
+}
+
 absl::Status LocalModelWriter::AwaitVersion(const ServedModel& served, uint64_t min_version) {
   const uint64_t version = served.model().Updates();
   if (version >= min_version) return absl::OkStatus();
@@ -43,6 +51,20 @@ absl::Status ReplicatedModelWriter::LearnAsync(ServedModel& served,
           done(Learned{std::move(learned->scored), learned->sequence, learned->deduplicated});
         }
       });
+}
+
+absl::StatusOr<ModelWriter::Learned> ReplicatedModelWriter::LearnAt(
+    ServedModel& served, absl::Span<const TrainingExample> batch, const SourcePosition& position) {
+  auto learned = replica_->LearnAt(served.name(), batch, position);
+  if (learned.status().code() == absl::StatusCode::kAlreadyExists) {
+    return Learned{{}, replica_->applied_sequence(), /*duplicate=*/true};
+  }
+  if (!learned.ok()) return learned.status();
+  return Learned{std::move(learned->scored), learned->sequence, learned->deduplicated};
+}
+
+absl::Status ReplicatedModelWriter::SyncPositions() {
+  return replica_->CatchUp(std::chrono::seconds(10));
 }
 
 absl::StatusOr<SnapshotReport> ReplicatedModelWriter::SnapshotAll() {

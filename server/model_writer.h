@@ -53,6 +53,20 @@ class ModelWriter {
                                   std::string_view idempotency_key, LearnDone done) {
     return absl::UnimplementedError("this writer learns synchronously");
   }
+  // Learns a validated batch read from a source's partition (a Kafka
+  // source, kafka/kafka_source.h), recording `position.next` as the
+  // partition's position in the same durable record. `duplicate`: nothing
+  // was learned because the model's position is no longer
+  // `position.start` (a replica: another replica's consumer learned these
+  // records first); the source reads the partition again from the
+  // model's position.
+  virtual absl::StatusOr<Learned> LearnAt(ServedModel& served,
+                                          absl::Span<const TrainingExample> batch,
+                                          const SourcePosition& position) = 0;
+  // Waits (bounded) until the models' source positions include every batch
+  // learned anywhere before the call: a replica catches up with the
+  // stream before a source seeks to its positions.
+  virtual absl::Status SyncPositions() { return absl::OkStatus(); }
   virtual absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) = 0;
   virtual absl::Status Delete(const std::string& name) = 0;
 
@@ -98,6 +112,8 @@ class LocalModelWriter final : public ModelWriter {
 
   absl::StatusOr<Learned> Learn(ServedModel& served, absl::Span<const TrainingExample> batch,
                                 std::string_view idempotency_key) override;
+  absl::StatusOr<Learned> LearnAt(ServedModel& served, absl::Span<const TrainingExample> batch,
+                                  const SourcePosition& position) override;
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
     return registry_->Create(config);
   }
@@ -129,15 +145,10 @@ class ReplicatedModelWriter final : public ModelWriter {
   bool LearnsAsynchronously() const override { return true; }
   absl::Status LearnAsync(ServedModel& served, absl::Span<const TrainingExample> batch,
                           std::string_view idempotency_key, LearnDone done) override;
+  absl::StatusOr<Learned> LearnAt(ServedModel& served, absl::Span<const TrainingExample> batch,
+                                  const SourcePosition& position) override;
+  absl::Status SyncPositions() override;
   absl::StatusOr<std::shared_ptr<ServedModel>> Create(const ModelConfig& config) override {
-    if (config.kafka.enabled()) {
-      // Positions of a Kafka source are per process (docs/kafka.md): one
-      // replica per partition and stream ids from topic/partition/offset
-      // are not built yet.
-      return absl::InvalidArgumentError(
-          "config.kafka: a Kafka source is not supported with --replication=jetstream yet; "
-          "create the model on a server without replication (docs/kafka.md)");
-    }
     return replica_->Create(config);
   }
   absl::Status Delete(const std::string& name) override { return replica_->Delete(name); }

@@ -14,7 +14,11 @@
 //     --gtest_filter=*KillNine*);
 //   - malformed and hostile records are counted, logged with their offset
 //     and never learned, and the consumer goes on;
-//   - the broker restarts under a consuming model, which goes on.
+//   - the broker restarts under a consuming model, which goes on;
+//   - two replicas (--replication=jetstream, a real 3-node NATS cluster)
+//     share the model's consumer group: kill -9 of the one consuming
+//     mid-topic, the other takes the partition over from the replicated
+//     position, and both end at the offline replay's count and digest.
 //
 // Registered with ctest as one test (not one per TEST), so that the broker's
 // JVM starts once.
@@ -38,6 +42,7 @@
 #include "absl/strings/str_split.h"
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
+#include "tests/replicated_cluster.h"
 #include "tests/server_process.h"
 #include "tests/test_util.h"
 
@@ -46,6 +51,7 @@ namespace {
 
 using ::clickd::testing::CommandResult;
 using ::clickd::testing::JsonText;
+using ::clickd::testing::ReplicatedCluster;
 using ::clickd::testing::RunCommand;
 using ::clickd::testing::ServerOptions;
 using ::clickd::testing::ServerProcess;
@@ -128,12 +134,12 @@ std::unique_ptr<ServerProcess> StartServer(const std::string& data_dir, int metr
 }
 
 void CreateModel(const ServerProcess& server, const std::string& model, const std::string& topic,
-                 const std::string& format = "vw") {
-  const CommandResult r =
-      RunCommand(absl::StrCat(CLICKCTL_PATH, " models create --server=", server.address(),
-                              " --model=", model, " --kafka_brokers=", Broker::Address(),
-                              " --kafka_topic=", topic, " --kafka_format=", format, " --json"),
-                 absl::Seconds(30));
+                 const std::string& format = "vw", const std::string& extra = "") {
+  const CommandResult r = RunCommand(
+      absl::StrCat(CLICKCTL_PATH, " models create --server=", server.address(), " --model=", model,
+                   " --kafka_brokers=", Broker::Address(), " --kafka_topic=", topic,
+                   " --kafka_format=", format, " --json ", extra),
+      absl::Seconds(30));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
@@ -222,6 +228,15 @@ TEST(KafkaSource, LearnsTopicToTheOfflineReplaysDigestWithLagMetricsMoving) {
       static_cast<double>(n));
   EXPECT_EQ(Sample(body, R"(clickd_kafka_position{model="m",partition="0",topic="learn"})"),
             static_cast<double>(n));
+  // The status page has a line for the source.
+  {
+    httplib::Client client("127.0.0.1", metrics_port);
+    auto status = client.Get("/status.json");
+    ASSERT_TRUE(status);
+    EXPECT_NE(status->body.find(R"("kafka":{"lag_records":0,"partitions":1,"topic":"learn"})"),
+              std::string::npos)
+        << status->body.substr(0, 2000);
+  }
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
   // A graceful restart learns nothing again.
   server = StartServer(Dir() + "/learn_data", FreePort());
@@ -306,7 +321,7 @@ TEST(KafkaSource, BadRecordsAreCountedLoggedAndNeverLearned) {
   const int metrics_port = FreePort();
   auto server = StartServer(Dir() + "/mixed_data", metrics_port, {"--max_message_bytes=65536"});
   ASSERT_NE(server, nullptr);
-  CreateModel(*server, "m", "mixed");
+  CreateModel(*server, "m", "mixed", "vw", "--kafka_dead_letter_topic=mixed_refused");
   ASSERT_EQ(WaitForUpdates(*server, "m", 500), 500u);
   const std::string rejected =
       R"(clickd_kafka_records_rejected_total{model="m",partition="0",topic="mixed"})";
@@ -324,6 +339,28 @@ TEST(KafkaSource, BadRecordsAreCountedLoggedAndNeverLearned) {
       << output;
   EXPECT_NE(output.find("the record has 100008 bytes; the limit is 65536"), std::string::npos)
       << output;
+  // Each refused record was copied to the dead-letter topic, with headers
+  // naming where it came from and why.
+  double written = 0;
+  const std::string dead =
+      R"(clickd_kafka_dead_letters_total{model="m",outcome="written",topic="mixed"})";
+  for (int i = 0; i < 100 && written < 20; ++i) {
+    written = Sample(Scrape(metrics_port), dead);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(written, 20);
+  const CommandResult copies =
+      RunCommand(absl::StrCat("kcat -C -b ", Broker::Address(),
+                              " -t mixed_refused -e -q -f '%h|%s\\n' | cut -c1-200"),
+                 absl::Seconds(60));
+  ASSERT_EQ(copies.exit_code, 0) << copies.err;
+  std::vector<std::string> lines = absl::StrSplit(copies.out, '\n', absl::SkipEmpty());
+  EXPECT_EQ(lines.size(), 20u) << copies.out;
+  EXPECT_NE(copies.out.find("clickd_topic=mixed,clickd_partition=0,clickd_offset=11,"
+                            "clickd_reason=examples[0].label is 2"),
+            std::string::npos)
+      << copies.out;
+  EXPECT_NE(copies.out.find("|2 |user u1"), std::string::npos) << copies.out;
 }
 
 TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
@@ -346,6 +383,60 @@ TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(Updates(*server, "m"), 40'000u);
   EXPECT_EQ(Digest(*server, "m"), OfflineDigest(both));
+}
+
+// The last "assigned partition(s) ..." line of a server's output, or "".
+std::string LastAssignment(const std::string& output) {
+  const size_t at = output.rfind("assigned partition(s) ");
+  if (at == std::string::npos) return "";
+  const size_t end = output.find('\n', at);
+  return output.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+TEST(KafkaSource, ReplicasTakeOverAPartitionAfterKillNineAndLearnItOnce) {
+  const uint64_t n = EnvOr("CLICKD_KAFKA_REPLICA_RECORDS", 150'000);
+  const std::string log = Dir() + "/replicas.vw";
+  WriteClickLog(log, n, 6);
+  Produce("replicas", log);
+  ReplicatedCluster cluster("kafka");
+  ASSERT_TRUE(cluster.ok());
+  ASSERT_TRUE(cluster.StartReplica(0));
+  ASSERT_TRUE(cluster.StartReplica(1));
+  CreateModel(*cluster.replica(0), "m", "replicas");
+  // One of the two consumes the one partition; the other waits in the group.
+  int owner = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (owner < 0 && std::chrono::steady_clock::now() < deadline) {
+    const uint64_t learned = Updates(*cluster.replica(0), "m");
+    for (int i = 0; i < 2 && learned >= 2000; ++i) {
+      if (LastAssignment(cluster.replica(i)->Output()).find(" 0@") != std::string::npos) owner = i;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(owner, 0) << "no replica consumed the partition";
+  const int survivor = 1 - owner;
+  const uint64_t seen = Updates(*cluster.replica(owner), "m");
+  cluster.KillReplica(owner);
+  std::printf("replica r%d killed after %llu of %llu records\n", owner,
+              static_cast<unsigned long long>(seen), static_cast<unsigned long long>(n));
+  EXPECT_LT(seen, n) << "the kill came after the whole topic; the test tested no take-over";
+  // The survivor gets the partition once the dead member's session ends.
+  EXPECT_EQ(WaitForUpdates(*cluster.replica(survivor), "m", n, std::chrono::seconds(180)), n);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(Updates(*cluster.replica(survivor), "m"), n) << "records were learned twice";
+  const std::string offline = OfflineDigest(log);
+  EXPECT_EQ(Digest(*cluster.replica(survivor), "m"), offline);
+  const std::string takeover = LastAssignment(cluster.replica(survivor)->Output());
+  std::printf("replica r%d: %s\n", survivor, takeover.c_str());
+  EXPECT_NE(takeover.find(" 0@"), std::string::npos) << takeover;
+  // The killed replica comes back from its snapshot and the stream, with
+  // the same positions: it learns nothing again.
+  ASSERT_TRUE(cluster.StartReplica(owner));
+  EXPECT_EQ(WaitForUpdates(*cluster.replica(owner), "m", n, std::chrono::seconds(60)), n);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(Updates(*cluster.replica(owner), "m"), n);
+  EXPECT_EQ(Digest(*cluster.replica(owner), "m"), offline);
+  EXPECT_EQ(Updates(*cluster.replica(survivor), "m"), n);
 }
 
 }  // namespace

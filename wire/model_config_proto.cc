@@ -253,6 +253,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
     c.kafka.group = k.group();
     c.kafka.security_protocol = k.security_protocol();
     c.kafka.ssl_ca_location = k.ssl_ca_location();
+    c.kafka.dead_letter_topic = k.dead_letter_topic();
     if (!k.format().empty()) {
       absl::StatusOr<KafkaFormat> format = ParseKafkaFormat(k.format());
       if (!format.ok())
@@ -297,6 +298,7 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     k->set_format(std::string(KafkaFormatName(c.kafka.format)));
     k->set_security_protocol(c.kafka.security_protocol);
     k->set_ssl_ca_location(c.kafka.ssl_ca_location);
+    k->set_dead_letter_topic(c.kafka.dead_letter_topic);
   }
   if (c.calibration.enabled) {
     p.mutable_calibration()->set_enabled(true);

@@ -95,6 +95,9 @@ ABSL_FLAG(std::string, kafka_security_protocol, "",
           "plaintext (default) | ssl: TLS to the brokers; needs --kafka_brokers");
 ABSL_FLAG(std::string, kafka_ssl_ca_location, "",
           "with --kafka_security_protocol=ssl: the CA file of the brokers' certificates");
+ABSL_FLAG(std::string, kafka_dead_letter_topic, "",
+          "the Kafka source's dead-letter topic: refused records are copied there with headers "
+          "naming their topic, partition, offset and the reason; needs --kafka_brokers");
 
 namespace clickd {
 namespace {
@@ -107,9 +110,10 @@ absl::StatusOr<KafkaSourceConfig> BuildKafkaSource(const ModelFlagValues& v) {
   k.group = v.kafka_group;
   k.security_protocol = v.kafka_security_protocol;
   k.ssl_ca_location = v.kafka_ssl_ca_location;
+  k.dead_letter_topic = v.kafka_dead_letter_topic;
   if (k.brokers.empty()) {
     if (!k.topic.empty() || !k.group.empty() || !k.security_protocol.empty() ||
-        !k.ssl_ca_location.empty() || v.kafka_format != "vw") {
+        !k.ssl_ca_location.empty() || !k.dead_letter_topic.empty() || v.kafka_format != "vw") {
       return absl::InvalidArgumentError(
           "--kafka_topic and the other --kafka_* flags need --kafka_brokers");
     }
@@ -182,6 +186,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.kafka_format = absl::GetFlag(FLAGS_kafka_format);
   v.kafka_security_protocol = absl::GetFlag(FLAGS_kafka_security_protocol);
   v.kafka_ssl_ca_location = absl::GetFlag(FLAGS_kafka_ssl_ca_location);
+  v.kafka_dead_letter_topic = absl::GetFlag(FLAGS_kafka_dead_letter_topic);
   v.variants = absl::GetFlag(FLAGS_variants);
   v.feedback_ttl_seconds = absl::GetFlag(FLAGS_feedback_ttl_seconds);
   v.feedback_max_buffer_bytes = absl::GetFlag(FLAGS_feedback_max_buffer_bytes);

@@ -61,6 +61,7 @@ struct ModelFlagValues {
   std::string kafka_format = "vw";
   std::string kafka_security_protocol;
   std::string kafka_ssl_ca_location;
+  std::string kafka_dead_letter_topic;
 };
 
 // The names of the feedback flags: `replay --offline` has no loop to give

@@ -50,7 +50,8 @@ absl::StatusOr<KafkaFormat> ParseKafkaFormat(std::string_view name) {
 absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
   if (!k.enabled()) {
     if (!k.topic.empty() || !k.group.empty() || !k.security_protocol.empty() ||
-        !k.ssl_ca_location.empty() || k.format != KafkaFormat::kVw) {
+        !k.ssl_ca_location.empty() || !k.dead_letter_topic.empty() ||
+        k.format != KafkaFormat::kVw) {
       return absl::InvalidArgumentError(
           "kafka.brokers is empty but other kafka fields are set; a Kafka source needs brokers");
     }
@@ -67,6 +68,22 @@ absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
   }
   if (absl::Status s = ValidateNameChars(k.topic, "kafka.topic", kMaxKafkaTopicBytes); !s.ok()) {
     return s;
+  }
+  if (!k.dead_letter_topic.empty()) {
+    if (k.dead_letter_topic.size() > kMaxKafkaTopicBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("kafka.dead_letter_topic has ",
+                                                     k.dead_letter_topic.size(),
+                                                     " bytes; the limit is ", kMaxKafkaTopicBytes));
+    }
+    if (absl::Status s =
+            ValidateNameChars(k.dead_letter_topic, "kafka.dead_letter_topic", kMaxKafkaTopicBytes);
+        !s.ok()) {
+      return s;
+    }
+    if (k.dead_letter_topic == k.topic) {
+      return absl::InvalidArgumentError(
+          "kafka.dead_letter_topic is kafka.topic; refused records would be read again");
+    }
   }
   if (absl::Status s = CheckPrintable(k.group, "kafka.group", kMaxKafkaGroupBytes); !s.ok()) {
     return s;

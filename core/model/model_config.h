@@ -133,6 +133,9 @@ struct KafkaSourceConfig {
   // brokers' certificates (empty: the system's).
   std::string security_protocol;
   std::string ssl_ca_location;
+  // Where refused records are copied (with headers naming their topic,
+  // partition, offset and the reason); empty: nowhere.
+  std::string dead_letter_topic;
   bool enabled() const { return !brokers.empty(); }
 };
 

@@ -42,6 +42,24 @@ int64_t IdempotencyWindow::Position(std::string_view topic, int32_t partition) c
   return it == positions_.end() ? -1 : it->second;
 }
 
+bool IdempotencyWindow::ParsePositionKey(std::string_view key, std::string* topic,
+                                         int32_t* partition, int64_t* next_offset) {
+  if (!absl::StartsWith(absl::string_view(key.data(), key.size()), kPositionPrefix)) return false;
+  std::string_view rest = key.substr(kPositionPrefix.size());
+  const size_t last = rest.rfind(kSep);
+  if (last == std::string_view::npos || last == 0) return false;
+  const size_t middle = rest.rfind(kSep, last - 1);
+  if (middle == std::string_view::npos) return false;
+  if (!absl::SimpleAtoi(absl::string_view(rest.data() + last + 1, rest.size() - last - 1),
+                        next_offset) ||
+      !absl::SimpleAtoi(absl::string_view(rest.data() + middle + 1, last - middle - 1),
+                        partition)) {
+    return false;
+  }
+  *topic = std::string(rest.substr(0, middle));
+  return true;
+}
+
 bool IdempotencyWindow::SetPosition(std::string_view key) {
   if (!absl::StartsWith(absl::string_view(key.data(), key.size()), kPositionPrefix)) return false;
   std::string_view rest = key.substr(kPositionPrefix.size());
@@ -153,6 +171,19 @@ absl::StatusOr<std::unique_ptr<IdempotencyWindow>> IdempotencyWindow::Decode(
   // The current options may hold fewer keys than the writer's did.
   window->ForgetOld(window->now_us_);
   return window;
+}
+
+absl::Status IdempotencyWindow::Restore(std::string_view bytes) {
+  auto decoded = Decode(options_, bytes);
+  if (!decoded.ok()) return decoded.status();
+  IdempotencyWindow& from = **decoded;
+  MutexLock theirs(&from.mu_);
+  MutexLock ours(&mu_);
+  now_us_ = from.now_us_;
+  order_ = std::move(from.order_);
+  keys_ = std::move(from.keys_);
+  positions_ = std::move(from.positions_);
+  return absl::OkStatus();
 }
 
 }  // namespace clickd

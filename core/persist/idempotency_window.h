@@ -46,6 +46,16 @@ struct IdempotencyOptions {
   size_t max_keys = 100'000;
 };
 
+// Where a batch read from a source's partition stands: the partition's
+// position before it (-1: none recorded yet) and the offset of the record
+// after its last one.
+struct SourcePosition {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t start = -1;
+  int64_t next = 0;
+};
+
 class IdempotencyWindow {
  public:
   explicit IdempotencyWindow(const IdempotencyOptions& options) : options_(options) {}
@@ -75,6 +85,14 @@ class IdempotencyWindow {
   static std::string PositionKey(std::string_view topic, int32_t partition, int64_t next_offset);
   // The latest position recorded for `topic`'s `partition`, or -1.
   int64_t Position(std::string_view topic, int32_t partition) const;
+  // Whether `key` is a PositionKey; if so, its topic, partition and offset.
+  static bool ParsePositionKey(std::string_view key, std::string* topic, int32_t* partition,
+                               int64_t* next_offset);
+
+  // Replaces everything held with what `bytes` (Encode) holds; DataLoss,
+  // changing nothing, if it does not decode (a replica restoring a model
+  // its registry created).
+  absl::Status Restore(std::string_view bytes);
 
   // Every key with its time, for a snapshot; Decode checks every length and
   // the CRC and returns DataLoss naming what is wrong.

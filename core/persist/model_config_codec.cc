@@ -15,7 +15,10 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 13;
+constexpr uint32_t kConfigVersion = 14;
+// Version 14 adds the Kafka source's dead-letter topic; a source without
+// one is written in version 13.
+constexpr uint32_t kConfigVersionWithoutDeadLetter = 13;
 // Version 13 adds the Kafka source; a config without one is written in
 // version 12 (with a TTL) or 11, so that older builds still read it.
 constexpr uint32_t kConfigVersionWithoutKafka = 12;
@@ -263,9 +266,11 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   const bool kafka = c.kafka.enabled();
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
-  coding::PutFixed32(out, kafka ? kConfigVersion
-                          : ttl ? kConfigVersionWithoutKafka
-                                : kConfigVersionWithoutTtl);
+  const bool dead_letter = kafka && !c.kafka.dead_letter_topic.empty();
+  coding::PutFixed32(out, dead_letter ? kConfigVersion
+                          : kafka     ? kConfigVersionWithoutDeadLetter
+                          : ttl       ? kConfigVersionWithoutKafka
+                                      : kConfigVersionWithoutTtl);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
   WriteOptimizer(c.optimizer, out);
@@ -324,6 +329,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     }
     coding::PutFixed32(out, static_cast<uint32_t>(k.format));
   }
+  // Version 14: the dead-letter topic, only when there is one.
+  if (dead_letter) coding::PutString(out, c.kafka.dead_letter_topic);
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -378,6 +385,13 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     k.format = static_cast<KafkaFormat>(format);  // validated below
     if (in.ok() && !k.enabled()) {
       return Corrupt("model config encoding version 13 without a Kafka source");
+    }
+  }
+  if (*version >= 14) {
+    in.GetString(&c.kafka.dead_letter_topic);
+    // One encoding per config: without a dead-letter topic, version 13.
+    if (in.ok() && c.kafka.dead_letter_topic.empty()) {
+      return Corrupt("model config encoding version 14 without a dead-letter topic");
     }
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");

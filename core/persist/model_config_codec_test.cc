@@ -69,6 +69,30 @@ TEST(ModelConfigEncoding, TheTtlNeedsVersionTwelveAndOnlyItHasOne) {
             absl::StatusCode::kDataLoss);
 }
 
+TEST(ModelConfigEncoding, ADeadLetterTopicNeedsVersionFourteenAndRoundTrips) {
+  ModelConfig config;
+  config.name = "kafka";
+  config.kafka.brokers = "127.0.0.1:9092";
+  config.kafka.topic = "clicks";
+  config.kafka.dead_letter_topic = "clicks_refused";
+  std::string v14;
+  EncodeModelConfig(config, &v14);
+  ASSERT_EQ(v14[4], 14);
+  auto decoded = DecodeModelConfig(v14);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->kafka.dead_letter_topic, "clicks_refused");
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v14);
+  // The topic itself is refused, naming the field.
+  config.kafka.dead_letter_topic = "clicks";
+  const absl::Status same = ValidateModelConfig(config);
+  EXPECT_EQ(same.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(same.message().find("kafka.dead_letter_topic"), std::string::npos) << same;
+  config.kafka.dead_letter_topic = std::string(250, 'x');
+  EXPECT_NE(ValidateModelConfig(config).message().find("the limit is 249"), std::string::npos);
+}
+
 TEST(ModelConfigEncoding, AKafkaSourceNeedsVersionThirteenAndRoundTrips) {
   ModelConfig config;
   config.name = "kafka";

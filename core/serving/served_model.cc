@@ -372,7 +372,10 @@ absl::StatusOr<AppliedRecord> ServedModel::ApplyReplicated(std::string_view reco
     // Orders the loop's records with LogImpressions and ApplyFeedback
     // (which a replica does not call, but a test may).
     MutexLock lock(&feedback_mu_);
-    applied = ApplyLoggedRecord(record, *model_, feedback_.get());
+    // A keyed record's key is a source position (a Kafka batch,
+    // Replica::LearnAt): it goes into the window, as a restart's replay
+    // puts it there.
+    applied = ApplyLoggedRecord(record, *model_, feedback_.get(), idempotency_.get());
   }
   if (!applied.ok()) return applied;
   if (applied->kind == PayloadKind::kBatch) {

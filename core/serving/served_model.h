@@ -202,6 +202,9 @@ class ServedModel {
                                                          std::string_view idempotency_key,
                                                          bool* duplicate);
   const IdempotencyWindow& idempotency() const { return *idempotency_; }
+  // Replaces the window (and the source positions) with a snapshot's: a
+  // replica's models are created, then restored. DataLoss if damaged.
+  absl::Status RestoreIdempotency(std::string_view bytes) { return idempotency_->Restore(bytes); }
 
   // Writes a snapshot (FailedPrecondition for a memory-only model), updates
   // snapshot_stats() and tells the observer. `background`: where the

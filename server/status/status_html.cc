@@ -123,6 +123,8 @@ function fillTable(table, m) {
     ["size", m.coordinates + " coordinates, " + bytes(m.bytes)],
     ["learned", m.update_examples + " examples, " + fmt(m.update_rate, 1) + "/s"],
     ["predictions", m.predictions + " candidates, " + fmt(m.prediction_rate, 1) + "/s"],
+    ...(m.kafka ? [["kafka", "topic " + m.kafka.topic + ", " + m.kafka.partitions +
+                             " partition(s) here, lag " + m.kafka.lag_records + " records"]] : []),
     ["recent window", "logloss " + fmt(m.recent.logloss) + ", AUC " + fmt(m.recent.auc) +
                       ", calibration " + fmt(m.recent.calibration) + " (" + m.recent.examples +
                       " examples)"],

@@ -116,7 +116,11 @@ json Model(const ModelStatus& m) {
           {"prediction_rate", Number(m.prediction_rate)},
           {"lifetime", Summary(m.lifetime)},
           {"recent", Summary(m.recent)},
-          {"points", Points(m.points)}};
+          {"points", Points(m.points)},
+          {"kafka", m.kafka.has_value() ? json{{"topic", m.kafka->topic},
+                                               {"partitions", m.kafka->partitions},
+                                               {"lag_records", m.kafka->lag_records}}
+                                        : json(nullptr)}};
 }
 
 json Load(const std::optional<ServerLoad>& load) {

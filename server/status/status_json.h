@@ -41,6 +41,13 @@ struct StatusPoint {
   double recent_calibration = MetricsSummary::kNaN;
 };
 
+// A model's Kafka source as the page shows it (kafka/kafka_source.h).
+struct KafkaStatus {
+  std::string topic;
+  int partitions = 0;       // assigned to this process
+  int64_t lag_records = 0;  // summed over them
+};
+
 // Everything the page shows of one model.
 struct ModelStatus {
   ModelConfig config;  // its name is the model's
@@ -54,6 +61,7 @@ struct ModelStatus {
   MetricsSummary recent;
   // Oldest first.
   std::vector<StatusPoint> points;
+  std::optional<KafkaStatus> kafka;  // null in the JSON without a running source
 };
 
 struct StatusReport {

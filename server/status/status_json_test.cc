@@ -50,6 +50,16 @@ TEST(StatusJson, EscapesAHostileModelName) {
   EXPECT_NE(text.find(R"(caf\u00e9 \ud83d\ude00)"), std::string::npos) << text;
 }
 
+TEST(StatusJson, NamesAModelsKafkaSourceWithItsLag) {
+  StatusReport report = OneModel("m");
+  EXPECT_TRUE(Parse(StatusJson(report))["models"][0]["kafka"].is_null());
+  report.models[0].kafka = KafkaStatus{"clicks", 3, 1234};
+  const json kafka = Parse(StatusJson(report))["models"][0]["kafka"];
+  EXPECT_EQ(kafka["topic"].get<std::string>(), "clicks");
+  EXPECT_EQ(kafka["partitions"].get<int>(), 3);
+  EXPECT_EQ(kafka["lag_records"].get<int64_t>(), 1234);
+}
+
 TEST(StatusJson, ReplacesInvalidUtf8) {
   const std::string text = StatusJson(OneModel("bad\xff\xfe name"));
   const json parsed = Parse(text);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -106,6 +107,11 @@ void StatusPage::Sample() {
   histories_ = std::move(kept);
 }
 
+void StatusPage::SetKafkaReader(KafkaReader read) {
+  MutexLock lock(&mu_);
+  read_kafka_ = std::move(read);
+}
+
 void StatusPage::SetLoadReader(ServerLoadReader read) {
   MutexLock lock(&mu_);
   read_load_ = std::move(read);
@@ -117,11 +123,17 @@ StatusReport StatusPage::Report(double since) const {
   report.sample_interval_seconds = std::chrono::duration<double>(options_.sample_interval).count();
   report.max_points = options_.max_points;
   ServerLoadReader read_load;
+  KafkaReader read_kafka;
   {
     ReaderMutexLock lock(&mu_);
     read_load = read_load_;
+    read_kafka = read_kafka_;
   }
   if (read_load) report.load = read_load();
+  std::map<std::string, KafkaStatus> kafka;
+  if (read_kafka) {
+    for (auto& [name, source] : read_kafka()) kafka[name] = std::move(source);
+  }
   for (const std::shared_ptr<ServedModel>& model : models_->List()) {
     ModelStatus m;
     m.config = model->model().config();
@@ -130,6 +142,7 @@ StatusReport StatusPage::Report(double since) const {
     m.predictions = model->predictions();
     m.lifetime = model->ProgressiveSummary();
     m.recent = model->RecentProgressiveSummary();
+    if (auto it = kafka.find(model->name()); it != kafka.end()) m.kafka = it->second;
     {
       ReaderMutexLock lock(&mu_);
       auto it = histories_.find(model->name());

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -70,6 +71,10 @@ class StatusPage {
   // Set once the executor and the services exist, which is after the page
   // is served; whatever `read` reads must outlive every Report.
   void SetLoadReader(ServerLoadReader read);
+  // How Report reads the models' Kafka sources (by model name); until set,
+  // none. Whatever `read` reads must outlive every Report.
+  using KafkaReader = std::function<std::vector<std::pair<std::string, KafkaStatus>>()>;
+  void SetKafkaReader(KafkaReader read);
 
   // Every model as it is now, with its points newer than `since` (unix
   // seconds; 0: all it has kept).
@@ -96,6 +101,7 @@ class StatusPage {
   mutable Mutex mu_;
   absl::flat_hash_map<std::string, History> histories_ ABSL_GUARDED_BY(mu_);
   ServerLoadReader read_load_ ABSL_GUARDED_BY(mu_);
+  KafkaReader read_kafka_ ABSL_GUARDED_BY(mu_);
   Mutex sampler_mu_;
   CondVar sampler_cv_;
   bool stopping_ ABSL_GUARDED_BY(sampler_mu_) = false;
