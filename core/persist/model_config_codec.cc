@@ -15,9 +15,12 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 13;
-// Version 13 adds the Kafka source; a config without one is written in
-// version 12 (with a TTL) or 11, so that older builds still read it.
+constexpr uint32_t kConfigVersion = 14;
+// Version 14 adds the impression ids' tag (feedback.id_tag); a config
+// without one is written in version 13 (with a Kafka source), 12 (with a
+// TTL) or 11, so that older builds still read it.
+constexpr uint32_t kConfigVersionWithoutIdTag = 13;
+// Version 13 adds the Kafka source.
 constexpr uint32_t kConfigVersionWithoutKafka = 12;
 // The version a config without a TTL is written in, so that builds that
 // know only version 11 still read it (version 12 adds memory.ttl_rounds).
@@ -260,12 +263,14 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
 }  // namespace
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
-  const bool kafka = c.kafka.enabled();
+  const bool id_tag = c.feedback.id_tag != 0;
+  const bool kafka = id_tag || c.kafka.enabled();
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
-  coding::PutFixed32(out, kafka ? kConfigVersion
-                          : ttl ? kConfigVersionWithoutKafka
-                                : kConfigVersionWithoutTtl);
+  coding::PutFixed32(out, id_tag  ? kConfigVersion
+                          : kafka ? kConfigVersionWithoutIdTag
+                          : ttl   ? kConfigVersionWithoutKafka
+                                  : kConfigVersionWithoutTtl);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
   WriteOptimizer(c.optimizer, out);
@@ -315,7 +320,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   // Version 12: the TTL, only when there is one.
   // (with version 13, even when 0).
   if (ttl) coding::PutFixed64(out, c.memory.ttl_rounds);
-  // Version 13: the Kafka source, only when there is one.
+  // Version 13: the Kafka source, only when there is one (with version
+  // 14, even when none).
   if (kafka) {
     const KafkaSourceConfig& k = c.kafka;
     for (const std::string* s :
@@ -324,6 +330,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     }
     coding::PutFixed32(out, static_cast<uint32_t>(k.format));
   }
+  // Version 14: the impression ids' tag, only when there is one.
+  if (id_tag) coding::PutFixed32(out, c.feedback.id_tag);
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -376,8 +384,14 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     uint32_t format = 0;
     in.GetFixed32(&format);
     k.format = static_cast<KafkaFormat>(format);  // validated below
-    if (in.ok() && !k.enabled()) {
+    if (in.ok() && !k.enabled() && *version == 13) {
       return Corrupt("model config encoding version 13 without a Kafka source");
+    }
+  }
+  if (*version >= 14) {
+    in.GetFixed32(&c.feedback.id_tag);
+    if (in.ok() && c.feedback.id_tag == 0) {
+      return Corrupt("model config encoding version 14 without an impression id tag");
     }
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");

@@ -103,6 +103,37 @@ TEST(ModelConfigEncoding, AKafkaSourceNeedsVersionThirteenAndRoundTrips) {
             absl::StatusCode::kDataLoss);
 }
 
+// The impression ids' tag (issue 33, N7) is written in version 14, and
+// only when set: a model without it keeps the encoding older builds read.
+TEST(ModelConfigEncoding, AnImpressionIdTagNeedsVersionFourteenAndRoundTrips) {
+  ModelConfig config;
+  config.name = "clicks";
+  config.feedback.ttl_seconds = 60;
+  std::string v11;
+  EncodeModelConfig(config, &v11);
+  EXPECT_EQ(v11[4], 11);
+  config.feedback.id_tag = 0xabcdef;
+  std::string v14;
+  EncodeModelConfig(config, &v14);
+  ASSERT_EQ(v14[4], 14);
+  auto decoded = DecodeModelConfig(v14);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->feedback.id_tag, 0xabcdefu);
+  EXPECT_FALSE(decoded->kafka.enabled());
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v14);
+  // A tag of 0 in version 14, or one above 24 bits, is damage.
+  std::string zero = v14;
+  zero.replace(zero.size() - 4, 4, std::string(4, '\0'));
+  EXPECT_EQ(DecodeModelConfig(zero).status().code(), absl::StatusCode::kDataLoss);
+  std::string wide = v14;
+  wide[wide.size() - 1] = 1;  // 0x01abcdef
+  EXPECT_EQ(DecodeModelConfig(wide).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeModelConfig(v14.substr(0, v14.size() - 2)).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 // Version 8 (written before the budget) reads as unbounded.
 TEST(ModelConfigEncoding, VersionEightReadsAsUnbounded) {
   ModelConfig config;
