@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clickd/v1/clickd.pb.h"
+#include "core/model/model_config.h"
 #include "wire/model_config_proto.h"
 
 namespace clickd {
@@ -34,6 +35,8 @@ absl::StatusOr<std::vector<ModelConfig>> ParseServerConfig(const std::string& js
                                                        config->name, "\" is declared twice"));
       }
     }
+    // Used only if the model is created now (a restored one keeps its own).
+    if (config->feedback.enabled()) config->feedback.id_tag = NewImpressionIdTag();
     out.push_back(*std::move(config));
   }
   return out;

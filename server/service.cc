@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/quote.h"
 #include "core/feedback/impressions.h"
+#include "core/model/model_config.h"
 #include "core/model/serving.h"
 #include "core/model/state_digest.h"
 #include "core/model/variant_model.h"
@@ -513,6 +514,9 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
       [this](const v1::CreateModelRequest& req, v1::CreateModelResponse* resp) -> absl::Status {
         auto config = ToModelConfig(req.config());
         if (!config.ok()) return config.status();
+        // This incarnation's impression ids, the same on every replica
+        // (the create record carries the config).
+        if (config->feedback.enabled()) config->feedback.id_tag = NewImpressionIdTag();
         if (absl::Status s = CheckModelFixedBytes(*config, limits_); !s.ok()) return s;
         auto served = writer_->Create(*config);
         if (!served.ok()) return served.status();

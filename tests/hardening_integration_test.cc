@@ -776,5 +776,78 @@ TEST(IdempotencyKeys, MemoryPerKeyIsMeasured) {
   EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
 }
 
+// N7: impression ids carried a 16-bit hash of the model's name, so "m82"
+// and "m347" (one hash) issued the same ids, and a model created again
+// reissued its predecessor's: a late click joined the wrong impression
+// (FEEDBACK_JOINED). Now each incarnation draws a 24-bit tag, kept in its
+// config (and so in replication's create record) and across restarts.
+TEST(ImpressionIds, DoNotCollideAcrossModelsOrIncarnations) {
+  const std::string dir = NewDir("ids");
+  ServerOptions options;
+  options.flags = {"--data_dir=" + dir + "/data", "--snapshot_interval=0"};
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = Connect(**server);
+  auto create = [&](const std::string& name) {
+    v1::ModelConfig config;
+    config.set_name(name);
+    config.mutable_feedback()->set_ttl_seconds(3600);
+    auto created = client->CreateModel(config);
+    EXPECT_TRUE(created.ok()) << created.status();
+  };
+  auto impression = [&](const std::string& name) -> uint64_t {
+    v1::PredictRequest request = OneAd(name);
+    request.set_log_impressions(true);
+    auto predicted = client->Predict(request);
+    EXPECT_TRUE(predicted.ok()) << predicted.status();
+    return predicted.ok() ? predicted->predictions(0).impression_id() : 0;
+  };
+  auto click = [&](const std::string& name, uint64_t id) {
+    v1::FeedbackRequest request;
+    request.set_model(name);
+    auto* item = request.add_items();
+    item->set_impression_id(id);
+    item->set_label(1);
+    auto response = client->Feedback(request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? v1::FeedbackStatus_Name(response->statuses(0)) : "failed";
+  };
+  create("m82");
+  create("m347");
+  const uint64_t of_m82 = impression("m82");
+  const uint64_t of_m347 = impression("m347");
+  EXPECT_NE(of_m82, of_m347);
+  EXPECT_EQ(click("m347", of_m82), "FEEDBACK_OTHER_MODEL");
+
+  // The same name created again: the old ids are not its own.
+  ASSERT_TRUE(client->DeleteModel("m82").ok());
+  create("m82");
+  const uint64_t of_new_m82 = impression("m82");
+  EXPECT_NE(of_new_m82, of_m82);
+  EXPECT_EQ(click("m82", of_m82), "FEEDBACK_OTHER_MODEL");
+
+  // A restart (kill -9: the log replayed; SIGTERM: the snapshot) keeps the
+  // incarnation's tag: its ids still join.
+  const uint64_t before_kill = impression("m347");
+  client.reset();
+  (*server)->Signal(SIGKILL);
+  ASSERT_TRUE((*server)->WaitForExit(std::chrono::seconds(20)).has_value());
+  server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  client = Connect(**server);
+  EXPECT_EQ(click("m347", before_kill), "FEEDBACK_JOINED");
+  const uint64_t before_stop = impression("m82");
+  client.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+  server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  client = Connect(**server);
+  EXPECT_EQ(click("m82", before_stop), "FEEDBACK_JOINED");
+  EXPECT_EQ(click("m82", of_new_m82), "FEEDBACK_JOINED");
+  EXPECT_EQ(click("m347", of_m347), "FEEDBACK_JOINED");
+  client.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+}
+
 }  // namespace
 }  // namespace clickd

@@ -32,7 +32,8 @@ uint16_t FeedbackLoop::ModelTag(std::string_view model_name) {
 
 FeedbackLoop::FeedbackLoop(const ModelConfig& config)
     : config_(config.feedback),
-      model_tag_(ModelTag(config.name)),
+      model_tag_(config.feedback.id_tag != 0 ? config.feedback.id_tag : ModelTag(config.name)),
+      tag_bits_(config.feedback.id_tag != 0 ? 24 : 16),
       buffer_(std::make_unique<JoinBuffer>(BufferOptions())) {}
 
 JoinBuffer::Options FeedbackLoop::BufferOptions() const {
@@ -40,6 +41,7 @@ JoinBuffer::Options FeedbackLoop::BufferOptions() const {
   options.ttl_us = config_.ttl_seconds * kMicrosPerSecond;
   options.max_bytes = config_.max_buffer_bytes;
   options.model_tag = model_tag_;
+  options.tag_bits = tag_bits_;
   return options;
 }
 

@@ -78,7 +78,8 @@ class FeedbackLoop {
   FeedbackLoop(const FeedbackLoop&) = delete;
   FeedbackLoop& operator=(const FeedbackLoop&) = delete;
 
-  // The top 16 bits of the model's impression ids: from its name, so that
+  // The top 16 bits of the impression ids of a model created before
+  // per-incarnation tags (FeedbackConfig::id_tag 0): from its name, so that
   // an id of another model is recognised (JoinOutcome::kOtherModel).
   static uint16_t ModelTag(std::string_view model_name);
 
@@ -126,7 +127,8 @@ class FeedbackLoop {
   static double Probability(const Model& model, const Impression& impression);
 
   const FeedbackConfig config_;
-  const uint16_t model_tag_;
+  const uint32_t model_tag_;
+  const int tag_bits_;
   std::unique_ptr<JoinBuffer> buffer_;
 };
 

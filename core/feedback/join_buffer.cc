@@ -11,11 +11,10 @@
 namespace clickd {
 namespace {
 
-constexpr int kCounterBits = 48;
-constexpr uint64_t kCounterMask = (uint64_t{1} << kCounterBits) - 1;
-// Counters are issued below this: the last one is never issued, so that no
-// id is ever kIdsAssignedAtApply (all ones; feedback_loop.h).
-constexpr uint64_t kCounterLimit = kCounterMask;
+// Counters are issued below the mask of their bits: the last one is never
+// issued, so that no id is ever kIdsAssignedAtApply (all ones;
+// feedback_loop.h).
+uint64_t CounterMask(int counter_bits) { return (uint64_t{1} << counter_bits) - 1; }
 constexpr std::string_view kMagic = "CJB2";  // clickd join buffer, format 2
 
 }  // namespace
@@ -46,10 +45,14 @@ uint64_t JoinBuffer::EntryBytes(const Entry& entry) {
 }
 
 JoinBuffer::JoinBuffer(const Options& options)
-    : model_tag_(options.model_tag), ttl_us_(options.ttl_us), max_bytes_(options.max_bytes) {}
+    : model_tag_(options.model_tag),
+      counter_bits_(64 - options.tag_bits),
+      counter_limit_(CounterMask(64 - options.tag_bits)),
+      ttl_us_(options.ttl_us),
+      max_bytes_(options.max_bytes) {}
 
 uint64_t JoinBuffer::IdOf(uint64_t counter) const {
-  return (uint64_t{model_tag_} << kCounterBits) | counter;
+  return (uint64_t{model_tag_} << counter_bits_) | counter;
 }
 
 int64_t JoinBuffer::Advance(int64_t now_us) {
@@ -74,7 +77,7 @@ absl::Status JoinBuffer::Refusal(uint64_t in_use, absl::Span<const ImpressionExa
         ") are in use until impressions are labelled or expire; nothing was logged"));
   }
   const uint64_t first = first_counter_ + entries_.size();
-  if (first + examples.size() > kCounterLimit) {
+  if (first + examples.size() > counter_limit_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("impression ids exhausted: the model has issued ", first, " of 2^48 - 1"));
   }
@@ -117,8 +120,8 @@ absl::StatusOr<uint64_t> JoinBuffer::Add(int64_t now_us,
 JoinOutcome JoinBuffer::Label(uint64_t id, int64_t now_us, Impression* joined) {
   MutexLock lock(&mu_);
   const int64_t now = Advance(now_us);
-  if ((id >> kCounterBits) != model_tag_) return JoinOutcome::kOtherModel;
-  const uint64_t counter = id & kCounterMask;
+  if ((id >> counter_bits_) != model_tag_) return JoinOutcome::kOtherModel;
+  const uint64_t counter = id & CounterMask(counter_bits_);
   if (counter >= first_counter_ + entries_.size()) return JoinOutcome::kUnknown;
   if (counter < first_counter_) return JoinOutcome::kExpired;
   Entry& entry = entries_[counter - first_counter_];
@@ -228,7 +231,7 @@ absl::StatusOr<std::unique_ptr<JoinBuffer>> JoinBuffer::Decode(const Options& op
   }
   // Every entry takes at least 32 bytes: a count beyond that is damage, not
   // a reason to allocate.
-  if (count > in.remaining().size() / 32 || first_counter + count > kCounterLimit) {
+  if (count > in.remaining().size() / 32 || first_counter + count > buffer->counter_limit_) {
     return damaged(absl::StrCat("entry count ", count, " does not fit the data"));
   }
   MutexLock lock(&buffer->mu_);

@@ -8,8 +8,9 @@
 // be. An impression that hears nothing by its TTL expires; what the model
 // then does with it (learn a negative, or nothing) is the caller's choice.
 //
-// Ids are issued by the buffer, densely and in order: a 16-bit tag of the
-// model in the top bits, then a counter. So a lookup is an index, and an id
+// Ids are issued by the buffer, densely and in order: a tag of the model's
+// incarnation in the top 24 bits (16 for a model created before such tags,
+// a hash of its name), then a counter. So a lookup is an index, and an id
 // the buffer no longer holds is told apart from one it never issued:
 //   - tag of another model                          -> kOtherModel
 //   - counter at or past the next one to be issued   -> kUnknown
@@ -87,7 +88,11 @@ class JoinBuffer {
   struct Options {
     int64_t ttl_us = 0;      // > 0
     uint64_t max_bytes = 0;  // > 0
-    uint16_t model_tag = 0;  // the top 16 bits of every id
+    // The top bits of every id: `tag_bits` of them (16: the name hash of a
+    // model created before per-incarnation tags; 24: FeedbackConfig::id_tag),
+    // the counter below.
+    uint32_t model_tag = 0;
+    int tag_bits = 16;
   };
 
   // The bytes one impression is charged: its entry in the buffer plus its
@@ -157,7 +162,9 @@ class JoinBuffer {
   // The latest time seen, so that time never runs backwards.
   int64_t Advance(int64_t now_us) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const uint16_t model_tag_;
+  const uint32_t model_tag_;
+  const int counter_bits_;        // 64 - the tag's bits
+  const uint64_t counter_limit_;  // counters are issued below it
   mutable Mutex mu_;
   int64_t ttl_us_ ABSL_GUARDED_BY(mu_);
   uint64_t max_bytes_ ABSL_GUARDED_BY(mu_);

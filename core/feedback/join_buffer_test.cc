@@ -26,6 +26,28 @@ std::vector<HashedFeature> Features(uint64_t seed, int n) {
   return features;
 }
 
+// A per-incarnation tag (issue 33, N7) takes the top 24 bits; ids of the
+// 16-bit layout, or of another 24-bit tag, are another model's, and the
+// snapshot round-trips with the same ids.
+TEST(JoinBufferTest, TwentyFourBitTagsTakeTheTopBits) {
+  JoinBuffer::Options options = TestOptions();
+  options.model_tag = 0xabcdef;
+  options.tag_bits = 24;
+  JoinBuffer buffer(options);
+  const auto a = Features(1, 3);
+  const ImpressionExample examples[] = {{a, {}}, {a, {}}};
+  auto first = buffer.Add(100, examples);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, uint64_t{0xabcdef} << 40);
+  Impression joined;
+  EXPECT_EQ(buffer.Label((uint64_t{0xabcd} << 48) | 0, 150, &joined), JoinOutcome::kOtherModel);
+  EXPECT_EQ(buffer.Label((uint64_t{0xabcdee} << 40) | 0, 150, &joined), JoinOutcome::kOtherModel);
+  EXPECT_EQ(buffer.Label(*first + 5, 150, &joined), JoinOutcome::kUnknown);
+  auto decoded = JoinBuffer::Decode(options, buffer.Encode());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ((*decoded)->Label(*first + 1, 150, &joined), JoinOutcome::kJoined);
+}
+
 TEST(JoinBufferTest, IssuesDenseTaggedIdsAndJoinsALabelOnce) {
   JoinBuffer buffer(TestOptions());
   const auto a = Features(1, 3), b = Features(2, 5);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string_view>
 #include <vector>
 
@@ -90,6 +91,11 @@ absl::Status ValidateDenseParts(const ModelConfig& config) {
 
 }  // namespace
 
+uint32_t NewImpressionIdTag() {
+  std::random_device random;
+  return std::uniform_int_distribution<uint32_t>(1, kMaxImpressionIdTag)(random);
+}
+
 std::string_view FeedbackPolicyName(FeedbackConfig::Policy policy) {
   switch (policy) {
     case FeedbackConfig::Policy::kWaitNegative:
@@ -132,6 +138,10 @@ absl::Status ValidateFeedbackConfig(const FeedbackConfig& feedback, LossType los
   }
   if (static_cast<uint32_t>(feedback.policy) > 3) {
     return absl::InvalidArgumentError("feedback.policy is out of range");
+  }
+  if (feedback.id_tag > kMaxImpressionIdTag) {
+    return absl::InvalidArgumentError(absl::StrCat("feedback.id_tag is ", feedback.id_tag,
+                                                   "; must be in 0..", kMaxImpressionIdTag));
   }
   if (feedback.enabled() && loss != LossType::kLogistic) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -57,11 +57,22 @@ struct FeedbackConfig {
   int64_t ttl_seconds = 0;  // 0: Predict cannot log impressions
   uint64_t max_buffer_bytes = uint64_t{64} << 20;
   Policy policy = Policy::kWaitNegative;
+  // The top bits of this incarnation's impression ids (24 bits, not 0):
+  // drawn at random where the model is created (NewImpressionIdTag) and
+  // kept in its config, so restarts and replicas (the create record
+  // carries it) issue the same ids, while another model, or the same name
+  // created again, issues other ones (issue 33, N7). 0: a model created
+  // before it, whose ids carry a 16-bit hash of its name.
+  uint32_t id_tag = 0;
 
   bool enabled() const { return ttl_seconds > 0; }
 };
 
 inline constexpr int64_t kMaxFeedbackTtlSeconds = 30LL * 24 * 3600;
+inline constexpr uint32_t kMaxImpressionIdTag = (uint32_t{1} << 24) - 1;
+
+// A random FeedbackConfig::id_tag in [1, kMaxImpressionIdTag].
+uint32_t NewImpressionIdTag();
 inline constexpr uint64_t kMaxFeedbackBufferBytes = uint64_t{64} << 30;
 
 std::string_view FeedbackPolicyName(FeedbackConfig::Policy policy);

@@ -15,12 +15,15 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 14;
-// Version 14 adds the Kafka source's dead-letter topic; a source without
-// one is written in version 13.
+constexpr uint32_t kConfigVersion = 15;
+// Version 15 adds the impression ids' tag (feedback.id_tag), written with
+// every field of version 14 even when empty; a config without a tag is
+// written in version 14 (with a Kafka dead-letter topic), 13 (with a Kafka
+// source), 12 (with a TTL) or 11, so that older builds still read it.
+constexpr uint32_t kConfigVersionWithoutIdTag = 14;
+// Version 14 adds the Kafka source's dead-letter topic.
 constexpr uint32_t kConfigVersionWithoutDeadLetter = 13;
-// Version 13 adds the Kafka source; a config without one is written in
-// version 12 (with a TTL) or 11, so that older builds still read it.
+// Version 13 adds the Kafka source.
 constexpr uint32_t kConfigVersionWithoutKafka = 12;
 // The version a config without a TTL is written in, so that builds that
 // know only version 11 still read it (version 12 adds memory.ttl_rounds).
@@ -263,14 +266,16 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
 }  // namespace
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
-  const bool kafka = c.kafka.enabled();
+  const bool id_tag = c.feedback.id_tag != 0;
+  const bool kafka = id_tag || c.kafka.enabled();
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
-  const bool dead_letter = kafka && !c.kafka.dead_letter_topic.empty();
-  coding::PutFixed32(out, dead_letter ? kConfigVersion
-                          : kafka     ? kConfigVersionWithoutDeadLetter
-                          : ttl       ? kConfigVersionWithoutKafka
-                                      : kConfigVersionWithoutTtl);
+  const bool dead_letter = id_tag || (kafka && !c.kafka.dead_letter_topic.empty());
+  coding::PutFixed32(out, id_tag        ? kConfigVersion
+                          : dead_letter ? kConfigVersionWithoutIdTag
+                          : kafka       ? kConfigVersionWithoutDeadLetter
+                          : ttl         ? kConfigVersionWithoutKafka
+                                        : kConfigVersionWithoutTtl);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
   WriteOptimizer(c.optimizer, out);
@@ -320,7 +325,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   // Version 12: the TTL, only when there is one.
   // (with version 13, even when 0).
   if (ttl) coding::PutFixed64(out, c.memory.ttl_rounds);
-  // Version 13: the Kafka source, only when there is one.
+  // Version 13: the Kafka source, only when there is one (with version
+  // 15, even when none).
   if (kafka) {
     const KafkaSourceConfig& k = c.kafka;
     for (const std::string* s :
@@ -329,8 +335,11 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     }
     coding::PutFixed32(out, static_cast<uint32_t>(k.format));
   }
-  // Version 14: the dead-letter topic, only when there is one.
+  // Version 14: the dead-letter topic, only when there is one (with
+  // version 15, even when none).
   if (dead_letter) coding::PutString(out, c.kafka.dead_letter_topic);
+  // Version 15: the impression ids' tag, only when there is one.
+  if (id_tag) coding::PutFixed32(out, c.feedback.id_tag);
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -383,15 +392,21 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     uint32_t format = 0;
     in.GetFixed32(&format);
     k.format = static_cast<KafkaFormat>(format);  // validated below
-    if (in.ok() && !k.enabled()) {
+    if (in.ok() && !k.enabled() && *version <= 14) {
       return Corrupt("model config encoding version 13 without a Kafka source");
     }
   }
   if (*version >= 14) {
     in.GetString(&c.kafka.dead_letter_topic);
     // One encoding per config: without a dead-letter topic, version 13.
-    if (in.ok() && c.kafka.dead_letter_topic.empty()) {
+    if (in.ok() && c.kafka.dead_letter_topic.empty() && *version == 14) {
       return Corrupt("model config encoding version 14 without a dead-letter topic");
+    }
+  }
+  if (*version >= 15) {
+    in.GetFixed32(&c.feedback.id_tag);
+    if (in.ok() && c.feedback.id_tag == 0) {
+      return Corrupt("model config encoding version 15 without an impression id tag");
     }
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");

@@ -127,6 +127,37 @@ TEST(ModelConfigEncoding, AKafkaSourceNeedsVersionThirteenAndRoundTrips) {
             absl::StatusCode::kDataLoss);
 }
 
+// The impression ids' tag (issue 33, N7) is written in version 15, and
+// only when set: a model without it keeps the encoding older builds read.
+TEST(ModelConfigEncoding, AnImpressionIdTagNeedsVersionFifteenAndRoundTrips) {
+  ModelConfig config;
+  config.name = "clicks";
+  config.feedback.ttl_seconds = 60;
+  std::string v11;
+  EncodeModelConfig(config, &v11);
+  EXPECT_EQ(v11[4], 11);
+  config.feedback.id_tag = 0xabcdef;
+  std::string v15;
+  EncodeModelConfig(config, &v15);
+  ASSERT_EQ(v15[4], 15);
+  auto decoded = DecodeModelConfig(v15);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->feedback.id_tag, 0xabcdefu);
+  EXPECT_FALSE(decoded->kafka.enabled());
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v15);
+  // A tag of 0 in version 15, or one above 24 bits, is damage.
+  std::string zero = v15;
+  zero.replace(zero.size() - 4, 4, std::string(4, '\0'));
+  EXPECT_EQ(DecodeModelConfig(zero).status().code(), absl::StatusCode::kDataLoss);
+  std::string wide = v15;
+  wide[wide.size() - 1] = 1;  // 0x01abcdef
+  EXPECT_EQ(DecodeModelConfig(wide).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeModelConfig(v15.substr(0, v15.size() - 2)).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 // Version 8 (written before the budget) reads as unbounded.
 TEST(ModelConfigEncoding, VersionEightReadsAsUnbounded) {
   ModelConfig config;

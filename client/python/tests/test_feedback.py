@@ -87,7 +87,10 @@ def test_a_keyed_feedback_is_applied_once(client, loop_model):
                              idempotency_key=f"click-{ids[0]}")
     assert second.duplicate and list(second.statuses) == [] and second.joined == 0
     assert client.get_model(loop_model).updates == 2
-    # A keyed Update shares the model's keys with Feedback.
+    # Update keys are a set apart from Feedback's (issue 33, N15): the same
+    # key on an Update is learned, and only its own retry is a duplicate.
+    assert not client.update(loop_model, [({"ad": [1]}, 1)], idempotency_key=f"click-{ids[0]}"
+                             ).duplicate
     assert client.update(loop_model, [({"ad": [1]}, 1)], idempotency_key=f"click-{ids[0]}"
                          ).duplicate
 
