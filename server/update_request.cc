@@ -1,5 +1,6 @@
 #include "server/update_request.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -135,6 +136,52 @@ absl::Status CheckDense(const Model& model, const v1::UpdateRequest& request,
   return absl::OkStatus();
 }
 
+// A dense learner's step, in multiply-adds at dimension d (docs/dense.md's
+// step times; tau at least 1).
+uint64_t DenseStepWork(const DenseOptimizerConfig& c, uint64_t d) {
+  const uint64_t tau = static_cast<uint64_t>(std::max(1, c.tau));
+  switch (c.type) {
+    case DenseOptimizerType::kAdaDiag:
+    case DenseOptimizerType::kAdaDiagDa:
+      return d;
+    case DenseOptimizerType::kAdaFull:
+    case DenseOptimizerType::kAdaFullDa:
+      return d * d * d;
+    case DenseOptimizerType::kAdaFd:
+    case DenseOptimizerType::kAdaFdDa:
+    case DenseOptimizerType::kFdSon:
+      return tau * tau * d;
+    case DenseOptimizerType::kOns:
+      return d * d;
+    case DenseOptimizerType::kMetaGrad:
+      return 16 * d * d;
+  }
+  return d * d * d;
+}
+
+// Step 5: the dense learner's work, before any is done. Only entries with
+// dense values (their own or their context's) step it.
+absl::Status CheckDenseWork(const Model& model, const ValidatedUpdate& update,
+                            const Limits& limits) {
+  const ModelConfig& config = model.config();
+  if (config.dense_namespaces.empty()) return absl::OkStatus();
+  uint64_t d = 0;
+  for (const DenseNamespace& ns : config.dense_namespaces) d += static_cast<uint64_t>(ns.dim);
+  uint64_t stepping = 0;
+  for (const TrainingExample& entry : update.batch) {
+    stepping += !entry.example->dense.empty() ||
+                (entry.context != nullptr && !entry.context->dense.empty());
+  }
+  const uint64_t step = DenseStepWork(config.dense_optimizer, d);
+  const uint64_t limit = limits.max_dense_work_per_update;
+  if (stepping == 0 || stepping <= limit / step) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the update has ", stepping, " examples with dense values, each a step of ",
+      std::string(DenseOptimizerTypeName(config.dense_optimizer.type)), " at dimension ", d, " (",
+      step, " multiply-adds); the limit is --max_dense_work_per_update ", limit, " (", limit / step,
+      " such examples per update)"));
+}
+
 }  // namespace
 
 absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
@@ -146,6 +193,7 @@ absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
   if (absl::Status s = ConvertUpdate(request, *total, limits, &update); !s.ok()) return s;
   if (absl::Status s = CheckLabels(model, request, update); !s.ok()) return s;
   if (absl::Status s = CheckDense(model, request, update); !s.ok()) return s;
+  if (absl::Status s = CheckDenseWork(model, update, limits); !s.ok()) return s;
   return update;
 }
 
