@@ -47,6 +47,22 @@ absl::StatusOr<size_t> CheckUpdateLimits(const HashingConfig& hashing,
   return total;
 }
 
+// Step 1b: each variant learns every example in a store of its own, so a
+// model with variants does (and may grow its tables by) 1 + variants times
+// the request's features: counted against the same per-request limit.
+absl::Status CheckVariantsCost(const ModelConfig& config, const v1::UpdateRequest& request,
+                               const Limits& limits) {
+  if (config.variants.empty()) return absl::OkStatus();
+  const uint64_t stores = 1 + config.variants.size();
+  const uint64_t cap = limits.max_features_per_request / stores;
+  if (UpdateFeatureTotal(config.hashing, request, cap) <= cap) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the request's examples yield more than ", cap,
+      " features after interactions; each of the model's ", stores, " stores (the primary and ",
+      config.variants.size(), " variants) learns them all, and the limit, ",
+      limits.max_features_per_request, " (max_features_per_request), counts each store's"));
+}
+
 float Importance(const v1::LabeledExample& le) {
   return le.has_importance() ? le.importance() : 1.0f;
 }
@@ -189,6 +205,7 @@ absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
                                                       const Limits& limits) {
   absl::StatusOr<size_t> total = CheckUpdateLimits(model.config().hashing, request, limits);
   if (!total.ok()) return total.status();
+  if (absl::Status s = CheckVariantsCost(model.config(), request, limits); !s.ok()) return s;
   ValidatedUpdate update;
   if (absl::Status s = ConvertUpdate(request, *total, limits, &update); !s.ok()) return s;
   if (absl::Status s = CheckLabels(model, request, update); !s.ok()) return s;
