@@ -51,6 +51,10 @@ struct Limits : ExampleLimits {
   // anything (CheckModelFixedBytes): feature admission's counters and the
   // compact tables' directories, for the primary and every variant.
   uint64_t max_model_fixed_bytes = uint64_t{1} << 30;
+  // The dense learner's work an Update (or stream message) may ask for, in
+  // multiply-adds (CheckDenseWork): its examples with dense values times
+  // one step's cost at the model's dimension (ada_full: d^3).
+  uint64_t max_dense_work_per_update = uint64_t{1} << 32;
   int max_message_bytes = 16 << 20;
   // Streaming calls open at once, server-wide (server/stream_limit.h): each
   // holds at most one message of max_message_bytes.

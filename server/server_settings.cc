@@ -71,6 +71,9 @@ ABSL_FLAG(uint64_t, max_model_fixed_bytes, uint64_t{1} << 30,
           "limit on the memory a CreateModel's config commits before the model learns "
           "anything (feature admission's counters, compact tables' directories, for the "
           "primary and each variant)");
+ABSL_FLAG(uint64_t, max_dense_work_per_update, uint64_t{1} << 32,
+          "limit on the dense learner's work an Update or stream message may ask for, in "
+          "multiply-adds: examples with dense values times one step (ada_full: dim^3)");
 ABSL_FLAG(uint64_t, max_models, 256,
           "limit on the models one process holds; CreateModel beyond it is RESOURCE_EXHAUSTED "
           "(models restored from --data_dir always load; at start the embedded default model "
@@ -269,6 +272,8 @@ absl::Status CheckServingFlags() {
       {"max_examples_per_update", absl::GetFlag(FLAGS_max_examples_per_update), 1, 1'000'000},
       {"max_feedback_items", absl::GetFlag(FLAGS_max_feedback_items), 1, 1'000'000},
       {"max_models", absl::GetFlag(FLAGS_max_models), 1, 100'000},
+      {"max_dense_work_per_update", absl::GetFlag(FLAGS_max_dense_work_per_update),
+       uint64_t{1} << 20, uint64_t{1} << 50},
       {"max_model_fixed_bytes", absl::GetFlag(FLAGS_max_model_fixed_bytes), uint64_t{1} << 20,
        uint64_t{1} << 40},
       {"max_inline_predict_features", absl::GetFlag(FLAGS_max_inline_predict_features), 0, 65536},
@@ -298,6 +303,7 @@ Limits LimitsFromFlags() {
   limits.max_inline_update_features = absl::GetFlag(FLAGS_max_inline_update_features);
   limits.max_open_streams = absl::GetFlag(FLAGS_max_open_streams);
   limits.max_model_fixed_bytes = absl::GetFlag(FLAGS_max_model_fixed_bytes);
+  limits.max_dense_work_per_update = absl::GetFlag(FLAGS_max_dense_work_per_update);
   limits.handshake_timeout_seconds = absl::GetFlag(FLAGS_handshake_timeout_seconds);
   limits.max_connection_idle_seconds = absl::GetFlag(FLAGS_max_connection_idle_seconds);
   limits.stream_idle_timeout_seconds = absl::GetFlag(FLAGS_stream_idle_timeout_seconds);

@@ -1,5 +1,6 @@
 #include "server/update_request.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +45,22 @@ absl::StatusOr<size_t> CheckUpdateLimits(const HashingConfig& hashing,
   }
   if (absl::Status s = CheckUpdateCost(hashing, request, limits); !s.ok()) return s;
   return total;
+}
+
+// Step 1b: each variant learns every example in a store of its own, so a
+// model with variants does (and may grow its tables by) 1 + variants times
+// the request's features: counted against the same per-request limit.
+absl::Status CheckVariantsCost(const ModelConfig& config, const v1::UpdateRequest& request,
+                               const Limits& limits) {
+  if (config.variants.empty()) return absl::OkStatus();
+  const uint64_t stores = 1 + config.variants.size();
+  const uint64_t cap = limits.max_features_per_request / stores;
+  if (UpdateFeatureTotal(config.hashing, request, cap) <= cap) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the request's examples yield more than ", cap,
+      " features after interactions; each of the model's ", stores, " stores (the primary and ",
+      config.variants.size(), " variants) learns them all, and the limit, ",
+      limits.max_features_per_request, " (max_features_per_request), counts each store's"));
 }
 
 float Importance(const v1::LabeledExample& le) {
@@ -135,6 +152,52 @@ absl::Status CheckDense(const Model& model, const v1::UpdateRequest& request,
   return absl::OkStatus();
 }
 
+// A dense learner's step, in multiply-adds at dimension d (docs/dense.md's
+// step times; tau at least 1).
+uint64_t DenseStepWork(const DenseOptimizerConfig& c, uint64_t d) {
+  const uint64_t tau = static_cast<uint64_t>(std::max(1, c.tau));
+  switch (c.type) {
+    case DenseOptimizerType::kAdaDiag:
+    case DenseOptimizerType::kAdaDiagDa:
+      return d;
+    case DenseOptimizerType::kAdaFull:
+    case DenseOptimizerType::kAdaFullDa:
+      return d * d * d;
+    case DenseOptimizerType::kAdaFd:
+    case DenseOptimizerType::kAdaFdDa:
+    case DenseOptimizerType::kFdSon:
+      return tau * tau * d;
+    case DenseOptimizerType::kOns:
+      return d * d;
+    case DenseOptimizerType::kMetaGrad:
+      return 16 * d * d;
+  }
+  return d * d * d;
+}
+
+// Step 5: the dense learner's work, before any is done. Only entries with
+// dense values (their own or their context's) step it.
+absl::Status CheckDenseWork(const Model& model, const ValidatedUpdate& update,
+                            const Limits& limits) {
+  const ModelConfig& config = model.config();
+  if (config.dense_namespaces.empty()) return absl::OkStatus();
+  uint64_t d = 0;
+  for (const DenseNamespace& ns : config.dense_namespaces) d += static_cast<uint64_t>(ns.dim);
+  uint64_t stepping = 0;
+  for (const TrainingExample& entry : update.batch) {
+    stepping += !entry.example->dense.empty() ||
+                (entry.context != nullptr && !entry.context->dense.empty());
+  }
+  const uint64_t step = DenseStepWork(config.dense_optimizer, d);
+  const uint64_t limit = limits.max_dense_work_per_update;
+  if (stepping == 0 || stepping <= limit / step) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the update has ", stepping, " examples with dense values, each a step of ",
+      std::string(DenseOptimizerTypeName(config.dense_optimizer.type)), " at dimension ", d, " (",
+      step, " multiply-adds); the limit is --max_dense_work_per_update ", limit, " (", limit / step,
+      " such examples per update)"));
+}
+
 }  // namespace
 
 absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
@@ -142,10 +205,12 @@ absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
                                                       const Limits& limits) {
   absl::StatusOr<size_t> total = CheckUpdateLimits(model.config().hashing, request, limits);
   if (!total.ok()) return total.status();
+  if (absl::Status s = CheckVariantsCost(model.config(), request, limits); !s.ok()) return s;
   ValidatedUpdate update;
   if (absl::Status s = ConvertUpdate(request, *total, limits, &update); !s.ok()) return s;
   if (absl::Status s = CheckLabels(model, request, update); !s.ok()) return s;
   if (absl::Status s = CheckDense(model, request, update); !s.ok()) return s;
+  if (absl::Status s = CheckDenseWork(model, update, limits); !s.ok()) return s;
   return update;
 }
 

@@ -160,6 +160,55 @@ TEST(DenseModels, LearnPredictValidateAndSurviveRestarts) {
       << server->Output();
 }
 
+// A dense learner's work is priced before it starts (issue 33, N12):
+// ada_full costs d^3 per example, so at d = 2048 one example is ~8.6e9
+// multiply-adds (6 s); an Update of 10 of them held a worker for 60 s.
+TEST(DenseModels, DenseWorkIsPricedBeforeItStarts) {
+  ServerOptions options;
+  auto server = ServerProcess::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = (*server)->NewStub();
+  auto create = [&](const std::string& name, int dim) {
+    v1::CreateModelRequest request;
+    v1::ModelConfig* c = request.mutable_config();
+    c->set_name(name);
+    auto* ns = c->add_dense_namespaces();
+    ns->set_name("emb");
+    ns->set_dim(dim);
+    c->set_dense_optimizer("ada_full");
+    grpc::ClientContext context;
+    v1::CreateModelResponse response;
+    return stub->CreateModel(&context, request, &response);
+  };
+  auto update = [&](const std::string& name, int dim) {
+    v1::UpdateRequest request;
+    request.set_model(name);
+    for (int i = 0; i < 10; ++i) {
+      auto* le = request.add_examples();
+      AddDense(le->mutable_example(), "emb", std::vector<float>(dim, 0.01f * (i + 1)));
+      le->set_label(i % 2);
+    }
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::UpdateResponse response;
+    return stub->Update(&context, request, &response);
+  };
+  ASSERT_TRUE(create("wide", 2048).ok());
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status refused = update("wide", 2048);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_EQ(refused.error_message(),
+            "the update has 10 examples with dense values, each a step of ada_full at dimension "
+            "2048 (8589934592 multiply-adds); the limit is --max_dense_work_per_update "
+            "4294967296 (0 such examples per update)");
+  ASSERT_TRUE(create("narrow", 64).ok());
+  const grpc::Status learned = update("narrow", 64);
+  EXPECT_TRUE(learned.ok()) << learned.error_message();
+  stub.reset();
+  EXPECT_EQ((*server)->Stop().ToString(), "exit 0");
+}
+
 TEST(DenseModels, BadDenseConfigsAreRefusedNamingTheField) {
   ServerOptions options;
   auto server = ServerProcess::Start(options);

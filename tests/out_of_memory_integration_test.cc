@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -136,7 +137,10 @@ TEST(OutOfMemory, ARefusedUpdateIsNotLearnedAtRestart) {
   auto restarted = ServerProcess::Start(options);
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   stub = (*restarted)->NewStub();
-  EXPECT_EQ(Updates(*stub), acknowledged) << refused << " Updates were refused";
+  const uint64_t restored = Updates(*stub);
+  EXPECT_EQ(restored, acknowledged) << refused << " Updates were refused";
+  std::cout << "acknowledged " << acknowledged << " examples, " << refused
+            << " Updates refused out of memory, restored " << restored << std::endl;
   stub.reset();
   EXPECT_EQ((*restarted)->Stop().ToString(), "exit 0");
   std::filesystem::remove_all(dir);

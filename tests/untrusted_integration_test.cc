@@ -136,6 +136,40 @@ TEST(ProcessLimits, AModelsFixedMemoryIsBounded) {
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
+// Each variant learns every example in a store of its own (issue 33, N9):
+// an Update to a model with 8 variants costs 9 times its features, and
+// is counted so against --max_features_per_request.
+TEST(ProcessLimits, VariantsMultiplyARequestsCost) {
+  auto server = Start({"--max_features_per_request=900", "--max_features_after_interactions=900"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::ModelConfig config = Named("eight");
+  for (int i = 0; i < 8; ++i) config.add_variants()->set_name(absl::StrCat("v", i));
+  const grpc::Status created = CreateModel(*stub, config);
+  ASSERT_TRUE(created.ok()) << created.error_message();
+  auto update = [&](int features) {
+    v1::UpdateRequest request;
+    request.set_model("eight");
+    auto* le = request.add_examples();
+    auto* ns = le->mutable_example()->add_namespaces();
+    ns->set_name("f");
+    for (int j = 0; j < features; ++j) ns->add_features()->set_id(j);
+    le->set_label(1);
+    v1::UpdateResponse response;
+    return stub->Update(Context().get(), request, &response);
+  };
+  const grpc::Status refused = update(150);  // 150 x 9 stores > 900
+  EXPECT_EQ(refused.error_code(), StatusCode::RESOURCE_EXHAUSTED) << refused.error_message();
+  EXPECT_EQ(refused.error_message(),
+            "the request's examples yield more than 100 features after interactions; each of the "
+            "model's 9 stores (the primary and 8 variants) learns them all, and the limit, 900 "
+            "(max_features_per_request), counts each store's");
+  const grpc::Status learned = update(50);
+  EXPECT_TRUE(learned.ok()) << learned.error_message();
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 TEST(ProcessLimits, InteractionListsAreBounded) {
   auto server = Start({});
   ASSERT_NE(server, nullptr);

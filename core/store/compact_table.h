@@ -168,6 +168,10 @@ class CompactTable {
   // Subtables grow one by one (Prepare), not the whole table.
   void ReserveForStep(size_t /*new_keys*/, size_t /*max_count*/) {}
 
+  // Whether `new_keys` more keys surely fit without growing a subtable:
+  // not known without finding their subtables, so never claimed.
+  bool Fits(size_t /*new_keys*/) const { return false; }
+
   // Room for `fresh` (canonical keys not in the table, distinct) in their
   // subtables: what a batch of steps may insert, reserved before it is
   // logged so that learning it allocates no table memory. Nothing if they

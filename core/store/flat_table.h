@@ -126,6 +126,9 @@ class FlatTable {
     Reserve(std::min(size_ + new_keys, max_count));
   }
 
+  // Whether `new_keys` more keys fit without growing the array.
+  bool Fits(size_t new_keys) const { return size_ + new_keys <= max_load_; }
+
   // Room for `fresh` (keys not in the table, distinct), at most `max_count`
   // keys in all: what a batch of steps may insert, reserved before it is
   // logged so that learning it allocates no table memory.

@@ -171,6 +171,16 @@ class ShardedStore {
   // a reader sees.
   template <typename KeyRange>
   void ReserveFor(const KeyRange& keys) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    // Most batches fit the room the tables have: then nothing is looked up.
+    std::vector<uint32_t> per_shard;
+    std::vector<int> touched;
+    CountPerShard(keys, &per_shard, &touched);
+    bool fits = true;
+    for (int s : touched) {
+      MutexLock lock(&shards_[s].mu);
+      fits = fits && shards_[s].map.Fits(per_shard[s]);
+    }
+    if (fits) return;
     std::vector<std::pair<int, uint64_t>> by_shard;
     for (const auto& k : keys) by_shard.push_back({ShardIndex(k.key), Table::Canonical(k.key)});
     std::sort(by_shard.begin(), by_shard.end());
