@@ -144,6 +144,8 @@ TEST_F(ReplicaTest, ASourceBatchIsLearnedOnlyAtThePositionItWasReadFrom) {
   EXPECT_NE(c->report.source.find("local snapshot"), std::string::npos) << c->report.source;
   EXPECT_EQ(c->registry->Get("ctr")->idempotency().Position("clicks", 0), 20);
   EXPECT_EQ(c->registry->Get("ctr")->idempotency().Position("clicks", 1), 3);
+  // GetModel's figures are the restored state's.
+  EXPECT_EQ(c->registry->Get("ctr")->CachedStats().updates, 13u);
   auto stale = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 10, 25, "c.1"});
   EXPECT_EQ(stale.status().code(), absl::StatusCode::kAlreadyExists) << stale.status();
   auto wrong = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 15, 25, "c.2"});
