@@ -6,6 +6,7 @@
 #include <deque>
 #include <iostream>
 #include <optional>
+#include <random>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -114,6 +115,9 @@ struct KafkaSource::Consumer {
   // The dead-letter topic's producer (null: the config names none) and
   // its topic.
   rd_kafka_t* dead_letters = nullptr;
+  // "<instance>.<random>.": with a batch's epoch, its attempt
+  // (SourcePosition::attempt), unique to this consumer.
+  std::string attempt_prefix;
   std::string dead_letter_topic;
 
   // Delivery reports of the dead-letter producer (served by rd_kafka_poll
@@ -409,7 +413,8 @@ struct KafkaSource::Consumer {
       for (const ValidatedUpdate& u : pending.updates) {
         batch.insert(batch.end(), u.batch.begin(), u.batch.end());
       }
-      const SourcePosition position{topic, pending.partition, *start, next};
+      const SourcePosition position{topic, pending.partition, *start, next,
+                                    absl::StrCat(attempt_prefix, pending.epoch)};
       for (;;) {
         auto result = owner->writer_->LearnAt(*owner->model_, batch, position);
         if (result.ok() && result->duplicate) {
@@ -564,6 +569,8 @@ absl::StatusOr<std::unique_ptr<KafkaSource>> KafkaSource::Start(std::shared_ptr<
   }
   auto consumer = std::make_unique<Consumer>();
   consumer->topic = k.topic;
+  consumer->attempt_prefix =
+      absl::StrCat(options.instance, ".", std::random_device{}() ^ (NowMs() << 16), ".");
   consumer->model = model->name();
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   const std::string group =

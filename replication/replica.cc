@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/base/quote.h"
 #include "core/model/state_digest.h"
@@ -19,12 +20,12 @@
 namespace clickd {
 namespace {
 
-// The message id of a source's batch read at `start` from `partition`
-// (LearnAt): the same for every replica that reads the same batch start.
-std::string SourceMessageId(std::string_view model, uint64_t created_at, std::string_view topic,
-                            int32_t partition, int64_t start) {
+// The start of the message id of a source's batch read at `start` from
+// `partition` (LearnAt); the id goes on with "<next>-<attempt>-".
+std::string SourceMessageIdPrefix(std::string_view model, uint64_t created_at,
+                                  std::string_view topic, int32_t partition, int64_t start) {
   return absl::StrCat("k-", std::string(model), "-", created_at, "-", std::string(topic), "-",
-                      partition, "-", start);
+                      partition, "-", start, "-");
 }
 
 // OK if `payload` is not a source's batch, or is one read at the position
@@ -42,7 +43,8 @@ absl::Status CheckSourcePosition(const ServedModel& served, std::string_view mod
     return absl::OkStatus();  // applying reports the damage
   }
   const int64_t current = served.idempotency().Position(topic, partition);
-  if (msg_id == SourceMessageId(model, created_at, topic, partition, current)) {
+  if (absl::StartsWith(absl::string_view(msg_id.data(), msg_id.size()),
+                       SourceMessageIdPrefix(model, created_at, topic, partition, current))) {
     return absl::OkStatus();
   }
   return absl::AlreadyExistsError(absl::StrCat(
@@ -494,7 +496,9 @@ absl::StatusOr<Replica::Learned> Replica::LearnAt(const std::string& model,
             IdempotencyWindow::PositionKey(position.topic, position.partition, position.next),
             inner, out);
       },
-      SourceMessageId(model, created_at, position.topic, position.partition, position.start));
+      absl::StrCat(SourceMessageIdPrefix(model, created_at, position.topic, position.partition,
+                                         position.start),
+                   position.next, "-", position.attempt));
   if (!waiter.ok()) return waiter.status();
   Learned out;
   out.sequence = (*waiter)->sequence;

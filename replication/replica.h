@@ -172,13 +172,14 @@ class Replica {
   // kafka/kafka_source.h) and returns once this replica has learned it.
   // The record carries the position key of `position.next`, so every
   // replica holds the partition's position with the examples (and in its
-  // snapshots); its message id names the model, the partition and
-  // `position.start`, and a replica applies it only while the partition's
-  // position is still `start`. So a batch read by two consumers (a
-  // partition moving between replicas) is learned once: the later copy
-  // learns nothing, everywhere, and its publisher gets AlreadyExists (or
-  // a deduplicated result when JetStream dropped it) and must read the
-  // partition again from the position this replica now holds.
+  // snapshots); its message id names the model, the partition,
+  // `position.start`, `next` and `attempt`, and a replica applies it only
+  // while the partition's position is still `start`. So a batch read by
+  // two consumers (a partition moving between replicas) is learned once:
+  // the later copy learns nothing, everywhere, and its publisher gets
+  // AlreadyExists and must read the partition again from the position this
+  // replica now holds. A retry of one attempt (the same id) is dropped by
+  // JetStream within its duplicate window: `deduplicated`.
   absl::StatusOr<Learned> LearnAt(const std::string& model, absl::Span<const TrainingExample> batch,
                                   const SourcePosition& position);
 

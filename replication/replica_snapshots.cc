@@ -141,6 +141,9 @@ absl::Status Replica::LoadSnapshot(const ReplicaSnapshot& snapshot) {
                                               " in the snapshot at sequence ", snapshot.sequence,
                                               ": ", s.message()));
     }
+    // GetModel reads the cached figures: those of the imported state, not
+    // of the empty model (no batch may follow to refresh them).
+    (*served)->StatsAfterImport();
     created_[m.contents.config.name] = m.created_sequence;
     versions_[m.contents.config.name] = snapshot.sequence;
   }

@@ -106,25 +106,28 @@ TEST_F(ReplicaTest, ASourceBatchIsLearnedOnlyAtThePositionItWasReadFrom) {
   ASSERT_NE(b, nullptr);
   CreateEverywhere(*a, {a, b}, "ctr");
   const Batch first = MakeBatch(1, 5), other = MakeBatch(2, 7), second = MakeBatch(3, 4);
-  auto learned = a->replica->LearnAt("ctr", first.training, {"clicks", 0, -1, 10});
+  auto learned = a->replica->LearnAt("ctr", first.training, {"clicks", 0, -1, 10, "a.1"});
   ASSERT_TRUE(learned.ok()) << learned.status();
   EXPECT_EQ(learned->scored.size(), 5u);
   // Another replica read the partition from the same (stale) position: its
   // batch, whatever its length, learns nothing.
-  auto again = b->replica->LearnAt("ctr", other.training, {"clicks", 0, -1, 12});
-  EXPECT_TRUE(again.ok() ? again->deduplicated
-                         : again.status().code() == absl::StatusCode::kAlreadyExists)
-      << again.status();
+  auto again = b->replica->LearnAt("ctr", other.training, {"clicks", 0, -1, 12, "b.1"});
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
   // A batch read from anywhere but the partition's position learns nothing
   // either, after JetStream's duplicate window too (another message id).
-  auto elsewhere = b->replica->LearnAt("ctr", other.training, {"clicks", 0, 3, 12});
+  auto elsewhere = b->replica->LearnAt("ctr", other.training, {"clicks", 0, 3, 12, "b.2"});
   EXPECT_EQ(elsewhere.status().code(), absl::StatusCode::kAlreadyExists) << elsewhere.status();
-  auto next = b->replica->LearnAt("ctr", second.training, {"clicks", 0, 10, 20});
+  auto next = b->replica->LearnAt("ctr", second.training, {"clicks", 0, 10, 20, "b.3"});
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(next->scored.size(), 4u);
   EXPECT_FALSE(next->deduplicated);
+  // A retry of the same attempt is dropped by JetStream.
+  auto retry = b->replica->LearnAt("ctr", second.training, {"clicks", 0, 10, 20, "b.3"});
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_TRUE(retry->deduplicated);
+  EXPECT_EQ(retry->sequence, next->sequence);
   // Another partition has its own position.
-  auto partition1 = a->replica->LearnAt("ctr", second.training, {"clicks", 1, -1, 3});
+  auto partition1 = a->replica->LearnAt("ctr", second.training, {"clicks", 1, -1, 3, "a.2"});
   ASSERT_TRUE(partition1.ok()) << partition1.status();
   CatchUp(*a);
   CatchUp(*b);
@@ -141,12 +144,11 @@ TEST_F(ReplicaTest, ASourceBatchIsLearnedOnlyAtThePositionItWasReadFrom) {
   EXPECT_NE(c->report.source.find("local snapshot"), std::string::npos) << c->report.source;
   EXPECT_EQ(c->registry->Get("ctr")->idempotency().Position("clicks", 0), 20);
   EXPECT_EQ(c->registry->Get("ctr")->idempotency().Position("clicks", 1), 3);
-  // (the same message id as b's batch at 10: JetStream drops it.)
-  auto stale = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 10, 25});
-  EXPECT_TRUE(stale.ok() ? stale->deduplicated
-                         : stale.status().code() == absl::StatusCode::kAlreadyExists)
-      << stale.status();
-  auto wrong = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 15, 25});
+  // GetModel's figures are the restored state's.
+  EXPECT_EQ(c->registry->Get("ctr")->CachedStats().updates, 13u);
+  auto stale = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 10, 25, "c.1"});
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAlreadyExists) << stale.status();
+  auto wrong = c->replica->LearnAt("ctr", other.training, {"clicks", 0, 15, 25, "c.2"});
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kAlreadyExists) << wrong.status();
   CatchUp(*c);
   EXPECT_EQ(UpdatesOf(*c, "ctr"), 13u);

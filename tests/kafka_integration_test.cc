@@ -432,7 +432,8 @@ TEST(KafkaSource, ReplicasTakeOverAPartitionAfterKillNineAndLearnItOnce) {
   // The killed replica comes back from its snapshot and the stream, with
   // the same positions: it learns nothing again.
   ASSERT_TRUE(cluster.StartReplica(owner));
-  EXPECT_EQ(WaitForUpdates(*cluster.replica(owner), "m", n, std::chrono::seconds(60)), n);
+  EXPECT_EQ(WaitForUpdates(*cluster.replica(owner), "m", n, std::chrono::seconds(60)), n)
+      << cluster.replica(owner)->Output();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(Updates(*cluster.replica(owner), "m"), n);
   EXPECT_EQ(Digest(*cluster.replica(owner), "m"), offline);

@@ -54,6 +54,10 @@ struct SourcePosition {
   int32_t partition = 0;
   int64_t start = -1;
   int64_t next = 0;
+  // Who read it, once: a retry of the same batch carries the same
+  // attempt, a batch read again (or by another consumer) another one
+  // (replicated message ids, Replica::LearnAt).
+  std::string attempt;
 };
 
 class IdempotencyWindow {

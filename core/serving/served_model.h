@@ -252,6 +252,9 @@ class ServedModel {
     MutexLock lock(&stats_mu_);
     return stats_;
   }
+  // Publishes the statistics of a state imported whole (a replica's
+  // snapshot), which no learned batch has refreshed.
+  void StatsAfterImport() { RefreshStats(); }
 
   // Counts candidates scored for Predict.
   void RecordPredictions(uint64_t candidates) {
