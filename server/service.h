@@ -147,7 +147,9 @@ class ClickdService final : public RawClickdService {
   absl::Status StartUpdate(const std::shared_ptr<UpdateCall>& call);
   // Whether UpdateWithoutWaiting checks and sends `request` on the gRPC
   // thread that received it: if it is small (max_inline_update_features)
-  // and no other inline work holds inline_slot_.
+  // and no other inline work holds inline_slot_. Not PlaceUpdate: under
+  // replication a stream message still waits for its record on the thread
+  // that learns it, which must then be a worker, never a gRPC thread.
   InlineLease SendsInline(const v1::UpdateRequest& request);
 
   // Remembers a scored Predict's candidates as impressions; the first id.

@@ -165,7 +165,7 @@ func WithSleep(sleep func(context.Context, time.Duration) error) Option {
 // Client is a clickd client over one gRPC connection; see the package doc.
 type Client struct {
 	conn      *grpc.ClientConn
-	stub      pb.ClickdClient
+	rpc       pb.ClickdClient
 	opts      options
 	mu        sync.Mutex // guards rng
 	rng       *rand.Rand
@@ -223,7 +223,7 @@ func New(target string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clickd: %w", err)
 	}
-	c := &Client{conn: conn, stub: pb.NewClickdClient(conn), opts: o,
+	c := &Client{conn: conn, rpc: pb.NewClickdClient(conn), opts: o,
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x636c69636b64))}
 	if o.token != "" {
 		c.bearer = "Bearer " + o.token
@@ -240,7 +240,7 @@ func (c *Client) Close() error {
 
 // Stub is the generated stub, for what this package does not wrap. Its
 // calls get neither deadlines nor tokens from the Client.
-func (c *Client) Stub() pb.ClickdClient { return c.stub }
+func (c *Client) Stub() pb.ClickdClient { return c.rpc }
 
 // CallOption changes one call.
 type CallOption func(*callOptions)
@@ -358,9 +358,9 @@ func retried[Req, Resp any](c *Client, ctx context.Context, call func(context.Co
 // candidate again under new ids.
 func (c *Client) Predict(ctx context.Context, req *pb.PredictRequest, opts ...CallOption) (*pb.PredictResponse, error) {
 	if req.GetLogImpressions() {
-		return unary(c, ctx, c.stub.Predict, req, opts)
+		return unary(c, ctx, c.rpc.Predict, req, opts)
 	}
-	return retried(c, ctx, c.stub.Predict, req, false, opts)
+	return retried(c, ctx, c.rpc.Predict, req, false, opts)
 }
 
 // Update learns labeled examples, then impressions. Retried only with an
@@ -369,9 +369,9 @@ func (c *Client) Predict(ctx context.Context, req *pb.PredictRequest, opts ...Ca
 // sending it again safe.
 func (c *Client) Update(ctx context.Context, req *pb.UpdateRequest, opts ...CallOption) (*pb.UpdateResponse, error) {
 	if req.GetIdempotencyKey() == "" {
-		return unary(c, ctx, c.stub.Update, req, opts)
+		return unary(c, ctx, c.rpc.Update, req, opts)
 	}
-	return retried(c, ctx, c.stub.Update, req, true, opts)
+	return retried(c, ctx, c.rpc.Update, req, true, opts)
 }
 
 // Feedback labels impressions that a Predict with LogImpressions logged.
@@ -380,12 +380,12 @@ func (c *Client) Update(ctx context.Context, req *pb.UpdateRequest, opts ...Call
 // idempotency key also on DEADLINE_EXCEEDED, and a repeat of an applied key
 // is answered Duplicate.
 func (c *Client) Feedback(ctx context.Context, req *pb.FeedbackRequest, opts ...CallOption) (*pb.FeedbackResponse, error) {
-	return retried(c, ctx, c.stub.Feedback, req, req.GetIdempotencyKey() != "", opts)
+	return retried(c, ctx, c.rpc.Feedback, req, req.GetIdempotencyKey() != "", opts)
 }
 
 // CreateModel creates a model and returns its ModelInfo. Never retried.
 func (c *Client) CreateModel(ctx context.Context, config *pb.ModelConfig, opts ...CallOption) (*pb.ModelInfo, error) {
-	resp, err := unary(c, ctx, c.stub.CreateModel, &pb.CreateModelRequest{Config: config}, opts)
+	resp, err := unary(c, ctx, c.rpc.CreateModel, &pb.CreateModelRequest{Config: config}, opts)
 	return resp.GetModel(), err
 }
 
@@ -401,7 +401,7 @@ func ParseModelConfig(json string) (*pb.ModelConfig, error) {
 
 // GetModel returns a model's ModelInfo (with stateDigest also its digest, O(model)).
 func (c *Client) GetModel(ctx context.Context, name string, stateDigest bool, opts ...CallOption) (*pb.ModelInfo, error) {
-	resp, err := unary(c, ctx, c.stub.GetModel, &pb.GetModelRequest{Model: name, StateDigest: stateDigest}, opts)
+	resp, err := unary(c, ctx, c.rpc.GetModel, &pb.GetModelRequest{Model: name, StateDigest: stateDigest}, opts)
 	return resp.GetModel(), err
 }
 
@@ -413,17 +413,17 @@ func (c *Client) StateDigest(ctx context.Context, name string, opts ...CallOptio
 
 // ListModels returns every model's ModelInfo, ordered by name.
 func (c *Client) ListModels(ctx context.Context, opts ...CallOption) ([]*pb.ModelInfo, error) {
-	resp, err := unary(c, ctx, c.stub.ListModels, &pb.ListModelsRequest{}, opts)
+	resp, err := unary(c, ctx, c.rpc.ListModels, &pb.ListModelsRequest{}, opts)
 	return resp.GetModels(), err
 }
 
 // DeleteModel deletes a model.
 func (c *Client) DeleteModel(ctx context.Context, name string, opts ...CallOption) error {
-	_, err := unary(c, ctx, c.stub.DeleteModel, &pb.DeleteModelRequest{Model: name}, opts)
+	_, err := unary(c, ctx, c.rpc.DeleteModel, &pb.DeleteModelRequest{Model: name}, opts)
 	return err
 }
 
 // SnapshotModel writes a snapshot of the model now (the server needs --data_dir).
 func (c *Client) SnapshotModel(ctx context.Context, name string, opts ...CallOption) (*pb.SnapshotModelResponse, error) {
-	return unary(c, ctx, c.stub.SnapshotModel, &pb.SnapshotModelRequest{Model: name}, opts)
+	return unary(c, ctx, c.rpc.SnapshotModel, &pb.SnapshotModelRequest{Model: name}, opts)
 }

@@ -48,7 +48,7 @@ type UpdateStreamWriter struct {
 // OpenUpdateStream opens an UpdateStream.
 func (c *Client) OpenUpdateStream(ctx context.Context, opts ...CallOption) (*UpdateStreamWriter, error) {
 	sctx, cancel := c.streamCtx(ctx, opts)
-	s, err := c.stub.UpdateStream(sctx)
+	s, err := c.rpc.UpdateStream(sctx)
 	if err != nil {
 		cancel()
 		return nil, fromRPC(err)
@@ -101,7 +101,7 @@ type AckedUpdateStream struct {
 // OpenAckedUpdateStream opens an UpdateStreamAcked.
 func (c *Client) OpenAckedUpdateStream(ctx context.Context, opts ...CallOption) (*AckedUpdateStream, error) {
 	sctx, cancel := c.streamCtx(ctx, opts)
-	s, err := c.stub.UpdateStreamAcked(sctx)
+	s, err := c.rpc.UpdateStreamAcked(sctx)
 	if err != nil {
 		cancel()
 		return nil, fromRPC(err)
@@ -156,7 +156,7 @@ type FeedbackStream struct {
 // OpenFeedbackStream opens a FeedbackStream.
 func (c *Client) OpenFeedbackStream(ctx context.Context, opts ...CallOption) (*FeedbackStream, error) {
 	sctx, cancel := c.streamCtx(ctx, opts)
-	s, err := c.stub.FeedbackStream(sctx)
+	s, err := c.rpc.FeedbackStream(sctx)
 	if err != nil {
 		cancel()
 		return nil, fromRPC(err)
