@@ -37,12 +37,7 @@ AsyncPublisher::~AsyncPublisher() {
 
 absl::Status AsyncPublisher::Publish(std::string_view record, const std::string& msg_id,
                                      std::chrono::milliseconds timeout, Done done) {
-  if (static_cast<int64_t>(record.size()) > log_->max_record_bytes()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the update encodes to ", record.size(),
-                     " bytes; the replicated log takes at most ", log_->max_record_bytes(),
-                     " per record (NATS max_payload less headers): send smaller batches"));
-  }
+  if (absl::Status s = log_->CheckRecordSize(record.size()); !s.ok()) return s;
   natsMsg* msg = nullptr;
   if (natsStatus s = natsMsg_Create(&msg, log_->options().subject.c_str(), nullptr, record.data(),
                                     static_cast<int>(record.size()));

@@ -83,13 +83,16 @@ int64_t JetStreamLog::max_record_bytes() const {
   return std::max<int64_t>(0, limit - kHeaderRoom);
 }
 
+absl::Status JetStreamLog::CheckRecordSize(size_t bytes) const {
+  if (static_cast<int64_t>(bytes) <= max_record_bytes()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the update encodes to ", bytes, " bytes; the replicated log takes at most ",
+      max_record_bytes(), " per record (NATS max_payload less headers): send smaller batches"));
+}
+
 absl::StatusOr<PublishAck> JetStreamLog::Publish(std::string_view record, const std::string& msg_id,
                                                  std::chrono::milliseconds timeout) {
-  if (static_cast<int64_t>(record.size()) > max_record_bytes()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the update encodes to ", record.size(), " bytes; the replicated log takes at most ",
-        max_record_bytes(), " per record (NATS max_payload less headers): send smaller batches"));
-  }
+  if (absl::Status s = CheckRecordSize(record.size()); !s.ok()) return s;
   jsPubOptions options;
   jsPubOptions_Init(&options);
   options.MsgId = msg_id.c_str();

@@ -178,6 +178,8 @@ class JetStreamLog final : public UpdateLog {
   // The largest record Publish accepts: the stream's limit or the servers'
   // max_payload, whichever is smaller, less room for headers.
   int64_t max_record_bytes() const;
+  // ResourceExhausted, naming both sizes, for a record over max_record_bytes().
+  absl::Status CheckRecordSize(size_t bytes) const;
   const JetStreamLogOptions& options() const { return options_; }
   NatsConnection* nats() const { return nats_; }
 
