@@ -286,7 +286,8 @@ def named_paths(path, source_dir, dirs):
 
 def check_paths(doc, source_dir, dirs, failures):
     for line, rel, how in named_paths(doc, source_dir, dirs):
-        if rel.startswith("..") or any(rel.startswith(g) for g in GENERATED):
+        if rel.startswith("..") or any(rel.startswith(g) or rel == g.rstrip("/")
+                                       for g in GENERATED):
             continue  # outside the tree (../shared/data) or made by a build
         if not os.path.exists(os.path.join(source_dir, rel)):
             failures.append(f"{os.path.relpath(doc, source_dir)}:{line}: {how} names {rel}, "
