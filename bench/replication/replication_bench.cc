@@ -71,6 +71,10 @@ ABSL_FLAG(int, heavy_writers, 8, "writers of the heavy load");
 ABSL_FLAG(int, heavy_batch, 100, "examples per Update of the heavy load");
 ABSL_FLAG(int, candidates, 40, "candidates per Predict");
 ABSL_FLAG(int, max_predicts, 200000, "bound on the Predicts of one run");
+ABSL_FLAG(std::string, replica_flags, "",
+          "more clickd flags for the replicas, space-separated (such as "
+          "--replication_apply_timeout=10s)");
+ABSL_FLAG(bool, throughput_only, false, "measure only the throughput cells (part 1)");
 
 namespace clickd {
 namespace {
@@ -314,10 +318,19 @@ Fleet StartFleet(const std::string& dir) {
   // No periodic snapshots during the run (they would land in random
   // measurements); --max_version_wait above any lag we expect.
   for (int i = 0; i < kReplicas; ++i) {
-    fleet.replicas.push_back(StartServer(
-        {"--replication=jetstream", "--nats_url=" + fleet.nats->Urls(), "--nats_replicas=3",
-         absl::StrCat("--replica_id=r", i), absl::StrCat("--data_dir=", dir, "/r", i),
-         "--snapshot_interval=1h", "--max_version_wait=10s", "--shutdown_grace_seconds=2"}));
+    std::vector<std::string> flags = {"--replication=jetstream",
+                                      "--nats_url=" + fleet.nats->Urls(),
+                                      "--nats_replicas=3",
+                                      absl::StrCat("--replica_id=r", i),
+                                      absl::StrCat("--data_dir=", dir, "/r", i),
+                                      "--snapshot_interval=1h",
+                                      "--max_version_wait=10s",
+                                      "--shutdown_grace_seconds=2"};
+    for (absl::string_view extra :
+         absl::StrSplit(absl::GetFlag(FLAGS_replica_flags), ' ', absl::SkipEmpty())) {
+      flags.emplace_back(extra);
+    }
+    fleet.replicas.push_back(StartServer(flags));
   }
   fleet.file_log = StartServer({"--data_dir=" + dir + "/file", "--update_log_sync=every_request",
                                 "--snapshot_interval=1h", "--shutdown_grace_seconds=2"});
@@ -644,8 +657,10 @@ int Main() {
       warm_file.Join();
     }
     throughput = RunThroughput(fleet, clients);
-    lag = RunLag(fleet, clients);
-    predict = RunPredict(fleet, clients);
+    if (!absl::GetFlag(FLAGS_throughput_only)) {
+      lag = RunLag(fleet, clients);
+      predict = RunPredict(fleet, clients);
+    }
   }  // clients go before the servers stop (a graceful stop waits for them)
   for (auto& r : fleet.replicas) r->Stop();
   fleet.file_log->Stop();
