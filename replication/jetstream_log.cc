@@ -1,9 +1,6 @@
 #include "replication/jetstream_log.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 
@@ -14,18 +11,10 @@ namespace {
 // protocol line.
 constexpr int64_t kHeaderRoom = 4096;
 
-// 64 random bits, for message ids no other process hands out.
-uint64_t RandomId() {
-  std::random_device device;
-  return (static_cast<uint64_t>(device()) << 32) ^ device() ^ static_cast<uint64_t>(getpid());
-}
-
 }  // namespace
 
 JetStreamLog::JetStreamLog(NatsConnection* nats, JetStreamLogOptions options)
-    : nats_(nats),
-      options_(std::move(options)),
-      id_prefix_(absl::StrCat("log-", absl::Hex(RandomId(), absl::kZeroPad16), "-")) {}
+    : nats_(nats), options_(std::move(options)) {}
 
 std::string_view LogMessage::msg_id() const {
   const char* value = nullptr;
@@ -112,9 +101,7 @@ absl::StatusOr<PublishAck> JetStreamLog::Publish(std::string_view record, const 
   return out;
 }
 
-absl::StatusOr<StreamState> JetStreamLog::State() { return FetchState(); }
-
-absl::StatusOr<StreamState> JetStreamLog::FetchState() const {
+absl::StatusOr<StreamState> JetStreamLog::State() {
   jsStreamInfo* info = nullptr;
   jsErrCode js_error = static_cast<jsErrCode>(0);
   natsStatus s =
@@ -131,8 +118,6 @@ absl::StatusOr<StreamState> JetStreamLog::FetchState() const {
     state.leader = info->Cluster->Leader;
   }
   jsStreamInfo_Destroy(info);
-  MutexLock lock(&cache_mu_);
-  cached_ = state;
   return state;
 }
 
@@ -192,119 +177,6 @@ absl::StatusOr<std::optional<std::unique_ptr<LogMessage>>> JetStreamLog::Reader:
       std::make_unique<LogMessage>(msg, meta->Sequence.Stream, meta->Timestamp, meta->NumPending);
   jsMsgMetaData_Destroy(meta);
   return std::optional<std::unique_ptr<LogMessage>>(std::move(out));
-}
-
-// --- UpdateLog -------------------------------------------------------------
-
-std::string JetStreamLog::NewMessageId() {
-  return absl::StrCat(id_prefix_, next_id_.fetch_add(1, std::memory_order_relaxed));
-}
-
-absl::StatusOr<uint64_t> JetStreamLog::Append(std::string_view record) {
-  auto ack = Publish(record, NewMessageId(), nats_->timeout());
-  if (!ack.ok()) return ack.status();
-  if (!ack->duplicate) {
-    MutexLock lock(&cache_mu_);
-    if (ack->sequence > cached_.last_sequence) {
-      if (cached_.messages == 0) cached_.first_sequence = ack->sequence;
-      cached_.last_sequence = ack->sequence;
-      ++cached_.messages;
-      cached_.bytes += record.size();
-    }
-  }
-  return ack->sequence;
-}
-
-// An acknowledged publish is already stored by a quorum of the stream's
-// RAFT group (Publish waits for the ack): nothing more to wait for.
-absl::Status JetStreamLog::WaitDurable(uint64_t) { return absl::OkStatus(); }
-
-absl::Status JetStreamLog::ReadAfter(
-    uint64_t after, const std::function<absl::Status(uint64_t, std::string_view)>& fn) {
-  auto state = FetchState();
-  if (!state.ok()) return state.status();
-  const uint64_t last = state->last_sequence;
-  if (state->messages == 0 || after >= last) return absl::OkStatus();
-  uint64_t next = std::max(after + 1, state->first_sequence);
-  auto reader = ReadFrom(next);
-  if (!reader.ok()) return reader.status();
-  const std::chrono::milliseconds timeout = nats_->timeout();
-  auto missing = [&](uint64_t through) {
-    return absl::DataLossError(absl::StrCat("stream ", options_.stream, " no longer holds records ",
-                                            next, "..", through,
-                                            " (purged or deleted while they were read)"));
-  };
-  // Bounded: every wait is at most `timeout`, and the read gives up once
-  // `timeout` passes without a new record.
-  auto progress_deadline = std::chrono::steady_clock::now() + timeout;
-  while (next <= last) {
-    if (std::chrono::steady_clock::now() >= progress_deadline) {
-      return absl::UnavailableError(absl::StrCat("NATS JetStream did not deliver record ", next,
-                                                 " of stream ", options_.stream, " within ",
-                                                 timeout.count(), " ms"));
-    }
-    auto message = (*reader)->Next(timeout);
-    if (!message.ok()) return absl::UnavailableError(message.status().message());
-    if (!message->has_value()) continue;  // the deadline above ends the wait
-    const LogMessage& m = ***message;
-    if (m.sequence() < next) continue;  // a redelivery
-    if (m.sequence() > next) return missing(std::min(m.sequence() - 1, last));
-    if (absl::Status s = fn(m.sequence(), m.data()); !s.ok()) return s;
-    // Nothing after it in the stream although `last` was not reached: the
-    // rest was deleted.
-    if (m.pending() == 0 && next < last) {
-      ++next;
-      return missing(last);
-    }
-    ++next;
-    progress_deadline = std::chrono::steady_clock::now() + timeout;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status JetStreamLog::TruncateThrough(uint64_t sequence) {
-  auto state = FetchState();
-  if (!state.ok()) return state.status();
-  // Never past the last record: a purge beyond it could move the stream's
-  // sequences on, and last_sequence() must not change.
-  const uint64_t through = std::min(sequence, state->last_sequence);
-  if (absl::Status s = PurgeBelow(through + 1); !s.ok()) return s;
-  (void)FetchState();  // refresh the cache; a failure leaves it stale
-  return absl::OkStatus();
-}
-
-absl::Status JetStreamLog::ResetAfter(uint64_t sequence) {
-  auto state = FetchState();
-  if (!state.ok()) return state.status();
-  if (state->last_sequence == sequence) return TruncateThrough(sequence);
-  const std::string why =
-      state->last_sequence > sequence
-          ? absl::StrCat("stream ", options_.stream, " holds records after ", sequence,
-                         " (through ", state->last_sequence, ")")
-          : absl::StrCat("stream ", options_.stream, " ends at ", state->last_sequence,
-                         ", so its next record gets sequence ", state->last_sequence + 1, ", not ",
-                         sequence + 1);
-  return absl::FailedPreconditionError(
-      absl::StrCat("a JetStream stream's sequences cannot be moved; ", why,
-                   ": a replica restores from a snapshot and reads the stream after it instead"));
-}
-
-StreamState JetStreamLog::CurrentState() const {
-  if (auto state = FetchState(); state.ok()) return *state;
-  MutexLock lock(&cache_mu_);
-  return cached_;
-}
-
-uint64_t JetStreamLog::first_sequence() const {
-  const StreamState state = CurrentState();
-  return state.messages == 0 ? state.last_sequence + 1 : state.first_sequence;
-}
-
-uint64_t JetStreamLog::last_sequence() const { return CurrentState().last_sequence; }
-
-uint64_t JetStreamLog::size_bytes() const {
-  const StreamState state = CurrentState();
-  return state.messages == 0 ? 0 : state.bytes;
 }
 
 }  // namespace clickd

@@ -12,30 +12,11 @@
 // the caller still checks that sequences follow each other and starts a new
 // Reader at its next sequence whenever they do not.
 //
-// JetStreamLog is also an UpdateLog (core/persist/update_log.h), so the
-// replicated log is one implementation of the seam:
-//   * Append publishes with a fresh unique message id and the connection's
-//     timeout and returns the record's stream sequence (a duplicate's ack
-//     carries the first copy's).
-//   * WaitDurable returns at once: JetStream acknowledges a publish only
-//     after a quorum of the stream's RAFT group stored it, which is as
-//     durable as this log gets.
-//   * ReadAfter reads, in order, the records kept after `after` (from the
-//     later of after + 1 and the stream's first sequence) up to the stream's
-//     last sequence when it was called. Records purged before the call are
-//     not kept, as the contract has it (the caller checks first_sequence()
-//     against its snapshot); one missing among those it reads (purged or
-//     deleted meanwhile, or deleted one by one) is DataLoss, NATS trouble
-//     Unavailable, and it gives up after the connection's timeout without
-//     progress.
-//   * TruncateThrough purges (PurgeBelow(sequence + 1), never past the last
-//     record, so last_sequence() stays).
-//   * ResetAfter cannot move a stream's sequences: it only succeeds when the
-//     stream's last sequence is `sequence` (dropping the records it holds).
-//   * first_sequence, last_sequence and size_bytes ask the stream (one
-//     JetStream request each, bounded by the connection's timeout); while
-//     NATS does not answer they return what the last successful State()
-//     (or Append) saw, which may be stale: the accessors cannot fail.
+// Replica (replica.h) is its one user: it publishes records, reads them
+// back in order, asks the stream's state and purges below published
+// snapshots. (It is not an UpdateLog, core/persist/update_log.h: a
+// stream's sequences cannot be reset and its reads are a consumer, not a
+// scan, so the seam's contract would be kept only in part.)
 //
 // Thread safety: safe for concurrent use; one Reader is used by one thread.
 #ifndef CLICKD_REPLICATION_JETSTREAM_LOG_H_
@@ -55,7 +36,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "core/base/mutex.h"
-#include "core/persist/update_log.h"
 #include "replication/nats_connection.h"
 
 namespace clickd {
@@ -137,7 +117,7 @@ class LogMessage {
   const uint64_t pending_;
 };
 
-class JetStreamLog final : public UpdateLog {
+class JetStreamLog {
  public:
   // Uses the stream, creating it (file storage, limits retention, no age or
   // size limit) if it does not exist. Unavailable if NATS does not answer.
@@ -151,8 +131,8 @@ class JetStreamLog final : public UpdateLog {
   absl::StatusOr<PublishAck> Publish(std::string_view record, const std::string& msg_id,
                                      std::chrono::milliseconds timeout);
 
-  // Asks the stream; a success also refreshes what the UpdateLog accessors
-  // return while NATS is unreachable.
+  // Asks the stream (one JetStream request, bounded by the connection's
+  // timeout); Unavailable while NATS does not answer.
   absl::StatusOr<StreamState> State();
 
   // Removes every record before `sequence` (which a published snapshot
@@ -183,35 +163,12 @@ class JetStreamLog final : public UpdateLog {
   const JetStreamLogOptions& options() const { return options_; }
   NatsConnection* nats() const { return nats_; }
 
-  // UpdateLog (see the top of this file).
-  absl::StatusOr<uint64_t> Append(std::string_view record) override;
-  absl::Status WaitDurable(uint64_t sequence) override;
-  absl::Status ReadAfter(
-      uint64_t after, const std::function<absl::Status(uint64_t, std::string_view)>& fn) override;
-  absl::Status TruncateThrough(uint64_t sequence) override;
-  absl::Status ResetAfter(uint64_t sequence) override;
-  uint64_t first_sequence() const override;
-  uint64_t last_sequence() const override;
-  uint64_t size_bytes() const override;
-
  private:
   JetStreamLog(NatsConnection* nats, JetStreamLogOptions options);
   absl::Status EnsureStream();
-  // Asks the stream and, on success, refreshes cached_.
-  absl::StatusOr<StreamState> FetchState() const;
-  // The stream's state now, or the last one seen if NATS does not answer.
-  StreamState CurrentState() const;
-  std::string NewMessageId();
 
   NatsConnection* const nats_;
   const JetStreamLogOptions options_;
-  // Random per log object: Append's message ids never collide with another
-  // process's (or another log's) within the duplicate window.
-  const std::string id_prefix_;
-  std::atomic<uint64_t> next_id_{0};
-
-  mutable Mutex cache_mu_;
-  mutable StreamState cached_ ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace clickd

@@ -1,7 +1,6 @@
 // JetStreamLog against a real single-node nats-server with JetStream
-// (started by the test on a free 127.0.0.1 port, stopped by its PID): the
-// UpdateLog contract (core/persist/update_log.h) as far as a stream keeps it,
-// publish deduplication, the record size limit, purges, NATS going away, and
+// (started by the test on a free 127.0.0.1 port, stopped by its PID): publish
+// and its deduplication, the record size limit, purges, NATS going away, and
 // the ordered Reader.
 #include "replication/jetstream_log.h"
 
@@ -21,6 +20,7 @@ namespace {
 using ::clickd::testing::NatsTestServer;
 using ::clickd::testing::StopServerAndAwaitDisconnected;
 using Records = std::vector<std::pair<uint64_t, std::string>>;
+constexpr std::chrono::milliseconds kTimeout{1000};
 
 class JetStreamLogTest : public ::testing::Test {
  protected:
@@ -54,133 +54,82 @@ class JetStreamLogTest : public ::testing::Test {
   std::unique_ptr<NatsConnection> nats_;
 };
 
-Records ReadAll(UpdateLog& log, uint64_t after = 0) {
-  Records out;
-  const absl::Status s = log.ReadAfter(after, [&](uint64_t sequence, std::string_view record) {
-    out.emplace_back(sequence, std::string(record));
-    return absl::OkStatus();
-  });
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
+// Publishes `record` under a message id of its own; its sequence (0 on
+// failure, which fails the test).
+uint64_t Publish(JetStreamLog& log, const std::string& record) {
+  static int next_id = 0;
+  auto ack = log.Publish(record, absl::StrCat("test-", ++next_id), kTimeout);
+  EXPECT_TRUE(ack.ok()) << ack.status();
+  return ack.ok() ? ack->sequence : 0;
 }
 
-// Appends "r<sequence>" records until the log's last sequence is `last`.
-void AppendThrough(UpdateLog& log, uint64_t last) {
-  for (int i = 0; i < 1000 && log.last_sequence() < last; ++i) {
-    auto sequence = log.Append(absl::StrCat("r", log.last_sequence() + 1));
-    ASSERT_TRUE(sequence.ok()) << sequence.status();
+uint64_t LastSequence(JetStreamLog& log) {
+  auto state = log.State();
+  EXPECT_TRUE(state.ok()) << state.status();
+  return state.ok() ? state->last_sequence : 0;
+}
+
+// Publishes "r<sequence>" records until the stream's last sequence is
+// `last`.
+void PublishThrough(JetStreamLog& log, uint64_t last) {
+  for (int i = 0; i < 1000 && LastSequence(log) < last; ++i) {
+    ASSERT_GT(Publish(log, absl::StrCat("r", LastSequence(log) + 1)), 0u);
   }
-  ASSERT_EQ(log.last_sequence(), last);
+  ASSERT_EQ(LastSequence(log), last);
+}
+
+// What a Reader from `first` delivers up to the stream's last sequence now.
+Records ReadAll(JetStreamLog& log, uint64_t first = 1) {
+  Records out;
+  const uint64_t last = LastSequence(log);
+  auto reader = log.ReadFrom(first);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return out;
+  while (out.empty() || out.back().first < last) {
+    auto message = (*reader)->Next(std::chrono::milliseconds(300));
+    EXPECT_TRUE(message.ok()) << message.status();
+    if (!message.ok() || !message->has_value()) break;  // nothing more (or an empty stream)
+    out.emplace_back((**message)->sequence(), std::string((**message)->data()));
+  }
+  return out;
 }
 
 TEST_F(JetStreamLogTest, SequencesAreConsecutiveFromOne) {
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
-  EXPECT_EQ(log->first_sequence(), 1u);
-  EXPECT_EQ(log->last_sequence(), 0u);
-  EXPECT_EQ(log->size_bytes(), 0u);
-  EXPECT_TRUE(ReadAll(*log).empty());
-  EXPECT_EQ(*log->Append("a"), 1u);
-  EXPECT_EQ(*log->Append(""), 2u);
-  EXPECT_EQ(*log->Append(std::string(1000, 'x')), 3u);
-  EXPECT_TRUE(log->WaitDurable(3).ok());
-  EXPECT_EQ(log->first_sequence(), 1u);
-  EXPECT_EQ(log->last_sequence(), 3u);
-  EXPECT_GE(log->size_bytes(), 1001u);
+  auto empty = log->State();
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->last_sequence, 0u);
+  EXPECT_EQ(empty->messages, 0u);
+  EXPECT_EQ(Publish(*log, "a"), 1u);
+  EXPECT_EQ(Publish(*log, ""), 2u);
+  EXPECT_EQ(Publish(*log, std::string(1000, 'x')), 3u);
+  auto state = log->State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->first_sequence, 1u);
+  EXPECT_EQ(state->last_sequence, 3u);
+  EXPECT_EQ(state->messages, 3u);
+  EXPECT_GE(state->bytes, 1001u);
   EXPECT_EQ(ReadAll(*log), (Records{{1, "a"}, {2, ""}, {3, std::string(1000, 'x')}}));
 }
 
-TEST_F(JetStreamLogTest, ReadAfterVisitsLaterRecordsInOrderAndStopsAtAnError) {
+TEST_F(JetStreamLogTest, PurgeBelowDropsOnlyOlderRecordsAndKeepsTheSequence) {
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 5);
-  EXPECT_EQ(ReadAll(*log, 2), (Records{{3, "r3"}, {4, "r4"}, {5, "r5"}}));
-  EXPECT_TRUE(ReadAll(*log, 5).empty());
-  EXPECT_TRUE(ReadAll(*log, 9).empty());
-  int calls = 0;
-  const absl::Status s = log->ReadAfter(0, [&](uint64_t sequence, std::string_view) {
-    ++calls;
-    // Without a lock of the log's: calling into it does not deadlock.
-    EXPECT_EQ(log->last_sequence(), 5u);
-    return sequence == 2 ? absl::DataLossError("stop") : absl::OkStatus();
-  });
-  EXPECT_EQ(s, absl::DataLossError("stop"));
-  EXPECT_EQ(calls, 2);
-}
-
-TEST_F(JetStreamLogTest, ReadAfterStopsAtTheLastSequenceWhenCalled) {
-  auto log = OpenLog();
-  ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 3);
-  Records seen;
-  const absl::Status s = log->ReadAfter(0, [&](uint64_t sequence, std::string_view record) {
-    seen.emplace_back(sequence, std::string(record));
-    // Records appended during the read are not part of it.
-    if (sequence == 1) {
-      EXPECT_TRUE(log->Append("late").ok());
-    }
-    return absl::OkStatus();
-  });
-  EXPECT_TRUE(s.ok()) << s;
-  EXPECT_EQ(seen, (Records{{1, "r1"}, {2, "r2"}, {3, "r3"}}));
-  EXPECT_EQ(log->last_sequence(), 4u);
-}
-
-TEST_F(JetStreamLogTest, ReadAfterReportsARecordMissingInsideTheStreamAsDataLoss) {
-  auto log = OpenLog();
-  ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 5);
-  jsErrCode code;
-  ASSERT_EQ(js_DeleteMsg(nats_->jetstream(), "LOGTEST", 3, nullptr, &code), NATS_OK);
-  Records seen;
-  absl::Status s = log->ReadAfter(0, [&](uint64_t sequence, std::string_view record) {
-    seen.emplace_back(sequence, std::string(record));
-    return absl::OkStatus();
-  });
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
-  EXPECT_NE(s.message().find("records 3..3"), std::string::npos) << s;
-  EXPECT_EQ(seen, (Records{{1, "r1"}, {2, "r2"}}));
-
-  // The newest record gone: nothing after 4 although the stream ends at 5.
-  ASSERT_EQ(js_DeleteMsg(nats_->jetstream(), "LOGTEST", 5, nullptr, &code), NATS_OK);
-  seen.clear();
-  s = log->ReadAfter(3, [&](uint64_t sequence, std::string_view record) {
-    seen.emplace_back(sequence, std::string(record));
-    return absl::OkStatus();
-  });
-  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
-  EXPECT_NE(s.message().find("records 5..5"), std::string::npos) << s;
-  EXPECT_EQ(seen, (Records{{4, "r4"}}));
-}
-
-TEST_F(JetStreamLogTest, TruncateThroughDropsOnlyOldRecordsAndKeepsTheSequence) {
-  auto log = OpenLog();
-  ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 6);
-  ASSERT_TRUE(log->TruncateThrough(4).ok());
-  EXPECT_EQ(log->first_sequence(), 5u);
-  EXPECT_EQ(log->last_sequence(), 6u);
+  PublishThrough(*log, 6);
+  ASSERT_TRUE(log->PurgeBelow(5).ok());
+  auto state = log->State();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->first_sequence, 5u);
+  EXPECT_EQ(state->last_sequence, 6u);
   EXPECT_EQ(ReadAll(*log), (Records{{5, "r5"}, {6, "r6"}}));
-  // Records before the first kept one are not "kept after 0": no error.
-  EXPECT_EQ(ReadAll(*log, 2), (Records{{5, "r5"}, {6, "r6"}}));
-  EXPECT_EQ(*log->Append("r7"), 7u);
-
-  // Everything, and past the end: the stream is empty but does not start
-  // over, and its sequences do not move.
-  ASSERT_TRUE(log->TruncateThrough(100).ok());
-  EXPECT_EQ(log->last_sequence(), 7u);
-  EXPECT_EQ(log->first_sequence(), 8u);
-  EXPECT_EQ(log->size_bytes(), 0u);
-  EXPECT_TRUE(ReadAll(*log).empty());
-  EXPECT_EQ(*log->Append("r8"), 8u);
-  EXPECT_EQ(log->first_sequence(), 8u);
-  EXPECT_EQ(ReadAll(*log), (Records{{8, "r8"}}));
+  EXPECT_EQ(Publish(*log, "r7"), 7u);
 }
 
 TEST_F(JetStreamLogTest, PurgeBelowZeroOrOneRemovesNothing) {
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 3);
+  PublishThrough(*log, 3);
   ASSERT_TRUE(log->PurgeBelow(0).ok());
   ASSERT_TRUE(log->PurgeBelow(1).ok());
   auto state = log->State();
@@ -191,52 +140,22 @@ TEST_F(JetStreamLogTest, PurgeBelowZeroOrOneRemovesNothing) {
   EXPECT_EQ(ReadAll(*log), (Records{{3, "r3"}}));
 }
 
-TEST_F(JetStreamLogTest, ResetAfterOnlyAcceptsTheStreamsOwnPosition) {
-  auto log = OpenLog();
-  ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 3);
-  absl::Status refused = log->ResetAfter(2);
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
-  EXPECT_EQ(refused.message().rfind("a JetStream stream's sequences cannot be moved; ", 0), 0u)
-      << refused;
-  EXPECT_NE(refused.message().find("holds records after 2"), std::string::npos) << refused;
-  refused = log->ResetAfter(20);
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
-  EXPECT_EQ(refused.message().rfind("a JetStream stream's sequences cannot be moved; ", 0), 0u)
-      << refused;
-  EXPECT_EQ(log->first_sequence(), 1u);
-  EXPECT_EQ(log->last_sequence(), 3u);
-  EXPECT_EQ(ReadAll(*log).size(), 3u);
-
-  // At its last record the stream already continues after it: the records
-  // it holds are dropped.
-  ASSERT_TRUE(log->ResetAfter(3).ok());
-  EXPECT_EQ(log->first_sequence(), 4u);
-  EXPECT_EQ(log->last_sequence(), 3u);
-  EXPECT_TRUE(ReadAll(*log).empty());
-  EXPECT_EQ(*log->Append("r4"), 4u);
-}
-
 TEST_F(JetStreamLogTest, PublishDeduplicatesByMessageId) {
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
-  const auto timeout = std::chrono::milliseconds(1000);
-  auto first = log->Publish("one", "id-1", timeout);
+  auto first = log->Publish("one", "id-1", kTimeout);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->sequence, 1u);
   EXPECT_FALSE(first->duplicate);
-  auto other = log->Publish("two", "id-2", timeout);
+  auto other = log->Publish("two", "id-2", kTimeout);
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_EQ(other->sequence, 2u);
-  auto again = log->Publish("one, retried", "id-1", timeout);
+  auto again = log->Publish("one, retried", "id-1", kTimeout);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->duplicate);
   EXPECT_EQ(again->sequence, 1u);
-  EXPECT_EQ(log->last_sequence(), 2u);
+  EXPECT_EQ(LastSequence(*log), 2u);
   EXPECT_EQ(ReadAll(*log), (Records{{1, "one"}, {2, "two"}}));
-  // Append's ids are its own: two equal records are two records.
-  EXPECT_EQ(*log->Append("same"), 3u);
-  EXPECT_EQ(*log->Append("same"), 4u);
 }
 
 TEST_F(JetStreamLogTest, ARecordOverTheLimitIsRefusedNamingTheLimit) {
@@ -245,46 +164,34 @@ TEST_F(JetStreamLogTest, ARecordOverTheLimitIsRefusedNamingTheLimit) {
   const int64_t limit = log->max_record_bytes();
   ASSERT_EQ(limit, (64 << 10) - 4096);
   const std::string big(limit + 1, 'x');
-  auto published = log->Publish(big, "big", std::chrono::milliseconds(1000));
+  auto published = log->Publish(big, "big", kTimeout);
   EXPECT_EQ(published.status().code(), absl::StatusCode::kResourceExhausted) << published.status();
   EXPECT_NE(published.status().message().find(absl::StrCat("at most ", limit)), std::string::npos)
       << published.status();
-  auto appended = log->Append(big);
-  EXPECT_EQ(appended.status().code(), absl::StatusCode::kResourceExhausted) << appended.status();
-  EXPECT_EQ(log->last_sequence(), 0u);
+  EXPECT_EQ(LastSequence(*log), 0u);
   // At the limit it goes in.
-  EXPECT_EQ(*log->Append(std::string(limit, 'y')), 1u);
+  EXPECT_EQ(Publish(*log, std::string(limit, 'y')), 1u);
 }
 
-TEST_F(JetStreamLogTest, AppendFailsUnavailableNamingNatsWhenTheServerIsGone) {
+TEST_F(JetStreamLogTest, PublishFailsUnavailableNamingNatsWhenTheServerIsGone) {
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 2);
+  PublishThrough(*log, 2);
   server_.Stop();
   const auto start = std::chrono::steady_clock::now();
-  auto appended = log->Append("lost");
+  auto published = log->Publish("lost", "lost-1", kTimeout);
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  EXPECT_EQ(appended.status().code(), absl::StatusCode::kUnavailable) << appended.status();
-  EXPECT_NE(appended.status().message().find("NATS"), std::string::npos) << appended.status();
+  EXPECT_EQ(published.status().code(), absl::StatusCode::kUnavailable) << published.status();
+  EXPECT_NE(published.status().message().find("NATS"), std::string::npos) << published.status();
   // Within the 1 s timeout, give or take scheduling; no performance check.
   EXPECT_LT(elapsed, std::chrono::seconds(5));
-  // The accessors fall back to the last state seen.
-  EXPECT_EQ(log->last_sequence(), 2u);
-  EXPECT_EQ(log->first_sequence(), 1u);
   EXPECT_EQ(log->State().status().code(), absl::StatusCode::kUnavailable);
-  Records seen;
-  const absl::Status read = log->ReadAfter(0, [&](uint64_t sequence, std::string_view record) {
-    seen.emplace_back(sequence, std::string(record));
-    return absl::OkStatus();
-  });
-  EXPECT_EQ(read.code(), absl::StatusCode::kUnavailable) << read;
-  EXPECT_TRUE(seen.empty());
 }
 
 TEST_F(JetStreamLogTest, AReaderDeliversInOrderFromItsStartSequence) {
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
-  AppendThrough(*log, 10);
+  PublishThrough(*log, 10);
   auto reader = log->ReadFrom(4);
   ASSERT_TRUE(reader.ok()) << reader.status();
   for (uint64_t expected = 4; expected <= 10; ++expected) {
@@ -297,11 +204,11 @@ TEST_F(JetStreamLogTest, AReaderDeliversInOrderFromItsStartSequence) {
     EXPECT_FALSE((**message)->msg_id().empty());
     EXPECT_GT((**message)->unix_nanos(), 0);
   }
-  // Nothing more until something is appended, which it then delivers.
+  // Nothing more until something is published, which it then delivers.
   auto none = (*reader)->Next(std::chrono::milliseconds(200));
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_FALSE(none->has_value());
-  ASSERT_EQ(*log->Append("r11"), 11u);
+  ASSERT_EQ(Publish(*log, "r11"), 11u);
   auto next = (*reader)->Next(std::chrono::milliseconds(5000));
   ASSERT_TRUE(next.ok()) << next.status();
   ASSERT_TRUE(next->has_value());

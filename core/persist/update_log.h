@@ -6,10 +6,11 @@
 // This is the seam between ModelJournal and where its records live. The
 // embedded implementation, and ModelJournal's default, is FileUpdateLog
 // (segment files on the local disk); MemoryUpdateLog keeps them in memory
-// (tests, and callers that want journal semantics without a disk); a
-// replicated log (NATS JetStream: every replica consumes the same ordered
-// stream, docs/replication.md) is the other one planned. A journal opens
-// its log through an UpdateLogOpener (JournalOptions::open_log).
+// (tests, and callers that want journal semantics without a disk). The
+// replicated log is not one: a replica applies one JetStream stream of every
+// model's records and keeps its own snapshots (replication/replica.h,
+// docs/replication.md). A journal opens its log through an UpdateLogOpener
+// (JournalOptions::open_log).
 //
 // Sequence rules every implementation keeps: sequences are consecutive
 // from 1; the log holds records first_sequence()..last_sequence() (none if
