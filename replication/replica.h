@@ -48,6 +48,7 @@
 #include "replication/divergence.h"
 #include "replication/jetstream_log.h"
 #include "replication/replica_snapshot.h"
+#include "replication/replica_status.h"
 #include "replication/snapshot_store.h"
 
 namespace clickd {
@@ -106,21 +107,6 @@ struct ReplicaStartReport {
   size_t models = 0;
   std::vector<std::string> rejected;  // damaged snapshots skipped, newest first
   double seconds = 0;
-};
-
-// A replica's view of replication, for metrics and health.
-struct ReplicaStatus {
-  uint64_t applied_sequence = 0;
-  uint64_t stream_sequence = 0;  // newest sequence known to exist
-  double lag_seconds = 0;
-  bool nats_connected = false;
-  uint64_t published_snapshot_sequence = 0;
-  uint64_t rejected_records = 0;
-  // Records skipped because their message id was applied within the
-  // duplicate window (a server that stored a retry twice).
-  uint64_t duplicate_records = 0;
-  absl::Status broken;  // why this replica stopped applying (OK if it did not)
-  DivergenceReport divergence;
 };
 
 struct ReplicaSnapshotReport {

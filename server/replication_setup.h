@@ -15,7 +15,7 @@
 #include "replication/replica.h"
 #include "replication/snapshot_store.h"
 #include "server/metrics/registry.h"
-#include "server/model_writer.h"
+#include "server/replicated_model_writer.h"
 
 namespace clickd {
 

@@ -10,6 +10,10 @@
    builds on it.
 4. <nats/nats.h> is included only under replication/ (and by tests that
    start a NATS server): every other file reaches NATS through replication/.
+5. Outside replication/ and the tests, only the files that start or drive a
+   replica (REACHES_NATS) reach <nats/nats.h> at all, through any chain of
+   includes: the service, its ModelWriter and the status pages see
+   replication/replica_status.h, not replication/replica.h.
 
 Usage: layers_check.py [ROOT]   (ROOT: the repository, default: this file's
 ../..). Prints every violation with file:line and exits 1 if there is one.
@@ -22,6 +26,36 @@ ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                        os.path.join(os.path.dirname(__file__), "..", ".."))
 SKIPPED_DIRS = {"build", ".git", "target", "node_modules", "bench/out"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+# The files outside replication/ that may see NATS's headers (rule 5).
+REACHES_NATS = {
+    "server/main.cc", "server/server_settings.cc",
+    "server/replication_setup.h", "server/replication_setup.cc",
+    "server/replicated_model_writer.h", "server/replicated_model_writer.cc",
+}
+
+
+def includes_of(path):
+    with open(os.path.join(ROOT, path), errors="replace") as f:
+        return [m.group(2) for m in (INCLUDE.match(line) for line in f) if m]
+
+
+def reaching_nats(paths):
+    """The files among `paths` that include <nats/...>, directly or not."""
+    includes = {p: includes_of(p) for p in paths}
+    memo = {}
+
+    def reaches(path, seen):
+        if path in memo:
+            return memo[path]
+        found = any(h.startswith("nats/") or
+                    (h in includes and h not in seen and reaches(h, seen | {h}))
+                    for h in includes[path])
+        memo[path] = found
+        return found
+
+    return {p for p in paths if reaches(p, {p})}
 
 
 def declared_layers():
@@ -86,6 +120,13 @@ def main():
                         allowed = ", ".join(sorted(layers[layer])) or "nothing"
                         problems.append(f"{where}: core/{layer} may include core/ layers "
                                         f"{allowed} (core/CMakeLists.txt), not core/{other}")
+    all_sources = set(sources())
+    for path in sorted(reaching_nats(all_sources)):
+        if path.split(os.sep)[0] in ("replication", "tests") or is_test(path) or \
+                path.startswith(("bench/", "fuzz/")) or path in REACHES_NATS:
+            continue
+        problems.append(f"{path}: reaches <nats/nats.h> through its includes; only the files "
+                        "that start or drive a replica may (REACHES_NATS in this script)")
     for p in problems:
         print(p)
     print(f"layers_check: {len(problems)} violation(s) in {ROOT}")
