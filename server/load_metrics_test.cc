@@ -26,8 +26,8 @@ std::map<std::string, double> Values(const metrics::Registry& registry) {
 TEST(LoadMetrics, ReportTheQueueAndTheWorkersBesideTheirLimits) {
   Executor executor({.threads = 1, .max_queued = 5, .max_running_per_key = 1});
   ModelRegistry models;
-  ClickdService main(&models, Limits{}, [] {});
-  ClickdService admin(&models, Limits{}, [] {});
+  ClickdService main({.registry = &models});
+  ClickdService admin({.registry = &models});
   metrics::Registry registry;
   RegisterLoadMetrics(&registry, NewServerLoadReader(&executor, {&main, &admin}, 7));
   const std::map<std::string, double> idle = {{"clickd_executor_queued_calls", 0},

@@ -278,8 +278,14 @@ StepResult ServerProcess::StartMetrics() {
 ClickdService& ServerProcess::AddService(auth::MethodSet methods) {
   ModelWriter* writer = replication_ != nullptr ? replication_->writer.get() : nullptr;
   services_.push_back(std::make_unique<ClickdService>(
-      &*registry_, settings_.limits, [this] { UpdateHealth(); }, &*rpc_metrics_, &*snapshotter_,
-      &*executor_, auth::AccessControl{settings_.security.auth.get(), methods}, writer));
+      ClickdServiceOptions{.registry = &*registry_,
+                           .limits = settings_.limits,
+                           .on_models_changed = [this] { UpdateHealth(); },
+                           .rpc_metrics = &*rpc_metrics_,
+                           .snapshotter = &*snapshotter_,
+                           .executor = &*executor_,
+                           .access = auth::AccessControl{settings_.security.auth.get(), methods},
+                           .writer = writer}));
   return *services_.back();
 }
 

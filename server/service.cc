@@ -78,19 +78,16 @@ void FillUpdateResponse(const v1::UpdateRequest& request, size_t applied,
 
 }  // namespace
 
-ClickdService::ClickdService(ModelRegistry* registry, Limits limits,
-                             std::function<void()> on_models_changed,
-                             metrics::RpcMetrics* rpc_metrics, Snapshotter* snapshotter,
-                             Executor* executor, auth::AccessControl access, ModelWriter* writer)
-    : registry_(registry),
-      local_writer_(registry),
-      writer_(writer != nullptr ? writer : &local_writer_),
-      limits_(limits),
-      on_models_changed_(std::move(on_models_changed)),
-      rpc_metrics_(rpc_metrics),
-      snapshotter_(snapshotter),
-      executor_(executor),
-      access_(access) {}
+ClickdService::ClickdService(ClickdServiceOptions options)
+    : registry_(options.registry),
+      local_writer_(options.registry),
+      writer_(options.writer != nullptr ? options.writer : &local_writer_),
+      limits_(options.limits),
+      on_models_changed_(std::move(options.on_models_changed)),
+      rpc_metrics_(options.rpc_metrics),
+      snapshotter_(options.snapshotter),
+      executor_(options.executor),
+      access_(options.access) {}
 
 absl::Status ClickdService::CheckAccess(const grpc::CallbackServerContext* context,
                                         std::string_view method) const {
@@ -520,7 +517,7 @@ grpc::ServerUnaryReactor* ClickdService::CreateModel(grpc::CallbackServerContext
         if (absl::Status s = CheckModelFixedBytes(*config, limits_); !s.ok()) return s;
         auto served = writer_->Create(*config);
         if (!served.ok()) return served.status();
-        on_models_changed_();
+        if (on_models_changed_) on_models_changed_();
         *resp->mutable_model() = Describe(**served);
         return absl::OkStatus();
       });
@@ -586,7 +583,7 @@ grpc::ServerUnaryReactor* ClickdService::DeleteModel(grpc::CallbackServerContext
       [this](const v1::DeleteModelRequest& req, v1::DeleteModelResponse*) -> absl::Status {
         if (req.model().empty()) return absl::InvalidArgumentError("model is empty");
         absl::Status s = writer_->Delete(req.model());
-        if (s.ok()) on_models_changed_();
+        if (s.ok() && on_models_changed_) on_models_changed_();
         return s;
       });
 }

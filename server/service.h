@@ -86,22 +86,31 @@ struct RunOnExecutor {
   bool operator()(const google::protobuf::Message&) const { return false; }
 };
 
+// What a ClickdService is built from. Every pointer, if set, must outlive
+// the service (and the executor, the calls).
+struct ClickdServiceOptions {
+  ModelRegistry* registry = nullptr;  // required
+  Limits limits;
+  // Runs after every successful create or delete (the server keeps the
+  // health status current with it). May be empty.
+  std::function<void()> on_models_changed;
+  metrics::RpcMetrics* rpc_metrics = nullptr;  // null: no RPC metrics
+  // Runs SnapshotModel off the gRPC threads (null: on the calling thread).
+  Snapshotter* snapshotter = nullptr;
+  // Runs every call's work (null: on the calling thread).
+  Executor* executor = nullptr;
+  // Which methods this instance serves and who may call them (by default:
+  // all, to everyone).
+  auth::AccessControl access;
+  // Makes every change to models (creates, deletes, learning: the
+  // replicated log, server/replicated_model_writer.h); null: the registry
+  // and the models' own journals do (LocalModelWriter).
+  ModelWriter* writer = nullptr;
+};
+
 class ClickdService final : public RawClickdService {
  public:
-  // `on_models_changed` runs after every successful create or delete (the
-  // server uses it to keep the health status current). `rpc_metrics`, if
-  // not null, must outlive the service. `snapshotter`, if not null, runs
-  // SnapshotModel off the gRPC threads (without it, on the calling thread).
-  // `executor`, if not null, runs every call's work (without it, on the
-  // calling thread); it must outlive the calls. `access` says which methods
-  // this instance serves and who may call them (by default: all, to
-  // everyone). `writer`, if not null, makes every change to models (creates,
-  // deletes, learning: the replicated log); without it, the registry and the
-  // models' own journals do (LocalModelWriter).
-  ClickdService(ModelRegistry* registry, Limits limits, std::function<void()> on_models_changed,
-                metrics::RpcMetrics* rpc_metrics = nullptr, Snapshotter* snapshotter = nullptr,
-                Executor* executor = nullptr, auth::AccessControl access = {},
-                ModelWriter* writer = nullptr);
+  explicit ClickdService(ClickdServiceOptions options);
 
   // The model_version a Predict on `served` reports now.
   uint64_t ModelVersion(const ServedModel& served) const { return writer_->Version(served); }

@@ -241,9 +241,12 @@ struct Server {
         snapshotter(std::in_place, &registry, snapshot_interval),
         executor(isolation),
         writer(&registry),
-        service(
-            &registry, Limits{}, [this] { ModelsChanged(); }, &rpc_metrics, &*snapshotter,
-            &executor, {}, &writer) {
+        service({.registry = &registry,
+                 .on_models_changed = [this] { ModelsChanged(); },
+                 .rpc_metrics = &rpc_metrics,
+                 .snapshotter = &*snapshotter,
+                 .executor = &executor,
+                 .writer = &writer}) {
     metrics::RegisterModelMetrics(&metrics_registry, &registry);
     metrics::DurabilityMetrics::RegisterModelFamilies(&metrics_registry, &registry);
   }
@@ -672,8 +675,7 @@ TEST(ServiceConcurrencyDurable, RecreatedModelRestartsCleanly) {
   {
     ModelRegistry registry(durability);
     LocalModelWriter writer(&registry);
-    ClickdService service(
-        &registry, Limits{}, [] {}, nullptr, nullptr, nullptr, {}, &writer);
+    ClickdService service({.registry = &registry, .writer = &writer});
     ASSERT_TRUE(writer.Create(Named("m")).ok());
     std::vector<std::thread> threads;
     for (int t = 0; t < kLearners; ++t) {
@@ -728,8 +730,7 @@ TEST(ServiceConcurrencyExecutor, OverloadAndShutdownAnswerEveryCallOnce) {
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
   auto served = registry.Get("default");
   std::optional<Executor> executor(std::in_place, ExecutorOptions{.threads = 2, .max_queued = 8});
-  ClickdService service(
-      &registry, Limits{}, [] {}, nullptr, nullptr, &*executor);
+  ClickdService service({.registry = &registry, .executor = &*executor});
 
   constexpr int kSubmitters = 4, kCallsEach = 40;
   constexpr int kCalls = kSubmitters * kCallsEach;
@@ -1004,7 +1005,7 @@ TEST(ServiceConcurrencyDurable, SnapshotsDuringLearningRestoreToTheLogOrder) {
   // order; every snapshot equals it at its sequence.
   ModelRegistry reference_registry;
   ASSERT_TRUE(reference_registry.Create(ModelConfig{}).ok());
-  ClickdService reference(&reference_registry, Limits{}, [] {});
+  ClickdService reference({.registry = &reference_registry});
   auto reference_model = reference_registry.Get("default");
   std::map<uint64_t, std::string> reference_digests = {{0, StateDigest(reference_model->model())}};
   for (size_t i = 0; i < log_order.size(); ++i) {

@@ -45,7 +45,8 @@ TEST(ClickdService, ConcurrentPredictUpdateAndModelChurn) {
   ModelRegistry registry;
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
   std::atomic<int> health_updates{0};
-  ClickdService service(&registry, Limits{}, [&] { health_updates.fetch_add(1); });
+  ClickdService service(
+      {.registry = &registry, .on_models_changed = [&] { health_updates.fetch_add(1); }});
 
   constexpr int kUpdates = 300, kPredicts = 600;
   std::atomic<int> failures{0};
@@ -95,7 +96,7 @@ TEST(ClickdService, ConcurrentPredictUpdateAndModelChurn) {
 TEST(ClickdService, RejectedBatchAppliesNothing) {
   ModelRegistry registry;
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
-  ClickdService service(&registry, Limits{}, [] {});
+  ClickdService service({.registry = &registry});
   auto served = *service.Lookup("default", "model");
   v1::UpdateRequest request = Clicks(5, 1);
   request.mutable_impressions(0)->mutable_candidates(4)->set_label(0.5f);
@@ -116,7 +117,7 @@ TEST(ClickdService, RejectedBatchAppliesNothing) {
 TEST(ClickdService, HugeImportanceIsRefusedAndAppliesNothing) {
   ModelRegistry registry;
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
-  ClickdService service(&registry, Limits{}, [] {});
+  ClickdService service({.registry = &registry});
   auto served = *service.Lookup("default", "model");
   v1::UpdateResponse response;
   std::vector<ScoredExample> scored;
@@ -136,7 +137,7 @@ TEST(ClickdService, HugeImportanceIsRefusedAndAppliesNothing) {
 // fault-injecting Env.
 class DurableService : public ::testing::Test {
  protected:
-  DurableService() : registry_(Options(&env_)), service_(&registry_, Limits{}, [] {}) {
+  DurableService() : registry_(Options(&env_)), service_({.registry = &registry_}) {
     EXPECT_TRUE(registry_.Create(ModelConfig{}).ok());
     served_ = *service_.Lookup("default", "model");
   }
@@ -216,7 +217,7 @@ namespace {
 TEST(ClickdService, MinModelVersionWithoutReplicationIsFailedPreconditionNamingBoth) {
   ModelRegistry registry;
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
-  ClickdService service(&registry, Limits{}, [] {});
+  ClickdService service({.registry = &registry});
   v1::UpdateResponse updated;
   std::vector<ScoredExample> scored;
   auto served = service.Lookup("default", "model");
@@ -242,7 +243,7 @@ TEST(ClickdService, MinModelVersionWithoutReplicationIsFailedPreconditionNamingB
 TEST(ClickdService, IdempotencyKeyOverTheLimitIsRefusedAndLearnsNothing) {
   ModelRegistry registry;
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
-  ClickdService service(&registry, Limits{}, [] {});
+  ClickdService service({.registry = &registry});
   auto served = service.Lookup("default", "model");
   ASSERT_TRUE(served.ok());
   v1::UpdateRequest request = Clicks(2, 3);
@@ -307,7 +308,7 @@ TEST(ClickdService, EveryWireFormLearnsAndPredictsAlike) {
     config.hashing.seed = 5;
     config.hashing.interactions = {{"user", "ad"}};
     ASSERT_TRUE(registry.Create(config).ok());
-    ClickdService service(&registry, Limits{}, [] {});
+    ClickdService service({.registry = &registry});
     auto served = *service.Lookup("default", "model");
     const FeatureHasher& hasher = served->model().hasher();
     auto rewrite = [&](v1::Example* e) {
@@ -348,7 +349,7 @@ TEST(ClickdService, EveryWireFormLearnsAndPredictsAlike) {
 TEST(ClickdService, MillionPackedValuesAreRefusedByTheCostCheck) {
   ModelRegistry registry;
   ASSERT_TRUE(registry.Create(ModelConfig{}).ok());
-  ClickdService service(&registry, Limits{}, [] {});
+  ClickdService service({.registry = &registry});
   v1::PredictRequest request;
   request.set_model("default");
   v1::Namespace* ns = request.add_candidates()->add_namespaces();

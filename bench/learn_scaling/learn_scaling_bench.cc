@@ -134,7 +134,7 @@ int Run() {
       std::fprintf(stderr, "learn_scaling_bench: %s\n", served.status().ToString().c_str());
       return 1;
     }
-    ClickdService service(&registry, Limits{}, [] {});
+    ClickdService service({.registry = &registry});
     Measure(service, **served, requests, 1, 0.5);
     const double rate = Measure(service, **served, requests, threads, absl::GetFlag(FLAGS_seconds));
     if (first == 0) first = rate;
