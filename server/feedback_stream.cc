@@ -6,42 +6,34 @@
 #include "server/call_util.h"
 #include "server/raw_message.h"
 #include "server/service.h"
+#include "server/stream_reactor.h"
 
 namespace clickd {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
 constexpr std::string_view kMethod = "FeedbackStream";
 
 class FeedbackStreamReactor final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+    : public StreamReactor<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                           v1::FeedbackRequest> {
  public:
   FeedbackStreamReactor(ClickdService* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context), start_(SteadyClock::now()) {
-    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(context, kMethod);
-    if (!ticket.ok()) {
-      FinishAndRecord(ticket.status());
-      return;
-    }
-    ticket_ = *std::move(ticket);
-    idle_ = service->WatchStream(context);
-    idle_.Waiting();
-    StartRead(&bytes_);
+      : StreamReactor(service, context, kMethod) {
+    Begin();
   }
 
   void OnReadDone(bool ok) override {
-    idle_.Working();
+    Arrived();
     if (!ok) {  // the client finished writing
       FinishAndRecord(absl::OkStatus());
       return;
     }
-    if (absl::Status s = ParseRequest(bytes_, &request_); !s.ok()) {
+    if (absl::Status s = ParseArrived(); !s.ok()) {
       FinishAndRecord(MessageError(s));
       return;
     }
-    service_->RunCallWork(
-        request_.model(), [this] { ApplyAndAnswer(); },
+    service()->RunCallWork(
+        request().model(), [this] { ApplyAndAnswer(); },
         [this](const absl::Status& s) { FinishAndRecord(MessageError(s)); });
   }
 
@@ -51,19 +43,16 @@ class FeedbackStreamReactor final
       return;
     }
     ++messages_;
-    idle_.Waiting();
-    StartRead(&bytes_);
+    ReadNext();
   }
-
-  void OnDone() override { delete this; }
 
  private:
   // On a worker: applies the message just read and writes its answer.
   void ApplyAndAnswer() {
     response_.Clear();
-    absl::Status status = DeadlinePassed(context_) ? DeadlinePassedError() : absl::OkStatus();
+    absl::Status status = DeadlinePassed(context()) ? DeadlinePassedError() : absl::OkStatus();
     if (status.ok()) {
-      auto apply = [&] { return service_->ApplyFeedback(request_, &response_); };
+      auto apply = [&] { return service()->ApplyFeedback(request(), &response_); };
       status = Guarded("a feedback stream", apply);
     }
     if (!status.ok()) {
@@ -81,19 +70,7 @@ class FeedbackStreamReactor final
     return absl::Status(status.code(), absl::StrCat("message ", messages_, ": ", status.message()));
   }
 
-  void FinishAndRecord(const absl::Status& status) {
-    Finish(service_->EndStream(kMethod, context_, start_, status));
-  }
-
-  ClickdService* const service_;
-  grpc::CallbackServerContext* const context_;
-  const SteadyClock::time_point start_;
-  StreamLimit::Ticket ticket_;  // this stream's place among the open ones
-  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
-  StreamIdleWatch::Registration idle_;
-  uint64_t messages_ = 0;        // answered so far
-  grpc::ByteBuffer bytes_;       // the message being read
-  v1::FeedbackRequest request_;  // ... parsed
+  uint64_t messages_ = 0;  // answered so far
   v1::FeedbackResponse response_;
   grpc::ByteBuffer answer_bytes_;  // ... serialized, being written
 };

@@ -12,6 +12,7 @@
 #include "server/raw_message.h"
 #include "server/service.h"
 #include "server/status.h"
+#include "server/stream_reactor.h"
 #include "wire/model_config_proto.h"
 
 namespace clickd {
@@ -130,45 +131,34 @@ class StreamUpdater {
   uint64_t applied_ = 0;
 };
 
-class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
+class UpdateStreamReactor final
+    : public StreamReactor<grpc::ServerReadReactor<grpc::ByteBuffer>, v1::UpdateRequest> {
  public:
   UpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context,
                       grpc::ByteBuffer* response_bytes)
-      : service_(service),
-        context_(context),
+      : StreamReactor(service, context, "UpdateStream"),
         response_bytes_(response_bytes),
-        start_(SteadyClock::now()),
         updater_(service, context) {
-    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(context, "UpdateStream");
-    if (!ticket.ok()) {
-      FinishAndRecord(ticket.status());
-      return;
-    }
-    ticket_ = *std::move(ticket);
-    idle_ = service->WatchStream(context);
-    idle_.Waiting();
-    StartRead(&bytes_);
+    Begin();
   }
 
   void OnReadDone(bool ok) override {
-    idle_.Working();
+    Arrived();
     if (!ok) {  // the client closed the stream
       // The exact summary sorts every margin of the stream: on a worker
       // too (or here, if the executor refuses it).
-      service_->RunCallWork(
+      service()->RunCallWork(
           "", [this] { FinishWithSummary(); },
           [this](const absl::Status&) { FinishWithSummary(); });
       return;
     }
-    if (absl::Status s = ParseRequest(bytes_, &request_); !s.ok()) {
+    if (absl::Status s = ParseArrived(); !s.ok()) {
       FinishAndRecord(updater_.StreamError(s));
       return;
     }
-    updater_.ApplyThen(request_,
+    updater_.ApplyThen(request(),
                        [this](const absl::Status& s, v1::UpdateResponse*) { ReadNextAfter(s); });
   }
-
-  void OnDone() override { delete this; }
 
  private:
   // After the message just read was applied with `status`: reads the next,
@@ -178,8 +168,7 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
       FinishAndRecord(updater_.StreamError(status));
       return;
     }
-    idle_.Waiting();
-    StartRead(&bytes_);
+    ReadNext();
   }
 
   void FinishWithSummary() {
@@ -191,56 +180,33 @@ class UpdateStreamReactor final : public grpc::ServerReadReactor<grpc::ByteBuffe
     FinishAndRecord(SerializeResponse(response, response_bytes_));
   }
 
-  // Finishes the call and records it (ClickdService::EndStream).
-  void FinishAndRecord(const absl::Status& status) {
-    Finish(service_->EndStream("UpdateStream", context_, start_, status));
-  }
-
-  ClickdService* const service_;
-  grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_bytes_;
-  const SteadyClock::time_point start_;
-  StreamLimit::Ticket ticket_;  // this stream's place among the open ones
-  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
-  StreamIdleWatch::Registration idle_;
   StreamUpdater updater_;
-  grpc::ByteBuffer bytes_;     // the message being read
-  v1::UpdateRequest request_;  // ... parsed
 };
 
 // Reads a message, applies it (on a worker or here), writes its ack, and only then
 // reads the next: one message in flight per stream keeps the order of acks
 // trivially the order of application.
 class AckedUpdateStreamReactor final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+    : public StreamReactor<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                           v1::UpdateRequest> {
  public:
   AckedUpdateStreamReactor(ClickdService* service, grpc::CallbackServerContext* context)
-      : service_(service),
-        context_(context),
-        start_(SteadyClock::now()),
-        updater_(service, context) {
-    absl::StatusOr<StreamLimit::Ticket> ticket = service->OpenStream(context, "UpdateStreamAcked");
-    if (!ticket.ok()) {
-      FinishAndRecord(ticket.status());
-      return;
-    }
-    ticket_ = *std::move(ticket);
-    idle_ = service->WatchStream(context);
-    idle_.Waiting();
-    StartRead(&bytes_);
+      : StreamReactor(service, context, "UpdateStreamAcked"), updater_(service, context) {
+    Begin();
   }
 
   void OnReadDone(bool ok) override {
-    idle_.Working();
+    Arrived();
     if (!ok) {  // the client finished writing
       FinishAndRecord(absl::OkStatus());
       return;
     }
-    if (absl::Status s = ParseRequest(bytes_, &request_); !s.ok()) {
+    if (absl::Status s = ParseArrived(); !s.ok()) {
       FinishAndRecord(updater_.StreamError(s));
       return;
     }
-    updater_.ApplyThen(request_, [this](const absl::Status& s, v1::UpdateResponse* response) {
+    updater_.ApplyThen(request(), [this](const absl::Status& s, v1::UpdateResponse* response) {
       AckAfter(s, response);
     });
   }
@@ -250,11 +216,8 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(absl::CancelledError("the client stopped reading acks"));
       return;
     }
-    idle_.Waiting();
-    StartRead(&bytes_);
+    ReadNext();
   }
-
-  void OnDone() override { delete this; }
 
  private:
   // After the message just read was applied with `status` (answered in
@@ -265,7 +228,7 @@ class AckedUpdateStreamReactor final
       FinishAndRecord(updater_.StreamError(status));
       return;
     }
-    ack_.set_request_id(request_.request_id());
+    ack_.set_request_id(request().request_id());
     ack_.set_applied(response->applied());
     ack_.set_acknowledged(updater_.applied());
     ack_.set_model_version(response->model_version());
@@ -278,19 +241,7 @@ class AckedUpdateStreamReactor final
     StartWrite(&ack_bytes_);
   }
 
-  void FinishAndRecord(const absl::Status& status) {
-    Finish(service_->EndStream("UpdateStreamAcked", context_, start_, status));
-  }
-
-  ClickdService* const service_;
-  grpc::CallbackServerContext* const context_;
-  const SteadyClock::time_point start_;
-  StreamLimit::Ticket ticket_;  // this stream's place among the open ones
-  // Under --stream_idle_timeout_seconds (server/stream_idle.h).
-  StreamIdleWatch::Registration idle_;
   StreamUpdater updater_;
-  grpc::ByteBuffer bytes_;     // the message being read
-  v1::UpdateRequest request_;  // ... parsed
   v1::UpdateAck ack_;
   grpc::ByteBuffer ack_bytes_;  // ... serialized, being written
 };
