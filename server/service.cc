@@ -20,6 +20,7 @@
 #include "server/feedback_stream.h"
 #include "server/get_model_digest.h"
 #include "server/predict_extras.h"
+#include "server/predict_scoring.h"
 #include "server/request_cost.h"
 #include "server/status.h"
 #include "server/unary_call.h"
@@ -32,9 +33,6 @@
 
 namespace clickd {
 namespace {
-
-// The hashed features a thread keeps buffers for between Predicts (1 MiB).
-constexpr size_t kKeptHashedFeatures = size_t{1} << 16;
 
 // No executor key: the work never waits on one model's locks.
 std::string NoKey(const google::protobuf::Message&) { return std::string(); }
@@ -204,61 +202,28 @@ absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& reques
                                                 v1::PredictResponse* response) {
   auto served = Lookup(request.model(), "model");
   if (!served.ok()) return served.status();
-  const size_t n = request.candidates_size();
-  if (n == 0) return absl::InvalidArgumentError("candidates is empty; Predict needs at least one");
-  if (n > limits_.max_candidates) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("candidates has ", n, " entries; the limit is ", limits_.max_candidates));
-  }
-  if (absl::Status s = CheckPredictCost((*served)->model().config().hashing, request, limits_);
-      !s.ok()) {
+  // Kept per thread so that its buffers are reused; a large request's are
+  // not kept for the thread's next one.
+  thread_local HashedCandidates hashed;
+  absl::Cleanup release = [] { ReleaseLargeHashBuffers(&hashed); };
+  ScoringModel scorer;
+  if (absl::Status s = PlanPredict(**served, request, limits_, &hashed, &scorer); !s.ok()) {
     return s;
   }
-  // Checked and hashed straight from the request's fields: no Example, no
-  // field path unless there is an error (wire/predict_request.h). Kept per
-  // thread so that its buffers are reused.
-  thread_local HashedCandidates hashed;
-  // A large request's buffers are not kept for the thread's next one.
-  absl::Cleanup release = [] {
-    if (hashed.features.capacity() + hashed.context.features.capacity() > kKeptHashedFeatures) {
-      hashed = HashedCandidates();
-    }
-  };
-  if (absl::Status s = CheckPredictExtras(request, limits_); !s.ok()) return s;
-  const Model& model = (*served)->model();
-  if (request.log_impressions() && (*served)->feedback() == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("log_impressions: ", NoFeedbackLoopError(request.model()).message()));
-  }
-  // A model with variants scores with its champion, or the variant named.
-  absl::StatusOr<ScoringModel> scorer = ModelForVariant(model, request.variant());
-  if (!scorer.ok()) return scorer.status();
-  if (absl::Status s = HashPredictRequest(request, model, limits_, &hashed); !s.ok()) return s;
-  if (absl::Status s = CheckExplanationSize(request, hashed, limits_); !s.ok()) return s;
   if (request.min_model_version() > 0) {
     if (absl::Status s = writer_->AwaitVersion(**served, request.min_model_version()); !s.ok()) {
       return s;
     }
   }
-  response->set_model_version(writer_->Version(**served));
-  response->set_request_id(request.request_id());
-  if (!scorer->variant.empty()) response->set_variant(std::string(scorer->variant));
-  const std::vector<CandidateScore> scores = ScoreCandidates(*scorer->model, hashed);
+  const uint64_t version = writer_->Version(**served);
+  const std::vector<CandidateScore> scores = ScoreCandidates(*scorer.model, hashed);
   uint64_t first_impression = 0;
   if (request.log_impressions()) {
     absl::StatusOr<uint64_t> first = LogImpressions(**served, hashed, scores);
     if (!first.ok()) return first.status();
     first_impression = *first;
   }
-  response->mutable_predictions()->Reserve(static_cast<int>(n));
-  for (size_t i = 0; i < scores.size(); ++i) {
-    v1::Prediction* p = response->add_predictions();
-    p->set_prediction(scores[i].prediction);
-    p->set_margin(scores[i].margin);
-    if (request.log_impressions()) p->set_impression_id(first_impression + i);
-  }
-  AddPredictExtras(**served, *scorer->model, request, hashed, scores, response);
-  (*served)->RecordPredictions(n);
+  AnswerPredict(**served, scorer, request, hashed, scores, version, first_impression, response);
   return absl::OkStatus();
 }
 
