@@ -41,6 +41,10 @@ absl::Status JetStreamLog::EnsureStream() {
   if (s != NATS_NOT_FOUND && js_error != JSStreamNotFoundErr) {
     return NatsError(s, js_error, absl::StrCat("stream ", options_.stream, " info"));
   }
+  if (!options_.create_if_missing) {
+    return absl::NotFoundError(absl::StrCat("stream ", options_.stream,
+                                            " does not exist: no clickd replica has created it"));
+  }
   jsStreamConfig config;
   jsStreamConfig_Init(&config);
   const char* subjects[] = {options_.subject.c_str()};

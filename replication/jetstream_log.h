@@ -49,6 +49,9 @@ struct JetStreamLogOptions {
   // Largest record the stream accepts (it also cannot exceed the servers'
   // max_payload).
   int32_t max_record_bytes = 8 << 20;
+  // false: Open fails with NotFound instead of creating a missing stream
+  // (a read-only follower, such as an embedded replica, never creates one).
+  bool create_if_missing = true;
 };
 
 struct StreamState {

@@ -108,7 +108,7 @@ absl::StatusOr<std::unique_ptr<Replica>> Replica::Start(ModelRegistry* registry,
   if (absl::Status s = replica->SubscribeCheckpoints(); !s.ok()) return s;
   replica->applier_ = std::thread([r = replica.get()] { r->ApplyLoop(); });
   replica->snapshotter_ = std::thread([r = replica.get()] { r->SnapshotLoop(); });
-  if (replica->checkpoint_feed_ != nullptr) {
+  if (replica->checkpoint_feed_ != nullptr && !replica->options_.read_only) {
     replica->checkpointer_ = std::thread([r = replica.get()] { r->CheckpointLoop(); });
   }
   return replica;
@@ -251,6 +251,15 @@ bool Replica::Pause(std::chrono::milliseconds delay) {
   MutexLock lock(&mu_);
   while (!stopping_ && Clock::now() < deadline) applied_cv_.WaitFor(&mu_, deadline - Clock::now());
   return !stopping_;
+}
+
+absl::StatusOr<std::string> Replica::StateDigestOf(const std::string& model) {
+  MutexLock apply(&apply_mu_);
+  std::shared_ptr<ServedModel> served = registry_->Get(model);
+  if (served == nullptr) {
+    return absl::NotFoundError(absl::StrCat("model ", Quote(model), " not found"));
+  }
+  return StateDigest(served->model());
 }
 
 uint64_t Replica::DigestOfModels() const {

@@ -70,6 +70,11 @@ struct ReplicaOptions {
   std::chrono::milliseconds snapshot_interval{60000};
   int keep_local_snapshots = 2;
   int keep_published_snapshots = 2;
+  // A follower that never publishes: no records (Learn, Create and the
+  // rest refuse with FailedPrecondition), no checkpoints of its own (it
+  // still compares its peers'), no published snapshots and no purges. An
+  // embedded replica (embedded/embedded_replica.h) is one.
+  bool read_only = false;
   // Called after every publish attempt with its latency and outcome. May be
   // null; must be thread-safe and quick.
   std::function<void(double seconds, bool acknowledged)> on_publish;
@@ -209,6 +214,12 @@ class Replica {
   absl::Status AwaitApplied(uint64_t sequence, std::chrono::milliseconds timeout);
   // The sequence of the last record applied to `model` (0: unknown model).
   uint64_t model_version(const std::string& model) const;
+
+  // `model`'s state digest (core/model/state_digest.h) as of the sequence
+  // applied now: the applier waits while the model is read. NotFound for a
+  // model this replica does not have.
+  absl::StatusOr<std::string> StateDigestOf(const std::string& model)
+      ABSL_LOCKS_EXCLUDED(apply_mu_);
 
   // Writes a local snapshot now (and publishes it if `publish`).
   absl::StatusOr<ReplicaSnapshotReport> Snapshot(bool publish);

@@ -19,6 +19,10 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 absl::Status Replica::PublishAsync(const std::string& record, std::string msg_id, Published done) {
+  if (options_.read_only) {
+    return absl::FailedPreconditionError(
+        "this replica is read-only (an embedded replica): send writes to a clickd replica");
+  }
   if (absl::Status diverged = DivergedStatus(); !diverged.ok()) return diverged;
   auto waiter = std::make_shared<Waiter>();
   waiter->msg_id = msg_id;

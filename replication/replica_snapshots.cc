@@ -175,6 +175,7 @@ bool Replica::PublishDue() {
 }
 
 absl::StatusOr<ReplicaSnapshotReport> Replica::Snapshot(bool publish) {
+  if (options_.read_only) publish = false;  // and so no purge either
   std::vector<std::shared_ptr<ServedModel>> models;
   absl::StatusOr<ReplicaSnapshotReport> report = SnapshotModels(publish, &models);
   // Each model's snapshot statistics (and metrics) follow the replica's

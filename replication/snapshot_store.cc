@@ -147,7 +147,7 @@ SnapshotStore::SnapshotStore(jsCtx* js, std::string stream, std::string subject_
 
 absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
     jsCtx* js, std::string stream, std::string subject_prefix, int replicas,
-    std::chrono::milliseconds timeout) {
+    std::chrono::milliseconds timeout, bool create_if_missing) {
   if (js == nullptr || stream.empty() || subject_prefix.empty() || replicas < 1 ||
       timeout.count() <= 0) {
     return absl::InvalidArgumentError(
@@ -167,7 +167,7 @@ absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
     return store;
   }
   absl::Status found = FromNats(s, code, absl::StrCat("looking up stream ", store->stream_));
-  if (!absl::IsNotFound(found)) return found;
+  if (!absl::IsNotFound(found) || !create_if_missing) return found;
   const char* subjects[] = {store->chunk_subject_.c_str(), store->manifest_subject_.c_str()};
   jsStreamConfig config;
   jsStreamConfig_Init(&config);

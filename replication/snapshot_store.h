@@ -58,11 +58,13 @@ class SnapshotStore {
   // messages up to a chunk plus headroom for headers); an existing stream is
   // used as it is. `js` is a connected nats.c JetStream context owned by the
   // caller, which must outlive the store. `timeout` bounds each JetStream
-  // request (a publish's ack, a message get, a purge).
+  // request (a publish's ack, a message get, a purge). With
+  // `create_if_missing` false, a missing stream is NotFound instead.
   static absl::StatusOr<std::unique_ptr<SnapshotStore>> Open(jsCtx* js, std::string stream,
                                                              std::string subject_prefix,
                                                              int replicas,
-                                                             std::chrono::milliseconds timeout);
+                                                             std::chrono::milliseconds timeout,
+                                                             bool create_if_missing = true);
 
   // Publishes `bytes` (an encoded replica snapshot at `sequence`) as chunks
   // and then its manifest, and keeps only the newest `keep` (>= 1) published

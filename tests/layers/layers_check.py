@@ -33,6 +33,7 @@ REACHES_NATS = {
     "server/main.cc", "server/server_settings.cc",
     "server/replication_setup.h", "server/replication_setup.cc",
     "server/replicated_model_writer.h", "server/replicated_model_writer.cc",
+    "embedded/embedded_replica.cc",
 }
 
 

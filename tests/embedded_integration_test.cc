@@ -1,0 +1,212 @@
+// The embedded replica (embedded/embedded_replica.h) against the real
+// processes: a 3-node nats-server cluster and clickd replicas
+// (tests/replicated_cluster.h). At the same applied sequence its state
+// digest equals the servers' and its Predict returns the same margins, bit
+// for bit, through kill -9 of a replica, models created and deleted while
+// it runs, and a whole NATS outage (it keeps serving its last state and
+// catches up after). It never writes to the log.
+#include <chrono>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "client/clickd_client.h"
+#include "embedded/embedded_replica.h"
+#include "gtest/gtest.h"
+#include "tests/replicated_cluster.h"
+
+namespace clickd {
+namespace {
+
+using ::clickd::testing::ReplicatedCluster;
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::seconds kWait{60};
+
+v1::UpdateRequest MakeUpdate(const std::string& model, std::mt19937_64& rng, uint64_t index) {
+  v1::UpdateRequest request;
+  request.set_model(model);
+  request.set_idempotency_key(absl::StrCat("embedded-", model, "-", index));
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t user = rng() % 50, ad = rng() % 20;
+    v1::LabeledExample* e = request.add_examples();
+    e->set_label((user + ad) % 5 == 0 ? 1.0f : 0.0f);
+    for (auto [ns, name] : {std::pair<std::string, std::string>{"user", absl::StrCat("u", user)},
+                            {"ad", absl::StrCat("a", ad)}}) {
+      v1::Namespace* space = e->mutable_example()->add_namespaces();
+      space->set_name(ns);
+      space->add_features()->set_name(name);
+    }
+  }
+  return request;
+}
+
+v1::PredictRequest MakePredict(const std::string& model, uint64_t min_version) {
+  v1::PredictRequest request;
+  request.set_model(model);
+  request.set_min_model_version(min_version);
+  v1::Namespace* user = request.mutable_context()->add_namespaces();
+  user->set_name("user");
+  user->add_features()->set_name("u7");
+  for (int ad = 0; ad < 5; ++ad) {
+    v1::Namespace* space = request.add_candidates()->add_namespaces();
+    space->set_name("ad");
+    space->add_features()->set_name(absl::StrCat("a", ad));
+  }
+  return request;
+}
+
+class EmbeddedReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(cluster_.ok());
+    ASSERT_TRUE(cluster_.StartReplica(0));
+    ASSERT_TRUE(cluster_.StartReplica(1));
+  }
+
+  std::unique_ptr<ClickdClient> Client(int replica) {
+    auto client = ClickdClient::Create(cluster_.Address(replica), {.timeout = absl::Seconds(10)});
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *std::move(client) : nullptr;
+  }
+
+  // Sends `count` Updates of `model` to `replica`, each retried (same key)
+  // until acknowledged within kWait; the last acknowledged model_version.
+  uint64_t Learn(int replica, const std::string& model, int count) {
+    std::unique_ptr<ClickdClient> client = Client(replica);
+    if (client == nullptr) return 0;
+    uint64_t version = 0;
+    for (int i = 0; i < count; ++i) {
+      const v1::UpdateRequest request = MakeUpdate(model, rng_, next_++);
+      const auto give_up = Clock::now() + kWait;
+      absl::StatusOr<v1::UpdateResponse> response;
+      do {
+        response = client->Update(request);
+      } while (!response.ok() && Clock::now() < give_up);
+      EXPECT_TRUE(response.ok()) << response.status();
+      if (response.ok()) version = std::max(version, response->model_version());
+    }
+    return version;
+  }
+
+  // The server replica's answer at `version` or later.
+  v1::PredictResponse ServerPredict(int replica, const std::string& model, uint64_t version) {
+    std::unique_ptr<ClickdClient> client = Client(replica);
+    absl::StatusOr<v1::PredictResponse> response;
+    const auto give_up = Clock::now() + kWait;
+    do {
+      response = client->Predict(MakePredict(model, version));
+    } while (!response.ok() && Clock::now() < give_up);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.value_or(v1::PredictResponse());
+  }
+
+  // With no write in flight: the embedded replica, caught up with the
+  // server replica's `version`, holds the same state and scores alike.
+  void ExpectSameAsServer(EmbeddedReplica& embedded, int replica, const std::string& model,
+                          uint64_t version) {
+    ASSERT_TRUE(embedded.WaitForVersion(version, kWait).ok());
+    const v1::PredictResponse server = ServerPredict(replica, model, version);
+    v1::PredictResponse mine;
+    ASSERT_TRUE(embedded.Predict(MakePredict(model, version), &mine).ok());
+    EXPECT_EQ(mine.model_version(), server.model_version());
+    ASSERT_EQ(mine.predictions_size(), server.predictions_size());
+    for (int i = 0; i < mine.predictions_size(); ++i) {
+      // Bit for bit: the same code on the same state.
+      EXPECT_EQ(mine.predictions(i).margin(), server.predictions(i).margin()) << i;
+      EXPECT_EQ(mine.predictions(i).prediction(), server.predictions(i).prediction()) << i;
+    }
+    auto server_digest = Client(replica)->StateDigest(model);
+    ASSERT_TRUE(server_digest.ok()) << server_digest.status();
+    auto digest = embedded.StateDigest(model);
+    ASSERT_TRUE(digest.ok()) << digest.status();
+    EXPECT_EQ(*digest, *server_digest);
+  }
+
+  std::unique_ptr<EmbeddedReplica> OpenEmbedded() {
+    auto embedded = EmbeddedReplica::Open(
+        {.nats_url = cluster_.nats().Urls(), .catch_up_timeout = std::chrono::seconds(60)});
+    EXPECT_TRUE(embedded.ok()) << embedded.status();
+    return embedded.ok() ? *std::move(embedded) : nullptr;
+  }
+
+  ReplicatedCluster cluster_{"embedded"};
+  std::mt19937_64 rng_{7};
+  uint64_t next_ = 0;
+};
+
+TEST_F(EmbeddedReplicaTest, FollowsTheLogAndAnswersAsTheServersDo) {
+  const uint64_t before = Learn(0, "default", 20);
+  ASSERT_GT(before, 0u);
+  std::unique_ptr<EmbeddedReplica> embedded = OpenEmbedded();
+  ASSERT_NE(embedded, nullptr);
+  ExpectSameAsServer(*embedded, 1, "default", before);
+  EXPECT_EQ(embedded->stats().bootstraps, 1u);
+
+  // A replica killed: the others go on and so does the embedded one.
+  cluster_.KillReplica(0);
+  const uint64_t after_kill = Learn(1, "default", 10);
+  ExpectSameAsServer(*embedded, 1, "default", after_kill);
+
+  // Models created and deleted while it runs.
+  v1::ModelConfig config;
+  config.set_name("second");
+  ASSERT_TRUE(Client(1)->CreateModel(config).ok());
+  const uint64_t second = Learn(1, "second", 5);
+  ExpectSameAsServer(*embedded, 1, "second", second);
+  ASSERT_TRUE(Client(1)->DeleteModel("second").ok());
+  const uint64_t deleted = Learn(1, "default", 1);
+  ASSERT_TRUE(embedded->WaitForVersion(deleted, kWait).ok());
+  v1::PredictResponse gone;
+  EXPECT_EQ(embedded->Predict(MakePredict("second", 0), &gone).code(), absl::StatusCode::kNotFound);
+
+  // A NATS outage: it keeps answering from what it applied.
+  v1::PredictResponse during_before;
+  ASSERT_TRUE(embedded->Predict(MakePredict("default", 0), &during_before).ok());
+  ASSERT_TRUE(cluster_.nats().StopAll().ok());
+  v1::PredictResponse during;
+  ASSERT_TRUE(embedded->Predict(MakePredict("default", 0), &during).ok());
+  EXPECT_EQ(during.SerializeAsString(), during_before.SerializeAsString());
+  ASSERT_TRUE(cluster_.nats().StartAll().ok());
+  const uint64_t after_outage = Learn(1, "default", 5);
+  ExpectSameAsServer(*embedded, 1, "default", after_outage);
+  EXPECT_TRUE(embedded->stats().nats_connected);
+}
+
+TEST_F(EmbeddedReplicaTest, RefusesWhatOnlyAServerDoesAndNamesTheField) {
+  ASSERT_GT(Learn(0, "default", 1), 0u);
+  std::unique_ptr<EmbeddedReplica> embedded = OpenEmbedded();
+  ASSERT_NE(embedded, nullptr);
+  v1::PredictResponse response;
+  v1::PredictRequest logging = MakePredict("default", 0);
+  logging.set_log_impressions(true);
+  absl::Status s = embedded->Predict(logging, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("log_impressions"), std::string::npos) << s;
+  v1::PredictRequest empty = MakePredict("default", 0);
+  empty.clear_candidates();
+  s = embedded->Predict(empty, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("candidates"), std::string::npos) << s;
+  s = embedded->Predict(MakePredict("missing", 0), &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  s = embedded->WaitForVersion(embedded->applied_version() + 1000, std::chrono::milliseconds(200));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_EQ(embedded->StateDigest("missing").status().code(), absl::StatusCode::kNotFound);
+
+  // Nothing it did reached the log: a server replica still at its version.
+  const uint64_t version = embedded->applied_version();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(ServerPredict(1, "default", 0).model_version(), version);
+}
+
+TEST_F(EmbeddedReplicaTest, ALogThatDoesNotExistIsNotFoundAndNotCreated) {
+  auto embedded = EmbeddedReplica::Open({.nats_url = cluster_.nats().Urls(),
+                                         .stream_prefix = "NOSUCH",
+                                         .catch_up_timeout = std::chrono::seconds(10)});
+  EXPECT_EQ(embedded.status().code(), absl::StatusCode::kNotFound) << embedded.status();
+  EXPECT_NE(embedded.status().message().find("NOSUCH_LOG"), std::string::npos) << embedded.status();
+}
+
+}  // namespace
+}  // namespace clickd
