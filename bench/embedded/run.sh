@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The embedded replica's figures in docs/embedded.md, in one run (about a
+# minute). Builds nothing:
+#
+#   JOBS=2 bash scripts/build.sh release embedded_bench clickd
+#   bash bench/embedded/run.sh
+#
+# embedded_bench starts a 3-node nats-server cluster and one clickd replica
+# on 127.0.0.1, trains the default model, opens an embedded replica in its
+# own process and measures Predict latency and one caller's throughput
+# in-process and over gRPC, and the freshness of the embedded replica under
+# an open-loop writer. Output: bench/out/embedded/run.txt and results.json.
+# Environment: BUILD_DIR (build/release), WORK_DIR (bench/out/embedded/data).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD_DIR:-build/release}
+out=bench/out/embedded
+work=${WORK_DIR:-$out/data}
+bench=$build/bench/embedded/embedded_bench
+source bench/lib/require_binaries.sh
+require_binaries run.sh "build the targets embedded_bench and clickd (see above)" "$bench" \
+  "$build/server/clickd"
+mkdir -p "$out"
+exec > >(tee "$out/run.txt") 2>&1
+echo "# clickd embedded replica benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(git rev-parse --short HEAD)"
+echo "machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'); every process shares them"
+echo "top CPU users now:"
+ps -eo pcpu,comm --sort=-pcpu | head -6
+"$bench" --work_dir="$work" --clickd="$build/server/clickd" --out="$out/results.json" "$@"
+rm -rf "$work"
