@@ -1,5 +1,6 @@
 #include "embedded/embedded_replica.h"
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 #include <utility>
@@ -142,6 +143,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedReplica>> EmbeddedReplica::Open(
   nats_options.creds_file = o.nats_creds;
   nats_options.name = o.name;
   nats_options.timeout = o.nats_timeout;
+  nats_options.use_discovered_servers = o.use_discovered_servers;
   auto nats = NatsConnection::Connect(nats_options);
   if (!nats.ok()) return nats.status();
   state->nats = *std::move(nats);
@@ -232,9 +234,17 @@ uint64_t EmbeddedReplica::applied_version() const {
 }
 
 absl::Status EmbeddedReplica::WaitForVersion(uint64_t version, std::chrono::milliseconds timeout) {
-  absl::Status s = state_->Current()->replica->AwaitApplied(version, timeout);
-  if (s.ok()) return s;
-  return absl::DeadlineExceededError(s.message());
+  // In short waits, each on the current generation: one that stopped
+  // applying is replaced by the watcher's next bootstrap meanwhile.
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    absl::Status s = state_->Current()->replica->AwaitApplied(
+        version, std::clamp(left, std::chrono::milliseconds(0), kWatchInterval));
+    if (s.ok()) return s;
+    if (Clock::now() >= deadline) return absl::DeadlineExceededError(s.message());
+  }
 }
 
 EmbeddedReplicaStats EmbeddedReplica::stats() const {

@@ -41,6 +41,9 @@ struct EmbeddedReplicaOptions {
   std::string nats_url;
   // A NATS credentials file (JWT and NKey seed); empty: none.
   std::string nats_creds;
+  // Whether to move to NATS servers the cluster announces besides
+  // nats_url (NATS's default); false pins the connection to nats_url.
+  bool use_discovered_servers = true;
   // The deployment's --nats_stream: the log is <prefix>_LOG.
   std::string stream_prefix = "CLICKD";
   // In NATS's connection list and in log lines.

@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<NatsConnection>> NatsConnection::Connect(
   }
   natsOptions_SetName(o, options.name.c_str());
   natsOptions_SetTimeout(o, options.timeout.count());
+  natsOptions_SetIgnoreDiscoveredServers(o, !options.use_discovered_servers);
   natsOptions_SetMaxReconnect(o, -1);  // forever
   natsOptions_SetReconnectWait(o, 250);
   // Nothing is buffered while disconnected: a publish fails at once.

@@ -34,6 +34,10 @@ struct NatsConnectionOptions {
   std::string name = "clickd";
   // Default wait for JetStream API requests and publish acknowledgements.
   std::chrono::milliseconds timeout{2000};
+  // Whether the connection may move to servers the cluster announces
+  // besides `urls` (NATS's default). false pins it to `urls`, as a client
+  // that can reach only those must be.
+  bool use_discovered_servers = true;
 };
 
 // "NATS JetStream <what>: <nats.c's text>[ (JetStream error N)]", Unavailable

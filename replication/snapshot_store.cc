@@ -245,6 +245,12 @@ absl::StatusOr<SnapshotStore::Manifests> SnapshotStore::ReadManifests() {
   absl::Status last = FromNats(
       js_GetLastMsg(&raw, js_, stream_.c_str(), manifest_subject_.c_str(), &options, &code), code,
       "reading the newest snapshot manifest");
+  if (code == JSStreamNotFoundErr) {
+    // Open found or made the stream: a server that does not know it has
+    // not caught up with the cluster yet (it just restarted, say). That
+    // is no answer to "which snapshots exist", so the reader retries.
+    return absl::UnavailableError(last.message());
+  }
   if (absl::IsNotFound(last)) return out;
   if (!last.ok()) return last;
   const uint64_t last_sequence = natsMsg_GetSequence(raw);

@@ -5,6 +5,7 @@
 // for bit, through kill -9 of a replica, models created and deleted while
 // it runs, and a whole NATS outage (it keeps serving its last state and
 // catches up after). It never writes to the log.
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <string>
@@ -14,6 +15,8 @@
 #include "client/clickd_client.h"
 #include "embedded/embedded_replica.h"
 #include "gtest/gtest.h"
+#include "replication/jetstream_log.h"
+#include "replication/nats_connection.h"
 #include "tests/replicated_cluster.h"
 
 namespace clickd {
@@ -171,6 +174,46 @@ TEST_F(EmbeddedReplicaTest, FollowsTheLogAndAnswersAsTheServersDo) {
   const uint64_t after_outage = Learn(1, "default", 5);
   ExpectSameAsServer(*embedded, 1, "default", after_outage);
   EXPECT_TRUE(embedded->stats().nats_connected);
+}
+
+// Pinned to one NATS node, and that node stopped while the others
+// go on: the replicas learn, publish snapshots and purge the log past what
+// the embedded replica applied (it publishes no checkpoint, so retention
+// does not wait for it). When the node is back, it finds the gap, restores
+// from the newest published snapshot and ends equal to the servers.
+TEST_F(EmbeddedReplicaTest, PurgedPastWhileCutOffItRestoresFromTheNewestSnapshot) {
+  ASSERT_GT(Learn(0, "default", 5), 0u);
+  auto embedded = EmbeddedReplica::Open({.nats_url = cluster_.nats().Url(2),
+                                         .use_discovered_servers = false,
+                                         .catch_up_timeout = std::chrono::seconds(60)});
+  ASSERT_TRUE(embedded.ok()) << embedded.status();
+  const uint64_t cut_at = (*embedded)->applied_version();
+  ASSERT_TRUE(cluster_.nats().Stop(2).ok());
+  // The others learn on, snapshot every 2 s and keep 20 records
+  // (ReplicaFlags), until the log's first record is past the embedded
+  // replica's (read from the stream itself; bounded).
+  NatsConnectionOptions nats_options;
+  nats_options.urls = absl::StrCat(cluster_.nats().Url(0), ",", cluster_.nats().Url(1));
+  auto nats = NatsConnection::Connect(nats_options);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  JetStreamLogOptions log_options;
+  log_options.stream = "CLICKD_LOG";
+  log_options.subject = "clickd.clickd.log";
+  log_options.create_if_missing = false;
+  auto log = JetStreamLog::Open(nats->get(), log_options);
+  ASSERT_TRUE(log.ok()) << log.status();
+  uint64_t version = 0, first = 0;
+  const auto until = Clock::now() + std::chrono::seconds(90);
+  for (int round = 0; first <= cut_at + 1 && Clock::now() < until && round < 1000; ++round) {
+    version = std::max(version, Learn(round % 2, "default", 10));
+    if (auto state = (*log)->State(); state.ok()) first = state->first_sequence;
+  }
+  ASSERT_GT(first, cut_at + 1) << "the log was never purged past the embedded replica";
+  log->reset();
+  ASSERT_TRUE(cluster_.nats().Restart(2).ok());
+  ASSERT_TRUE((*embedded)->WaitForVersion(version, kWait).ok()) << (*embedded)->stats().broken;
+  EXPECT_EQ((*embedded)->stats().bootstraps, 2u);
+  ExpectSameAsServer(**embedded, 1, "default", version);
 }
 
 TEST_F(EmbeddedReplicaTest, RefusesWhatOnlyAServerDoesAndNamesTheField) {

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Predict latency from Python: clickd.EmbeddedReplica beside clickd.Client, one run.
+
+  PYTHONPATH=build/release/client/python/stubs:client/python \
+  CLICKD_EMBEDDED_LIB=build/release/embedded/libclickd_embedded.so \
+  /usr/bin/python3 bench/embedded/python_latency.py --clickd=build/release/server/clickd
+
+Starts one nats-server with JetStream and one clickd replica on 127.0.0.1
+(stopped by PID at the end), trains the default model with 200 Updates of
+100 examples, then times Predict of 1 context + --candidates candidates, one
+caller, closed loop: the request built once (a PredictRequest passed whole)
+and built from shorthands on every call, over gRPC and in-process. Prints
+p50/p99 in microseconds and the load average.
+"""
+
+import argparse
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "client", "python", "tests"))
+import clickd  # noqa: E402
+from server import Server  # noqa: E402
+
+
+def percentiles(samples):
+    samples = sorted(samples)
+    return samples[len(samples) // 2], samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+
+
+def timed(call, n):
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        call()
+        out.append((time.perf_counter() - start) * 1e6)
+    return percentiles(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clickd", required=True)
+    ap.add_argument("--nats_server", default="/usr/local/bin/nats-server")
+    ap.add_argument("--candidates", type=int, default=40)
+    ap.add_argument("--calls", type=int, default=20000)
+    args = ap.parse_args()
+    os.environ["CLICKD_BINARY"] = args.clickd
+    work = tempfile.mkdtemp(prefix="embedded_py_")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    nats = subprocess.Popen([args.nats_server, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd",
+                             os.path.join(work, "nats")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
+    url = f"nats://127.0.0.1:{port}"
+    time.sleep(1)
+    replica = Server([f"--data_dir={work}/r0", "--replication=jetstream", f"--nats_url={url}",
+                      "--nats_replicas=1", "--snapshot_interval=1h",
+                      "--nats_min_server_version="]).start(ready_timeout=60)
+    try:
+        rng = random.Random(1)
+        with clickd.Client(replica.address, timeout=10) as client:
+            version = 0
+            for i in range(200):
+                examples = [({"user": [f"u{rng.randrange(100000)}"], "ad": [f"a{rng.randrange(1000)}"],
+                              "site": [f"s{rng.randrange(100)}"]}, float(rng.random() < 0.05))
+                            for _ in range(100)]
+                version = max(version, client.update("default", examples).model_version)
+            embedded = clickd.EmbeddedReplica(url)
+            embedded.wait_for_version(version, timeout=60)
+            cands = [{"ad": [f"a{rng.randrange(1000)}"]} for _ in range(args.candidates)]
+            context = {"user": ["u7"], "site": ["s3"]}
+            request = clickd.predict_request("default", cands, context)
+            serialized = request.SerializeToString()
+            n = args.calls
+            with open("/proc/loadavg") as f:
+                load = " ".join(f.read().split()[:3])
+            rows = [
+                ("gRPC, request built once", timed(lambda: client.predict(request), n // 10)),
+                ("embedded, request built once", timed(lambda: embedded.predict(request), n)),
+                ("embedded, serialized once", timed(lambda: embedded.predict(serialized), n)),
+                ("gRPC, built on each call",
+                 timed(lambda: client.predict("default", cands, context), n // 10)),
+                ("embedded, built on each call",
+                 timed(lambda: embedded.predict("default", cands, context), n)),
+            ]
+            print(f"Predict 1 x {args.candidates} from Python, one caller (load {load}):")
+            for name, (p50, p99) in rows:
+                print(f"  {name:32s} p50 {p50:8.1f} us  p99 {p99:8.1f} us")
+            embedded.close()
+    finally:
+        replica.stop()
+        replica.close()
+        os.kill(nats.pid, signal.SIGTERM)
+        nats.wait(timeout=20)
+        subprocess.run(["rm", "-rf", work], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""clickd.EmbeddedReplica against a real deployment: one nats-server with
+JetStream and one clickd replica (--replication=jetstream), both started on
+loopback by this module and stopped by PID.
+
+The embedded replica answers Predict in this process with the same bytes
+as the replica's gRPC Predict at the same model_version, reports the same
+state digest, refuses what only a server does with the same exception
+classes, and writes nothing to the log.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+import clickd
+from server import Server
+
+LIBRARY = os.environ.get("CLICKD_EMBEDDED_LIB", "")
+NATS_SERVER = os.environ.get("CLICKD_NATS_SERVER", "/usr/local/bin/nats-server")
+
+pytestmark = pytest.mark.skipif(
+    not LIBRARY, reason="CLICKD_EMBEDDED_LIB is unset: sanitizer builds make no shared library")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    """(nats_url, clickd Server) of a one-node replicated deployment."""
+    if not os.access(NATS_SERVER, os.X_OK):
+        pytest.fail(f"{NATS_SERVER} is missing (bash scripts/install_nats.sh)")
+    store = tmp_path_factory.mktemp("nats")
+    port = free_port()
+    nats = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd",
+                             str(store)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"nats://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    data = tmp_path_factory.mktemp("replica")
+    replica = Server([f"--data_dir={data}", "--replication=jetstream", f"--nats_url={url}",
+                      "--nats_replicas=1", "--replica_id=py0", "--snapshot_interval=1h",
+                      "--nats_min_server_version="]).start(ready_timeout=60)
+    yield url, replica
+    replica.stop()
+    replica.close()
+    os.kill(nats.pid, signal.SIGTERM)
+    nats.wait(timeout=20)
+    shutil.rmtree(store, ignore_errors=True)
+
+
+@pytest.fixture
+def trained(deployment):
+    """Teaches the default model 20 Updates; (nats_url, client, last model_version)."""
+    url, replica = deployment
+    with clickd.Client(replica.address, timeout=10) as client:
+        version = 0
+        for i in range(20):
+            examples = [({"user": [f"u{(i * 7 + k) % 50}"], "ad": [f"a{(i + k) % 20}"]},
+                         1.0 if (i + k) % 4 == 0 else 0.0) for k in range(10)]
+            response = client.update("default", examples, idempotency_key=f"py-embedded-{i}")
+            version = max(version, response.model_version)
+        yield url, client, version
+
+
+def candidates():
+    return [{"ad": [f"a{a}"]} for a in range(5)]
+
+
+def test_predict_and_digest_equal_the_servers(trained):
+    url, client, version = trained
+    with clickd.EmbeddedReplica(url, library=LIBRARY, catch_up_timeout=30) as replica:
+        replica.wait_for_version(version, timeout=30)
+        assert replica.applied_version() >= version
+        mine = replica.predict("default", candidates(), context={"user": ["u7"]},
+                               min_model_version=version)
+        theirs = client.predict("default", candidates(), context={"user": ["u7"]},
+                                min_model_version=version)
+        assert mine.model_version == theirs.model_version
+        assert [p.margin for p in mine.predictions] == [p.margin for p in theirs.predictions]
+        assert [p.prediction for p in mine.predictions] == \
+            [p.prediction for p in theirs.predictions]
+        assert replica.state_digest("default") == client.state_digest("default")
+        request = clickd.predict_request("default", candidates(), {"user": ["u7"]})
+        assert replica.predict(request) == mine
+        assert replica.predict(request.SerializeToString()) == mine
+        stats = replica.stats()
+        assert stats["bootstraps"] == 1 and stats["models"] >= 1 and stats["nats_connected"]
+
+
+def test_refusals_raise_the_clients_exception_classes(trained):
+    url, client, version = trained
+    with clickd.EmbeddedReplica(url, library=LIBRARY) as replica:
+        replica.wait_for_version(version, timeout=30)
+        with pytest.raises(clickd.FailedPreconditionError, match="log_impressions"):
+            replica.predict("default", candidates(), log_impressions=True)
+        with pytest.raises(clickd.InvalidArgumentError, match="candidates"):
+            replica.predict("default", [])
+        with pytest.raises(clickd.NotFoundError):
+            replica.predict("no-such-model", candidates())
+        with pytest.raises(clickd.NotFoundError):
+            replica.state_digest("no-such-model")
+        with pytest.raises(clickd.DeadlineExceededError):
+            replica.wait_for_version(replica.applied_version() + 1000, timeout=0.2)
+        applied = replica.applied_version()
+    # Nothing it did reached the log.
+    time.sleep(0.5)
+    assert client.predict("default", candidates()).model_version == applied
+    with pytest.raises(ValueError):
+        replica.applied_version()
+
+
+def test_a_missing_log_is_not_found_and_not_created(deployment):
+    url, _ = deployment
+    with pytest.raises(clickd.NotFoundError, match="NOSUCH_LOG"):
+        clickd.EmbeddedReplica(url, "NOSUCH", library=LIBRARY, catch_up_timeout=5)

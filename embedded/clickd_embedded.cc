@@ -1,0 +1,158 @@
+#include "embedded/clickd_embedded.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "embedded/embedded_replica.h"
+
+struct clickd_embedded {
+  std::unique_ptr<clickd::EmbeddedReplica> replica;
+};
+
+namespace {
+
+// A malloc'd copy of `bytes` (the caller frees it with
+// clickd_embedded_free), or null if memory ran out.
+char* Copy(const std::string& bytes) {
+  char* out = static_cast<char*>(std::malloc(bytes.size() + 1));
+  if (out == nullptr) return nullptr;
+  std::memcpy(out, bytes.data(), bytes.size());
+  out[bytes.size()] = '\0';
+  return out;
+}
+
+// The status's code, with its message in *error.
+int Fail(const absl::Status& status, char** error) {
+  if (error != nullptr) *error = Copy(std::string(status.message()));
+  return static_cast<int>(status.code());
+}
+
+// Runs `body` (returning a Status), turning an exception from it (out of
+// memory, say) into an error: none may cross the C boundary.
+template <typename Body>
+int Guarded(char** error, Body body) {
+  try {
+    absl::Status status = body();
+    return status.ok() ? 0 : Fail(status, error);
+  } catch (const std::bad_alloc&) {
+    return Fail(absl::ResourceExhaustedError("out of memory"), error);
+  } catch (const std::exception& e) {
+    return Fail(absl::InternalError(e.what()), error);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int clickd_embedded_open(const char* nats_url, const char* stream_prefix, const char* nats_creds,
+                         int64_t catch_up_timeout_ms, clickd_embedded** replica, char** error) {
+  if (replica == nullptr) return Fail(absl::InvalidArgumentError("replica is NULL"), error);
+  *replica = nullptr;
+  return Guarded(error, [&]() -> absl::Status {
+    clickd::EmbeddedReplicaOptions options;
+    options.nats_url = nats_url != nullptr ? nats_url : "";
+    if (stream_prefix != nullptr && *stream_prefix != '\0') options.stream_prefix = stream_prefix;
+    if (nats_creds != nullptr) options.nats_creds = nats_creds;
+    if (catch_up_timeout_ms > 0) {
+      options.catch_up_timeout = std::chrono::milliseconds(catch_up_timeout_ms);
+    }
+    auto opened = clickd::EmbeddedReplica::Open(std::move(options));
+    if (!opened.ok()) return opened.status();
+    *replica = new clickd_embedded{*std::move(opened)};
+    return absl::OkStatus();
+  });
+}
+
+int clickd_embedded_predict(clickd_embedded* replica, const void* request, size_t request_len,
+                            void** response, size_t* response_len, char** error) {
+  if (replica == nullptr || response == nullptr || response_len == nullptr ||
+      (request == nullptr && request_len > 0)) {
+    return Fail(absl::InvalidArgumentError("replica, response and response_len must be set"),
+                error);
+  }
+  *response = nullptr;
+  *response_len = 0;
+  return Guarded(error, [&]() -> absl::Status {
+    clickd::v1::PredictRequest parsed;
+    if (request_len > static_cast<size_t>(INT32_MAX) ||
+        !parsed.ParseFromArray(request, static_cast<int>(request_len))) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("the request (%d bytes) is not a clickd.v1.PredictRequest", request_len));
+    }
+    clickd::v1::PredictResponse answer;
+    if (absl::Status s = replica->replica->Predict(parsed, &answer); !s.ok()) return s;
+    const std::string bytes = answer.SerializeAsString();
+    char* out = static_cast<char*>(std::malloc(bytes.empty() ? 1 : bytes.size()));
+    if (out == nullptr) return absl::ResourceExhaustedError("out of memory for the response");
+    std::memcpy(out, bytes.data(), bytes.size());
+    *response = out;
+    *response_len = bytes.size();
+    return absl::OkStatus();
+  });
+}
+
+int clickd_embedded_state_digest(clickd_embedded* replica, const char* model, char digest[17],
+                                 char** error) {
+  if (replica == nullptr || model == nullptr || digest == nullptr) {
+    return Fail(absl::InvalidArgumentError("replica, model and digest must be set"), error);
+  }
+  return Guarded(error, [&]() -> absl::Status {
+    auto computed = replica->replica->StateDigest(model);
+    if (!computed.ok()) return computed.status();
+    std::snprintf(digest, 17, "%s", computed->c_str());
+    return absl::OkStatus();
+  });
+}
+
+uint64_t clickd_embedded_applied_version(clickd_embedded* replica) {
+  return replica == nullptr ? 0 : replica->replica->applied_version();
+}
+
+int clickd_embedded_wait_for_version(clickd_embedded* replica, uint64_t version, int64_t timeout_ms,
+                                     char** error) {
+  if (replica == nullptr) return Fail(absl::InvalidArgumentError("replica is NULL"), error);
+  return Guarded(error, [&] {
+    return replica->replica->WaitForVersion(
+        version, std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms)));
+  });
+}
+
+char* clickd_embedded_stats_json(clickd_embedded* replica) {
+  if (replica == nullptr) return nullptr;
+  try {
+    const clickd::EmbeddedReplicaStats s = replica->replica->stats();
+    std::string broken;
+    for (char c : s.broken) {  // a JSON string: quotes, backslashes and controls escaped
+      if (c == '"' || c == '\\') {
+        broken += '\\';
+        broken += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        broken += absl::StrFormat("\\u%04x", c);
+      } else {
+        broken += c;
+      }
+    }
+    return Copy(
+        absl::StrFormat(R"({"applied_version": %d, "stream_sequence": %d, "lag_seconds": %.3f, )"
+                        R"("nats_connected": %s, "models": %d, "bootstraps": %d, "broken": "%s"})",
+                        s.applied_version, s.stream_sequence, s.lag_seconds,
+                        s.nats_connected ? "true" : "false", s.models, s.bootstraps, broken));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void clickd_embedded_close(clickd_embedded* replica) { delete replica; }
+
+void clickd_embedded_free(void* buffer) { std::free(buffer); }
+
+}  // extern "C"

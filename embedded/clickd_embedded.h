@@ -1,0 +1,64 @@
+/* The embedded replica's C ABI (libclickd_embedded.so): what other
+ * languages' bindings load (client/python/clickd/embedded.py; docs/embedded.md).
+ * It wraps embedded/embedded_replica.h; requests and responses are
+ * serialized clickd.v1 messages, so a binding builds them with its own
+ * protobuf code, exactly as its gRPC client does.
+ *
+ * Errors: a function that can fail returns a gRPC status code (0 is OK)
+ * and, on failure, sets *error to a message the caller frees with
+ * clickd_embedded_free (error may be NULL if the caller does not want it).
+ * Every buffer this library returns is freed with clickd_embedded_free.
+ *
+ * Thread safety: every function may be called from any thread at once,
+ * except clickd_embedded_close, which must be the last call on a handle. */
+#ifndef CLICKD_EMBEDDED_CLICKD_EMBEDDED_H_
+#define CLICKD_EMBEDDED_CLICKD_EMBEDDED_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clickd_embedded clickd_embedded;
+
+/* Joins the deployment whose NATS servers are `nats_url` (comma-separated)
+ * and whose --nats_stream is `stream_prefix` (NULL: "CLICKD"); `nats_creds`
+ * is a credentials file (NULL or "": none). Restores, applies the log for
+ * up to `catch_up_timeout_ms` (<= 0: 60 s) and returns the handle in
+ * *replica. */
+int clickd_embedded_open(const char* nats_url, const char* stream_prefix, const char* nats_creds,
+                         int64_t catch_up_timeout_ms, clickd_embedded** replica, char** error);
+
+/* Scores a serialized clickd.v1.PredictRequest; *response gets a
+ * serialized clickd.v1.PredictResponse of *response_len bytes. */
+int clickd_embedded_predict(clickd_embedded* replica, const void* request, size_t request_len,
+                            void** response, size_t* response_len, char** error);
+
+/* The model's state digest: 16 hex digits and a NUL into digest[17]. */
+int clickd_embedded_state_digest(clickd_embedded* replica, const char* model, char digest[17],
+                                 char** error);
+
+/* The stream sequence applied (every Predict answered now reflects it). */
+uint64_t clickd_embedded_applied_version(clickd_embedded* replica);
+
+/* Waits until the applied version reaches `version`, at most `timeout_ms`. */
+int clickd_embedded_wait_for_version(clickd_embedded* replica, uint64_t version, int64_t timeout_ms,
+                                     char** error);
+
+/* The replica's statistics as a JSON object (applied_version,
+ * stream_sequence, lag_seconds, nats_connected, models, bootstraps,
+ * broken). */
+char* clickd_embedded_stats_json(clickd_embedded* replica);
+
+/* Stops applying, disconnects and frees the handle. */
+void clickd_embedded_close(clickd_embedded* replica);
+
+void clickd_embedded_free(void* buffer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLICKD_EMBEDDED_CLICKD_EMBEDDED_H_ */
