@@ -41,9 +41,22 @@ absl::Status NatsError(natsStatus status, jsErrCode js_error, std::string_view w
   if (IsUnavailable(status)) return absl::UnavailableError(message);
   // A JetStream API error while the cluster elects a leader or lost its
   // quorum is transient too ("JetStream system temporarily unavailable",
-  // 10008; "insufficient resources"; no stream leader).
+  // 10008; "insufficient resources"; no stream leader), as is "no suitable
+  // peers for placement" (10005) while a fresh cluster still learns its
+  // peers: a stream of R replicas created before all R are known. (On a
+  // cluster smaller than R it stays so; the retries then end with this
+  // message.) The same codes the snapshot store treats as transient.
   if (status == NATS_ERR && (js_error == 10008 || js_error == 0)) {
     return absl::UnavailableError(message);
+  }
+  switch (js_error) {
+    case JSClusterNotAvailErr:
+    case JSClusterNoPeersErr:
+    case JSStreamOfflineErr:
+    case JSClusterNotLeaderErr:
+      return absl::UnavailableError(message);
+    default:
+      break;
   }
   return absl::InternalError(message);
 }
