@@ -21,6 +21,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -373,6 +374,126 @@ TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
   v1::GetModelResponse got;
   ASSERT_TRUE(stub->GetModel(Context().get(), get, &got).ok());
   EXPECT_EQ(got.model().updates(), 6000u);
+}
+
+// Fills `model` with `coordinates` distinct coordinates (one namespace, ids
+// 0..coordinates-1), in Updates of at most 1M features.
+void Fill(v1::Clickd::Stub& stub, const std::string& model, int coordinates) {
+  constexpr int kPerExample = 62'500, kExamplesPerRequest = 16;
+  for (int at = 0; at < coordinates;) {
+    v1::UpdateRequest request;
+    request.set_model(model);
+    for (int e = 0; e < kExamplesPerRequest && at < coordinates; ++e) {
+      v1::LabeledExample* le = request.add_examples();
+      le->set_label(e % 2);
+      v1::Namespace* ns = le->mutable_example()->add_namespaces();
+      ns->set_name("f");
+      for (int j = 0; j < kPerExample && at < coordinates; ++j, ++at) {
+        ns->add_features()->set_id(static_cast<uint64_t>(at));
+      }
+    }
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    v1::UpdateResponse response;
+    const grpc::Status s = stub.Update(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+}
+
+grpc::Status Digest(v1::Clickd::Stub& stub, const std::string& model,
+                    std::chrono::milliseconds timeout, std::string* digest = nullptr) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::GetModelRequest request;
+  request.set_model(model);
+  request.set_state_digest(true);
+  v1::GetModelResponse response;
+  const grpc::Status s = stub.GetModel(&context, request, &response);
+  if (digest != nullptr) *digest = response.model().state_digest();
+  return s;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// GetModel's state_digest (issue 33, N4) on a model of 4M coordinates: it
+// holds the model's learners off only while its copy begins, not for the
+// whole digest; it stops at its deadline (the one worker is free again long
+// before a whole digest could end), and at SIGTERM (the server exits long
+// before a whole digest could end, with a 60 s grace). Each bound is half
+// of a whole digest measured in the same run, so none depends on the
+// machine's speed.
+TEST(DigestCost, DigestHoldsNoLearnerAndStopsAtItsDeadlineAndAtShutdown) {
+  constexpr auto kLong = std::chrono::seconds(120);
+  auto server = Start({"--worker_threads=1", "--max_learners_per_model=1",
+                       "--max_features_per_example=65536", "--shutdown_grace_seconds=60"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  Fill(*stub, "default", 4'000'000);
+  auto start = std::chrono::steady_clock::now();
+  std::string whole;
+  ASSERT_TRUE(Digest(*stub, "default", kLong, &whole).ok());
+  const double digest_seconds = SecondsSince(start);
+  ASSERT_GT(digest_seconds, 0.4) << "the model is too small to tell";
+  auto small_update = [&] {
+    v1::UpdateRequest request;
+    request.set_model("default");
+    v1::LabeledExample* le = request.add_examples();
+    le->set_label(1);
+    le->mutable_example()->add_namespaces()->set_name("f");
+    le->mutable_example()->mutable_namespaces(0)->add_features()->set_id(1);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kLong);
+    v1::UpdateResponse response;
+    return stub->Update(&context, request, &response);
+  };
+
+  // A short deadline: DEADLINE_EXCEEDED, and the worker is free soon after.
+  const grpc::Status late = Digest(*stub, "default", std::chrono::milliseconds(50));
+  EXPECT_EQ(late.error_code(), StatusCode::DEADLINE_EXCEEDED) << late.error_message();
+  start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(small_update().ok());
+  EXPECT_LT(SecondsSince(start), digest_seconds / 2)
+      << "the worker went on with a digest past its deadline (a whole one: " << digest_seconds
+      << " s)";
+
+  // With two workers, an Update on the model during a digest waits for the
+  // copy to begin only.
+  // (One worker: the Update would wait for the digest's worker.)
+  server->Stop();
+  server = Start({"--worker_threads=2", "--max_learners_per_model=1",
+                  "--max_features_per_example=65536", "--shutdown_grace_seconds=60"});
+  ASSERT_NE(server, nullptr);
+  stub = server->NewStub();
+  Fill(*stub, "default", 4'000'000);
+  {
+    std::future<grpc::Status> digest =
+        std::async(std::launch::async, [&] { return Digest(*stub, "default", kLong); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(small_update().ok());
+    const double update_seconds = SecondsSince(start);
+    start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(digest.get().ok());
+    // The Update ended well before the digest did.
+    EXPECT_GT(SecondsSince(start), update_seconds) << "the Update waited for the whole digest";
+  }
+
+  // SIGTERM during a digest without a deadline: the digest stops
+  // (UNAVAILABLE) and the server exits within half a digest's time.
+  std::future<grpc::Status> digest =
+      std::async(std::launch::async, [&] { return Digest(*stub, "default", kLong); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  start = std::chrono::steady_clock::now();
+  server->Signal(SIGTERM);
+  const auto exit = server->WaitForExit(std::chrono::seconds(120));
+  const double exit_seconds = SecondsSince(start);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->ToString(), "exit 0") << server->Output();
+  const grpc::Status stopped = digest.get();
+  EXPECT_EQ(stopped.error_code(), StatusCode::UNAVAILABLE) << stopped.error_message();
+  EXPECT_LT(exit_seconds, digest_seconds / 2 + 1.0) << server->Output();
 }
 
 // explain_top_k repeats each context feature's name in every candidate's
