@@ -137,6 +137,68 @@ TEST(ProcessLimits, AModelsFixedMemoryIsBounded) {
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
+// The same bound holds for a model declared in --config (issue 33, N9):
+// one over it stops the start (exit 2) naming the model, the field and the
+// limit, before anything is allocated; at the limit it starts.
+TEST(ProcessLimits, AConfiguredModelsFixedMemoryIsBoundedAtStartup) {
+  const std::string dir = NewDataDir("fixed_config");
+  std::filesystem::create_directories(dir);
+  const auto config_of = [&](uint64_t counters) {
+    const std::string path = absl::StrCat(dir, "/config_", counters, ".json");
+    std::ofstream(path) << "{\"models\": [{\"name\": \"big\", \"admission\": "
+                        << "{\"min_count\": 2, \"counters\": \"" << counters << "\"}}]}";
+    return path;
+  };
+  // 8 MiB of counters: small enough that a server without the check
+  // starts (and the test fails) without taking the machine's memory.
+  const auto refused =
+      RunClickd({"--config=" + config_of(uint64_t{1} << 22), "--max_model_fixed_bytes=4194304"});
+  EXPECT_EQ(refused.status.ToString(), "exit 2") << refused.output;
+  EXPECT_NE(refused.output.find(
+                "--config: model \"big\": config.admission.counters is 4194304: the model "
+                "would commit 8388608 bytes at creation"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << refused.output;
+  auto server = Start({"--config=" + config_of(uint64_t{1} << 20),
+                       "--max_model_fixed_bytes=4194304"});  // 2 MiB of counters
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// A stored model over the bound (created under a higher one) stops the
+// start before it is allocated, naming the model, the field and the limit;
+// raised again, the start restores it (issue 33, N9).
+TEST(ProcessLimits, AStoredModelsFixedMemoryIsCheckedBeforeItIsRestored) {
+  const std::string dir = NewDataDir("fixed_stored");
+  {
+    auto server = Start({"--data_dir=" + dir, "--default_model=false"});
+    ASSERT_NE(server, nullptr);
+    auto stub = server->NewStub();
+    v1::ModelConfig counters = Named("big");
+    counters.mutable_admission()->set_min_count(2);
+    counters.mutable_admission()->set_counters(uint64_t{1} << 22);  // 8 MiB
+    const grpc::Status created = CreateModel(*stub, counters);
+    ASSERT_TRUE(created.ok()) << created.error_message();
+    stub.reset();
+    EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  }
+  const auto refused =
+      RunClickd({"--data_dir=" + dir, "--default_model=false", "--max_model_fixed_bytes=4194304"});
+  EXPECT_NE(refused.status.ToString(), "exit 0") << refused.output;
+  EXPECT_NE(refused.output.find("cannot restore model \"big\""), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("config.admission.counters is 4194304"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << refused.output;
+  auto server = Start({"--data_dir=" + dir, "--default_model=false"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->Output().find("restored model \"big\""), std::string::npos) << server->Output();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 // Each variant learns every example in a store of its own (issue 33, N9):
 // an Update to a model with 8 variants costs 9 times its features, and
 // is counted so against --max_features_per_request.

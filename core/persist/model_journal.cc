@@ -248,6 +248,10 @@ absl::Status ReplayLog(const std::string& dir, UpdateLog& log, Model* model, Fee
 
 }  // namespace
 
+absl::StatusOr<ModelConfig> ModelJournal::ReadConfig(Env* env, const std::string& dir) {
+  return ReadModelFile(env, dir);
+}
+
 absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
                                                         const JournalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
