@@ -137,6 +137,38 @@ TEST(ProcessLimits, AModelsFixedMemoryIsBounded) {
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
+// A dense learner's matrices count too (issue 33, N9): ada_fd's sketch is
+// 2 x tau x d doubles, so tau 65536 at d 65536 (64 GiB, which validated and
+// then ran out of memory) is refused naming dense_optimizer.tau; tau 10 at
+// d 1024 (160 KB) is created.
+TEST(ProcessLimits, ADenseLearnersMatricesAreCounted) {
+  auto server = Start({"--max_model_fixed_bytes=4194304"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  const auto sketch = [](uint32_t dim, uint32_t tau) {
+    v1::ModelConfig c = Named(absl::StrCat("fd", dim, "_", tau));
+    auto* emb = c.add_dense_namespaces();
+    emb->set_name("emb");
+    emb->set_dim(dim);
+    c.set_dense_optimizer("ada_fd");
+    c.mutable_dense()->set_tau(tau);
+    return c;
+  };
+  // 512 x 4096 x 2 doubles: 32 MiB, over 4 MiB.
+  const grpc::Status refused = CreateModel(*stub, sketch(4096, 512));
+  EXPECT_EQ(refused.error_code(), StatusCode::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("config.dense_optimizer.tau is 512: the model would "
+                                         "commit 3"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << refused.error_message();
+  const grpc::Status created = CreateModel(*stub, sketch(1024, 10));
+  EXPECT_TRUE(created.ok()) << created.error_message();
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 // The same bound holds for a model declared in --config (issue 33, N9):
 // one over it stops the start (exit 2) naming the model, the field and the
 // limit, before anything is allocated; at the limit it starts.
