@@ -511,6 +511,56 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// An Update that waits for its model's learn lock behind a long dense step
+// past its deadline is refused whole and learns nothing (issue 33, N12):
+// all or nothing, as UpdateResponse.applied says. ada_full at d = 1536 (a
+// step of 3.6e9 multiply-adds, under --max_dense_work_per_update); two
+// learners per model so that the second Update reaches the lock while the
+// first one steps. A third Update without a deadline, sent once the first
+// ended, queues behind the second, so when it is answered the second has
+// been decided.
+TEST(DenseDeadline, AnUpdateThatWaitedPastItsDeadlineLearnsNothing) {
+  auto server =
+      Start({"--worker_threads=4", "--max_learners_per_model=2", "--max_inline_update_features=0"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::ModelConfig config = Named("dense");
+  auto* emb = config.add_dense_namespaces();
+  emb->set_name("emb");
+  emb->set_dim(1536);
+  config.set_dense_optimizer("ada_full");
+  ASSERT_TRUE(CreateModel(*stub, config).ok());
+  const auto update = [&](std::chrono::milliseconds timeout) {
+    v1::UpdateRequest request;
+    request.set_model("dense");
+    v1::LabeledExample* le = request.add_examples();
+    le->set_label(1);
+    v1::DenseValues* d = le->mutable_example()->add_dense();
+    d->set_namespace_("emb");
+    for (int i = 0; i < 1536; ++i) d->add_values(0.01f * (i % 7));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+    v1::UpdateResponse response;
+    return stub->Update(&context, request, &response);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::future<grpc::Status> first =
+      std::async(std::launch::async, [&] { return update(std::chrono::seconds(120)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const grpc::Status second = update(std::chrono::milliseconds(300));
+  EXPECT_EQ(second.error_code(), StatusCode::DEADLINE_EXCEEDED) << second.error_message();
+  ASSERT_TRUE(first.get().ok());
+  ASSERT_GT(SecondsSince(start), 0.6) << "the dense step is too short to tell";
+  ASSERT_TRUE(update(std::chrono::seconds(120)).ok());
+  v1::GetModelRequest get;
+  get.set_model("dense");
+  v1::GetModelResponse info;
+  ASSERT_TRUE(stub->GetModel(Context().get(), get, &info).ok());
+  EXPECT_EQ(info.model().updates(), 2u) << "the Update refused at its deadline was learned";
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
 // GetModel's state_digest (issue 33, N4) on a model of 4M coordinates: it
 // holds the model's learners off only while its copy begins, not for the
 // whole digest; it stops at its deadline (the one worker is free again long
