@@ -29,6 +29,7 @@
 #ifndef CLICKD_SERVER_EXECUTOR_H_
 #define CLICKD_SERVER_EXECUTOR_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -88,6 +89,12 @@ class Executor {
   // wait there behind a long call on the same model.
   bool KeyIsLight(std::string_view key) const;
 
+  // Marks the start of a shutdown (before the grace period): long work
+  // that can stop between steps (GetModel's state_digest) asks draining()
+  // and stops, so that its call ends and the drain does not wait for it.
+  void BeginDrain() { draining_.store(true, std::memory_order_relaxed); }
+  bool draining() const { return draining_.load(std::memory_order_relaxed); }
+
   size_t queued() const;
   size_t running() const;
   // Nothing queued or running now (one lock, for a caller deciding whether
@@ -128,6 +135,7 @@ class Executor {
   size_t running_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status closed_ ABSL_GUARDED_BY(mu_);  // OK while open
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> draining_{false};
   std::vector<std::thread> workers_;
 };
 

@@ -25,6 +25,20 @@ struct DigestAlarm {
   grpc::Alarm alarm;  // cancelled when destroyed
 };
 
+// What the digest's second step needs. The copy must go before the model
+// it copies: members are destroyed in reverse order.
+struct DigestWork {
+  std::shared_ptr<ServedModel> served;
+  std::unique_ptr<Model::StateCopy> copy;
+  v1::ModelInfo info;
+};
+
+absl::Status OutOfMemory() {
+  return absl::ResourceExhaustedError(
+      "out of memory computing state_digest (a copy of the model's coordinates): the call "
+      "failed, the model and the server go on");
+}
+
 void GetModelWithDigest(ClickdService* service, grpc::CallbackServerContext* context,
                         std::shared_ptr<GetModelCall> call) {
   const SystemClock::time_point deadline = context->deadline();
@@ -38,33 +52,58 @@ void GetModelWithDigest(ClickdService* service, grpc::CallbackServerContext* con
     });
   }
   const std::string model = call->request().model();
+  auto refuse = [call](const absl::Status& status) { call->Finish(status); };
   service->RunCallWork(
       model,
-      [service, call, alarm, model, deadline] {
+      [service, call, alarm, model, deadline, refuse] {
         if (call->finished()) return;  // the deadline came first
         auto served = service->Lookup(model, "model");
         if (!served.ok()) {
           call->Finish(served.status());
           return;
         }
-        v1::ModelInfo info = service->Describe(**served);
+        auto work = std::make_shared<DigestWork>();
+        work->info = service->Describe(**served);
+        work->served = *std::move(served);
         try {
-          info.set_state_digest(StateDigest((*served)->model()));
+          // Learners are held off here (the model's key): microseconds,
+          // or an eager copy while a snapshot's copy is open.
+          work->copy = work->served->model().BeginStateCopy();
         } catch (const std::bad_alloc&) {
-          // The copy of the model the digest hashes did not fit.
-          call->Finish(absl::ResourceExhaustedError(
-              "out of memory computing state_digest (a copy of the whole model): the call "
-              "failed, the model and the server go on"));
+          call->Finish(OutOfMemory());
           return;
         }
-        if (SystemClock::now() > deadline) {
-          call->Finish(DeadlinePassedError());
-          return;
-        }
-        call->Finish(absl::OkStatus(),
-                     [&] { *call->response()->mutable_model() = std::move(info); });
+        service->RunCallWork(
+            /*key=*/"",
+            [service, call, alarm, work, deadline] {
+              const std::function<absl::Status()> stop = [&]() -> absl::Status {
+                if (call->finished() || SystemClock::now() > deadline) {
+                  return DeadlinePassedError();
+                }
+                if (service->Draining()) {
+                  return absl::UnavailableError(
+                      "the server is shutting down: state_digest stopped");
+                }
+                return absl::OkStatus();
+              };
+              absl::StatusOr<std::string> digest;
+              try {
+                digest = StateDigestUnless(*work->copy, stop);
+              } catch (const std::bad_alloc&) {
+                digest = OutOfMemory();
+              }
+              work->copy.reset();  // its memory goes before the response is written
+              if (!digest.ok()) {
+                call->Finish(digest.status());
+                return;
+              }
+              work->info.set_state_digest(*std::move(digest));
+              call->Finish(absl::OkStatus(),
+                           [&] { *call->response()->mutable_model() = std::move(work->info); });
+            },
+            refuse);
       },
-      [call, alarm](const absl::Status& status) { call->Finish(status); });
+      refuse);
 }
 
 }  // namespace clickd

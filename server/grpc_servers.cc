@@ -136,6 +136,7 @@ absl::StatusOr<Servers> StartServers(const Addresses& addresses, const Security&
 bool DrainAndStop(const std::vector<std::unique_ptr<grpc::Server>>& servers, Executor* executor,
                   std::chrono::seconds grace) {
   const auto deadline = std::chrono::steady_clock::now() + grace;
+  executor->BeginDrain();
   std::promise<void> stopped;
   std::future<void> done = stopped.get_future();
   // The thread owns the promise: it may outlive this function (see below).

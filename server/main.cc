@@ -87,6 +87,7 @@
 #include "server/metrics/rpc_metrics.h"
 #include "server/model_startup.h"
 #include "server/replication_setup.h"
+#include "server/request_cost.h"
 #include "server/server_settings.h"
 #include "server/service.h"
 #include "server/snapshotter.h"
@@ -202,7 +203,14 @@ StepResult ServerProcess::OpenModels() {
   // A replica's models live in memory: the replicated log and the replica
   // snapshots are their durability, not per-model update logs.
   if (settings_.replicated) durability.data_dir.clear();
-  registry_.emplace(std::move(durability), RegistryLimits{.max_models = settings_.max_models});
+  // A stored model over --max_model_fixed_bytes stops the start before
+  // it is allocated (docs/limits.md): raise the flag or delete the model.
+  registry_.emplace(
+      std::move(durability),
+      RegistryLimits{.max_models = settings_.max_models,
+                     .admit_stored = [limits = settings_.limits](const ModelConfig& config) {
+                       return CheckModelFixedBytes(config, limits);
+                     }});
   if (settings_.replicated) {
     auto started = StartReplication(&*registry_, data_dir_, settings_.snapshot_interval,
                                     settings_.configured_models, &metrics_registry_);

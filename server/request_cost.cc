@@ -10,10 +10,20 @@
 #include "absl/types/span.h"
 #include "core/features/feature_count.h"
 #include "core/optim/compact_ftrl.h"
+#include "core/optim/dense/dense_optimizer_config.h"
 #include "core/store/compact_table.h"
 #include "wire/example_proto.h"
 
 namespace clickd {
+
+namespace {
+
+bool IsFrequentDirections(DenseOptimizerType type) {
+  return type == DenseOptimizerType::kAdaFd || type == DenseOptimizerType::kAdaFdDa ||
+         type == DenseOptimizerType::kFdSon;
+}
+
+}  // namespace
 
 absl::Status CheckModelFixedBytes(const ModelConfig& config, const Limits& limits) {
   const uint64_t stores = 1 + config.variants.size();
@@ -39,6 +49,43 @@ absl::Status CheckModelFixedBytes(const ModelConfig& config, const Limits& limit
     if (bytes > limit) {
       return refuse(absl::StrCat("variants[", i, "].admission.counters"),
                     config.variants[i].admission.counters, bytes);
+    }
+  }
+  // The dense learner's matrices, allocated at creation at its dimension d
+  // (2^bits for a dense model, plus the dense namespaces' dims): doubles,
+  // as the learners' StateBytes count them.
+  const bool dense_model = config.optimizer.type == OptimizerType::kDense;
+  uint64_t d = dense_model ? uint64_t{1} << std::clamp(config.hashing.bits, 0, 62) : 0;
+  for (const DenseNamespace& ns : config.dense_namespaces) d += static_cast<uint64_t>(ns.dim);
+  if (d > 0) {
+    const DenseOptimizerConfig& dense = config.dense_optimizer;
+    const uint64_t tau = static_cast<uint64_t>(std::max(1, dense.tau));
+    uint64_t doubles = 2 * d;  // the weights and a gradient sum
+    switch (dense.type) {
+      case DenseOptimizerType::kAdaFd:
+      case DenseOptimizerType::kAdaFdDa:
+      case DenseOptimizerType::kFdSon:
+        // The sketch and its right singular vectors (tau x d each), its
+        // Gram matrix and two work copies (tau x tau each).
+        doubles += 2 * tau * d + 3 * tau * tau + tau;
+        break;
+      case DenseOptimizerType::kAdaFull:
+      case DenseOptimizerType::kAdaFullDa:
+        doubles += 2 * d * d;  // the sum of outer products and its root
+        break;
+      case DenseOptimizerType::kOns:
+        doubles += d * d;  // the inverse Hessian estimate
+        break;
+      default:
+        break;  // diagonal learners: vectors only; metagrad is bounded by its dim cap
+    }
+    bytes += stores * doubles * sizeof(double);
+    if (bytes > limit) {
+      if (IsFrequentDirections(dense.type)) {
+        return refuse("dense_optimizer.tau", tau, bytes);
+      }
+      return refuse(dense_model ? "hashing.bits" : "dense_namespaces (total dim)",
+                    dense_model ? static_cast<uint64_t>(config.hashing.bits) : d, bytes);
     }
   }
   if (config.memory.encoding == StateEncoding::kCompact) {

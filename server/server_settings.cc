@@ -11,6 +11,7 @@
 #include "server/auth/tls.h"
 #include "server/flag_checks.h"
 #include "server/replication_setup.h"
+#include "server/request_cost.h"
 #include "server/server_config.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port to listen on");
@@ -388,6 +389,14 @@ absl::StatusOr<ServerSettings> ServerSettingsFromFlags() {
   settings.configured_models = *std::move(configured);
   settings.addresses = AddressesFromFlags();
   settings.limits = LimitsFromFlags();
+  // A model of --config is held to the bound CreateModel applies (issue 33,
+  // N9): one over it stops the start, named, before anything is allocated.
+  for (const ModelConfig& config : settings.configured_models) {
+    if (absl::Status s = CheckModelFixedBytes(config, settings.limits); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--config: model \"", config.name, "\": ", s.message()));
+    }
+  }
   settings.max_models = absl::GetFlag(FLAGS_max_models);
   settings.snapshot_interval = absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_snapshot_interval));
   settings.snapshot_on_shutdown = absl::GetFlag(FLAGS_snapshot_on_shutdown);

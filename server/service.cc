@@ -9,6 +9,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/base/call_deadline.h"
 #include "core/base/quote.h"
 #include "core/feedback/impressions.h"
 #include "core/model/model_config.h"
@@ -329,10 +330,13 @@ grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* con
   if (writer_->LearnsAsynchronously()) return UpdateWithoutWaiting(context, request, response);
   return Unary<v1::UpdateRequest, v1::UpdateResponse>(
       context, "Update", request, response, ModelKey<v1::UpdateRequest>,
-      [this](const v1::UpdateRequest& req, v1::UpdateResponse* resp) -> absl::Status {
+      [this, context](const v1::UpdateRequest& req, v1::UpdateResponse* resp) -> absl::Status {
         auto served = Lookup(req.model(), "model");
         if (!served.ok()) return served.status();
         std::vector<ScoredExample> scored;
+        // Refused whole if it waits past its deadline for the model's
+        // learners (core/base/call_deadline.h).
+        CallDeadline deadline(context->deadline());
         return ApplyUpdate(**served, req, resp, &scored);
       },
       [this](const v1::UpdateRequest& req) { return PlaceUpdate(req); });

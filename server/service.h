@@ -189,6 +189,9 @@ class ClickdService final : public RawClickdService {
   // `light`: the work is short and of bounded cost (Executor::Task::light).
   void RunCallWork(std::string_view key, std::function<void()> run,
                    std::function<void(const absl::Status&)> refuse, bool light = false);
+  // Whether a shutdown began (Executor::draining): long work that can stop
+  // between steps stops.
+  bool Draining() const { return executor_ != nullptr && executor_->draining(); }
 
   // Admits a new stream of `method` (UpdateStream, UpdateStreamAcked,
   // FeedbackStream): checks access (CheckAccess), then takes a place held

@@ -21,6 +21,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -133,6 +134,100 @@ TEST(ProcessLimits, AModelsFixedMemoryIsBounded) {
   ASSERT_TRUE(stub->ListModels(Context().get(), v1::ListModelsRequest(), &listed).ok());
   EXPECT_EQ(listed.models_size(), 2);  // default and counters
   stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// A dense learner's matrices count too (issue 33, N9): ada_fd's sketch is
+// 2 x tau x d doubles, so tau 65536 at d 65536 (64 GiB, which validated and
+// then ran out of memory) is refused naming dense_optimizer.tau; tau 10 at
+// d 1024 (160 KB) is created.
+TEST(ProcessLimits, ADenseLearnersMatricesAreCounted) {
+  auto server = Start({"--max_model_fixed_bytes=4194304"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  const auto sketch = [](uint32_t dim, uint32_t tau) {
+    v1::ModelConfig c = Named(absl::StrCat("fd", dim, "_", tau));
+    auto* emb = c.add_dense_namespaces();
+    emb->set_name("emb");
+    emb->set_dim(dim);
+    c.set_dense_optimizer("ada_fd");
+    c.mutable_dense()->set_tau(tau);
+    return c;
+  };
+  // 512 x 4096 x 2 doubles: 32 MiB, over 4 MiB.
+  const grpc::Status refused = CreateModel(*stub, sketch(4096, 512));
+  EXPECT_EQ(refused.error_code(), StatusCode::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("config.dense_optimizer.tau is 512: the model would "
+                                         "commit 3"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << refused.error_message();
+  const grpc::Status created = CreateModel(*stub, sketch(1024, 10));
+  EXPECT_TRUE(created.ok()) << created.error_message();
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// The same bound holds for a model declared in --config (issue 33, N9):
+// one over it stops the start (exit 2) naming the model, the field and the
+// limit, before anything is allocated; at the limit it starts.
+TEST(ProcessLimits, AConfiguredModelsFixedMemoryIsBoundedAtStartup) {
+  const std::string dir = NewDataDir("fixed_config");
+  std::filesystem::create_directories(dir);
+  const auto config_of = [&](uint64_t counters) {
+    const std::string path = absl::StrCat(dir, "/config_", counters, ".json");
+    std::ofstream(path) << "{\"models\": [{\"name\": \"big\", \"admission\": "
+                        << "{\"min_count\": 2, \"counters\": \"" << counters << "\"}}]}";
+    return path;
+  };
+  // 8 MiB of counters: small enough that a server without the check
+  // starts (and the test fails) without taking the machine's memory.
+  const auto refused =
+      RunClickd({"--config=" + config_of(uint64_t{1} << 22), "--max_model_fixed_bytes=4194304"});
+  EXPECT_EQ(refused.status.ToString(), "exit 2") << refused.output;
+  EXPECT_NE(refused.output.find(
+                "--config: model \"big\": config.admission.counters is 4194304: the model "
+                "would commit 8388608 bytes at creation"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << refused.output;
+  auto server = Start({"--config=" + config_of(uint64_t{1} << 20),
+                       "--max_model_fixed_bytes=4194304"});  // 2 MiB of counters
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// A stored model over the bound (created under a higher one) stops the
+// start before it is allocated, naming the model, the field and the limit;
+// raised again, the start restores it (issue 33, N9).
+TEST(ProcessLimits, AStoredModelsFixedMemoryIsCheckedBeforeItIsRestored) {
+  const std::string dir = NewDataDir("fixed_stored");
+  {
+    auto server = Start({"--data_dir=" + dir, "--default_model=false"});
+    ASSERT_NE(server, nullptr);
+    auto stub = server->NewStub();
+    v1::ModelConfig counters = Named("big");
+    counters.mutable_admission()->set_min_count(2);
+    counters.mutable_admission()->set_counters(uint64_t{1} << 22);  // 8 MiB
+    const grpc::Status created = CreateModel(*stub, counters);
+    ASSERT_TRUE(created.ok()) << created.error_message();
+    stub.reset();
+    EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  }
+  const auto refused =
+      RunClickd({"--data_dir=" + dir, "--default_model=false", "--max_model_fixed_bytes=4194304"});
+  EXPECT_NE(refused.status.ToString(), "exit 0") << refused.output;
+  EXPECT_NE(refused.output.find("cannot restore model \"big\""), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("config.admission.counters is 4194304"), std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("--max_model_fixed_bytes 4194304"), std::string::npos)
+      << refused.output;
+  auto server = Start({"--data_dir=" + dir, "--default_model=false"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->Output().find("restored model \"big\""), std::string::npos) << server->Output();
   EXPECT_EQ(server->Stop().ToString(), "exit 0");
 }
 
@@ -373,6 +468,176 @@ TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
   v1::GetModelResponse got;
   ASSERT_TRUE(stub->GetModel(Context().get(), get, &got).ok());
   EXPECT_EQ(got.model().updates(), 6000u);
+}
+
+// Fills `model` with `coordinates` distinct coordinates (one namespace, ids
+// 0..coordinates-1), in Updates of at most 1M features.
+void Fill(v1::Clickd::Stub& stub, const std::string& model, int coordinates) {
+  constexpr int kPerExample = 62'500, kExamplesPerRequest = 16;
+  for (int at = 0; at < coordinates;) {
+    v1::UpdateRequest request;
+    request.set_model(model);
+    for (int e = 0; e < kExamplesPerRequest && at < coordinates; ++e) {
+      v1::LabeledExample* le = request.add_examples();
+      le->set_label(e % 2);
+      v1::Namespace* ns = le->mutable_example()->add_namespaces();
+      ns->set_name("f");
+      for (int j = 0; j < kPerExample && at < coordinates; ++j, ++at) {
+        ns->add_features()->set_id(static_cast<uint64_t>(at));
+      }
+    }
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    v1::UpdateResponse response;
+    const grpc::Status s = stub.Update(&context, request, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+}
+
+grpc::Status Digest(v1::Clickd::Stub& stub, const std::string& model,
+                    std::chrono::milliseconds timeout, std::string* digest = nullptr) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::GetModelRequest request;
+  request.set_model(model);
+  request.set_state_digest(true);
+  v1::GetModelResponse response;
+  const grpc::Status s = stub.GetModel(&context, request, &response);
+  if (digest != nullptr) *digest = response.model().state_digest();
+  return s;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// An Update that waits for its model's learn lock behind a long dense step
+// past its deadline is refused whole and learns nothing (issue 33, N12):
+// all or nothing, as UpdateResponse.applied says. ada_full at d = 1536 (a
+// step of 3.6e9 multiply-adds, under --max_dense_work_per_update); two
+// learners per model so that the second Update reaches the lock while the
+// first one steps. A third Update without a deadline, sent once the first
+// ended, queues behind the second, so when it is answered the second has
+// been decided.
+TEST(DenseDeadline, AnUpdateThatWaitedPastItsDeadlineLearnsNothing) {
+  auto server =
+      Start({"--worker_threads=4", "--max_learners_per_model=2", "--max_inline_update_features=0"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  v1::ModelConfig config = Named("dense");
+  auto* emb = config.add_dense_namespaces();
+  emb->set_name("emb");
+  emb->set_dim(1536);
+  config.set_dense_optimizer("ada_full");
+  ASSERT_TRUE(CreateModel(*stub, config).ok());
+  const auto update = [&](std::chrono::milliseconds timeout) {
+    v1::UpdateRequest request;
+    request.set_model("dense");
+    v1::LabeledExample* le = request.add_examples();
+    le->set_label(1);
+    v1::DenseValues* d = le->mutable_example()->add_dense();
+    d->set_namespace_("emb");
+    for (int i = 0; i < 1536; ++i) d->add_values(0.01f * (i % 7));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+    v1::UpdateResponse response;
+    return stub->Update(&context, request, &response);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::future<grpc::Status> first =
+      std::async(std::launch::async, [&] { return update(std::chrono::seconds(120)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const grpc::Status second = update(std::chrono::milliseconds(300));
+  EXPECT_EQ(second.error_code(), StatusCode::DEADLINE_EXCEEDED) << second.error_message();
+  ASSERT_TRUE(first.get().ok());
+  ASSERT_GT(SecondsSince(start), 0.6) << "the dense step is too short to tell";
+  ASSERT_TRUE(update(std::chrono::seconds(120)).ok());
+  v1::GetModelRequest get;
+  get.set_model("dense");
+  v1::GetModelResponse info;
+  ASSERT_TRUE(stub->GetModel(Context().get(), get, &info).ok());
+  EXPECT_EQ(info.model().updates(), 2u) << "the Update refused at its deadline was learned";
+  stub.reset();
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+}
+
+// GetModel's state_digest (issue 33, N4) on a model of 4M coordinates: it
+// holds the model's learners off only while its copy begins, not for the
+// whole digest; it stops at its deadline (the one worker is free again long
+// before a whole digest could end), and at SIGTERM (the server exits long
+// before a whole digest could end, with a 60 s grace). Each bound is half
+// of a whole digest measured in the same run, so none depends on the
+// machine's speed.
+TEST(DigestCost, DigestHoldsNoLearnerAndStopsAtItsDeadlineAndAtShutdown) {
+  constexpr auto kLong = std::chrono::seconds(120);
+  auto server = Start({"--worker_threads=1", "--max_learners_per_model=1",
+                       "--max_features_per_example=65536", "--shutdown_grace_seconds=60"});
+  ASSERT_NE(server, nullptr);
+  auto stub = server->NewStub();
+  Fill(*stub, "default", 4'000'000);
+  auto start = std::chrono::steady_clock::now();
+  std::string whole;
+  ASSERT_TRUE(Digest(*stub, "default", kLong, &whole).ok());
+  const double digest_seconds = SecondsSince(start);
+  ASSERT_GT(digest_seconds, 0.4) << "the model is too small to tell";
+  auto small_update = [&] {
+    v1::UpdateRequest request;
+    request.set_model("default");
+    v1::LabeledExample* le = request.add_examples();
+    le->set_label(1);
+    le->mutable_example()->add_namespaces()->set_name("f");
+    le->mutable_example()->mutable_namespaces(0)->add_features()->set_id(1);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kLong);
+    v1::UpdateResponse response;
+    return stub->Update(&context, request, &response);
+  };
+
+  // A short deadline: DEADLINE_EXCEEDED, and the worker is free soon after.
+  const grpc::Status late = Digest(*stub, "default", std::chrono::milliseconds(50));
+  EXPECT_EQ(late.error_code(), StatusCode::DEADLINE_EXCEEDED) << late.error_message();
+  start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(small_update().ok());
+  EXPECT_LT(SecondsSince(start), digest_seconds / 2)
+      << "the worker went on with a digest past its deadline (a whole one: " << digest_seconds
+      << " s)";
+
+  // With two workers, an Update on the model during a digest waits for the
+  // copy to begin only.
+  // (One worker: the Update would wait for the digest's worker.)
+  server->Stop();
+  server = Start({"--worker_threads=2", "--max_learners_per_model=1",
+                  "--max_features_per_example=65536", "--shutdown_grace_seconds=60"});
+  ASSERT_NE(server, nullptr);
+  stub = server->NewStub();
+  Fill(*stub, "default", 4'000'000);
+  {
+    std::future<grpc::Status> digest =
+        std::async(std::launch::async, [&] { return Digest(*stub, "default", kLong); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(small_update().ok());
+    const double update_seconds = SecondsSince(start);
+    start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(digest.get().ok());
+    // The Update ended well before the digest did.
+    EXPECT_GT(SecondsSince(start), update_seconds) << "the Update waited for the whole digest";
+  }
+
+  // SIGTERM during a digest without a deadline: the digest stops
+  // (UNAVAILABLE) and the server exits within half a digest's time.
+  std::future<grpc::Status> digest =
+      std::async(std::launch::async, [&] { return Digest(*stub, "default", kLong); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  start = std::chrono::steady_clock::now();
+  server->Signal(SIGTERM);
+  const auto exit = server->WaitForExit(std::chrono::seconds(120));
+  const double exit_seconds = SecondsSince(start);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->ToString(), "exit 0") << server->Output();
+  const grpc::Status stopped = digest.get();
+  EXPECT_EQ(stopped.error_code(), StatusCode::UNAVAILABLE) << stopped.error_message();
+  EXPECT_LT(exit_seconds, digest_seconds / 2 + 1.0) << server->Output();
 }
 
 // explain_top_k repeats each context feature's name in every candidate's

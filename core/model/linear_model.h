@@ -19,6 +19,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -330,6 +331,21 @@ class LinearModel final : public Model {
       return EncodeCoordinates(std::move(header_), std::move(shards_));
     }
 
+    absl::StatusOr<State> FinishUnless(const std::function<absl::Status()>& stop) override {
+      if (copy_on_write_) {
+        const int n = model_.store_.num_shards();
+        shards_.resize(static_cast<size_t>(n));
+        for (int s = 0; s < n; ++s) {
+          // The destructor ends the copy-on-write of a copy stopped here.
+          if (absl::Status st = stop(); !st.ok()) return st;
+          shards_[s] = model_.store_.CopyShard(s);
+        }
+        model_.store_.EndCopy();
+        copy_on_write_ = false;
+      }
+      return EncodeCoordinatesUnless(std::move(header_), std::move(shards_), stop);
+    }
+
    private:
     const LinearModel& model_;
     State header_;
@@ -354,6 +370,49 @@ class LinearModel final : public Model {
     for (const auto& [key, state] : all) {
       AppendBytes(&header.coordinates, key);
       AppendBytes(&header.coordinates, state);
+    }
+    return header;
+  }
+
+  // EncodeCoordinates in steps, asking `stop` between them: each shard is
+  // sorted alone, then the shards are merged (keys are distinct across
+  // shards, so the bytes are the same). Each step is bounded by a shard's
+  // size or StateCopy::kStopEvery coordinates.
+  static absl::StatusOr<State> EncodeCoordinatesUnless(State header,
+                                                       std::vector<Coordinates> shards,
+                                                       const std::function<absl::Status()>& stop) {
+    constexpr auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+    size_t total = 0;
+    for (Coordinates& shard : shards) {
+      if (absl::Status s = stop(); !s.ok()) return s;
+      std::sort(shard.begin(), shard.end(), by_key);
+      total += shard.size();
+    }
+    // A min-heap of (key, shard) over each shard's next coordinate.
+    std::vector<std::pair<uint64_t, size_t>> heap;
+    std::vector<size_t> next(shards.size(), 0);
+    for (size_t i = 0; i < shards.size(); ++i) {
+      if (!shards[i].empty()) heap.emplace_back(shards[i][0].first, i);
+    }
+    constexpr auto later = [](const auto& a, const auto& b) { return a.first > b.first; };
+    std::make_heap(heap.begin(), heap.end(), later);
+    header.coordinates.reserve(total * (sizeof(uint64_t) + sizeof(CoordinateState)));
+    for (size_t done = 0; !heap.empty(); ++done) {
+      if (done % StateCopy::kStopEvery == 0) {
+        if (absl::Status s = stop(); !s.ok()) return s;
+      }
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const size_t i = heap.back().second;
+      const auto& [key, state] = shards[i][next[i]];
+      AppendBytes(&header.coordinates, key);
+      AppendBytes(&header.coordinates, state);
+      if (++next[i] < shards[i].size()) {
+        heap.back().first = shards[i][next[i]].first;
+        std::push_heap(heap.begin(), heap.end(), later);
+      } else {
+        heap.pop_back();
+        Coordinates().swap(shards[i]);
+      }
     }
     return header;
   }

@@ -12,6 +12,7 @@
 #define CLICKD_CORE_MODEL_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -182,6 +183,18 @@ class Model {
     virtual void ReadShards() {}
     // Call once.
     virtual State Finish() = 0;
+    // ReadShards and Finish in steps, asking `stop` between them (each
+    // shard read, each shard sorted, every kStopEvery coordinates encoded):
+    // the first error it returns ends the copy and is returned. For work
+    // that must end at a deadline or at shutdown (GetModel's state_digest).
+    // Call once, instead of ReadShards and Finish. The default asks once,
+    // then finishes whole (a copy that is already whole, as a dense
+    // model's).
+    static constexpr size_t kStopEvery = 1 << 16;
+    virtual absl::StatusOr<State> FinishUnless(const std::function<absl::Status()>& stop) {
+      if (absl::Status s = stop(); !s.ok()) return s;
+      return Finish();
+    }
   };
   virtual std::unique_ptr<StateCopy> BeginStateCopy() const = 0;
 

@@ -1,7 +1,8 @@
 // Model::BeginStateCopy against ExportState, the plain reference: the same
 // bytes for every optimizer (per-coordinate, with a dense block, dense
-// models), and, with learning going on after the copy began (on this thread
-// or another, racing the copy's shard reads), exactly the state of a twin
+// models), the digest of a copy in steps (StateDigestUnless, for every
+// optimizer and with variants) against StateDigest, and, with learning going on after the copy
+// began (on this thread or another, racing the copy's shard reads), exactly the state of a twin
 // model that stopped learning at that moment.
 #include <random>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/model/serving.h"
+#include "core/model/state_digest.h"
 #include "core/persist/snapshot.h"
 #include "gtest/gtest.h"
 
@@ -163,6 +165,52 @@ TEST(StateCopy, ACopyDroppedUnfinishedLetsTheNextOneCopyOnWrite) {
   std::unique_ptr<Model::StateCopy> copy = model->BeginStateCopy();
   Learn(*model, examples, 200, 300);
   EXPECT_EQ(Bytes(*model, copy->Finish()), Bytes(*twin, twin->ExportState()));
+}
+
+// GetModel's state_digest: the digest of a copy, in steps, is the model's
+// StateDigest, also with variants; a stop ends it with the stop's error.
+TEST(StateCopy, DigestInStepsIsTheModelsDigest) {
+  std::vector<ModelConfig> configs = AllConfigs();
+  ModelConfig with_variants;
+  with_variants.num_shards = 4;
+  with_variants.variants.push_back({"ada", {}});
+  with_variants.variants.back().optimizer.type = OptimizerType::kAdagrad;
+  configs.push_back(with_variants);
+  const std::function<absl::Status()> never = [] { return absl::OkStatus(); };
+  for (const ModelConfig& config : configs) {
+    SCOPED_TRACE(OptimizerName(config));
+    auto model = *CreateModel(config);
+    const std::vector<Example> examples = Examples(config, 300, 5);
+    Learn(*model, examples, 0, examples.size());
+    std::unique_ptr<Model::StateCopy> copy = model->BeginStateCopy();
+    EXPECT_EQ(*StateDigestUnless(*copy, never), StateDigest(*model));
+  }
+}
+
+TEST(StateCopy, DigestInStepsStopsAtTheFirstErrorOfStop) {
+  ModelConfig config;
+  config.num_shards = 8;
+  auto model = *CreateModel(config);
+  const std::vector<Example> examples = Examples(config, 300, 6);
+  Learn(*model, examples, 0, examples.size());
+  const std::string whole = StateDigest(*model);
+  // Asked at least once per shard: stopping at each ask in turn ends the
+  // digest there, and the model's next copy copies on write again.
+  int asks = 0;
+  for (int stop_at = 1; stop_at <= 8; ++stop_at) {
+    int asked = 0;
+    std::unique_ptr<Model::StateCopy> copy = model->BeginStateCopy();
+    const absl::StatusOr<std::string> digest = StateDigestUnless(*copy, [&] {
+      return ++asked == stop_at ? absl::DeadlineExceededError("the deadline passed")
+                                : absl::OkStatus();
+    });
+    EXPECT_EQ(digest.status(), absl::DeadlineExceededError("the deadline passed")) << stop_at;
+    asks = asked;
+  }
+  EXPECT_EQ(asks, 8);
+  std::unique_ptr<Model::StateCopy> copy = model->BeginStateCopy();
+  Learn(*model, examples, 0, 10);  // copy-on-write: not in the copy
+  EXPECT_EQ(*StateDigestUnless(*copy, [] { return absl::OkStatus(); }), whole);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -249,6 +250,18 @@ class VariantCopy final : public Model::StateCopy {
     Model::State out = copies_.front()->Finish();
     for (size_t i = 1; i < copies_.size(); ++i) out.variants.push_back(copies_[i]->Finish());
     out.selection = std::move(selection_);
+    return out;
+  }
+
+  absl::StatusOr<Model::State> FinishUnless(const std::function<absl::Status()>& stop) override {
+    absl::StatusOr<Model::State> out = copies_.front()->FinishUnless(stop);
+    if (!out.ok()) return out.status();
+    for (size_t i = 1; i < copies_.size(); ++i) {
+      absl::StatusOr<Model::State> part = copies_[i]->FinishUnless(stop);
+      if (!part.ok()) return part.status();
+      out->variants.push_back(*std::move(part));
+    }
+    out->selection = std::move(selection_);
     return out;
   }
 

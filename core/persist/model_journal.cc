@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/base/call_deadline.h"
 #include "core/base/coding.h"
 #include "core/base/crc32c.h"
 #include "core/persist/batch_codec.h"
@@ -248,6 +249,10 @@ absl::Status ReplayLog(const std::string& dir, UpdateLog& log, Model* model, Fee
 
 }  // namespace
 
+absl::StatusOr<ModelConfig> ModelJournal::ReadConfig(Env* env, const std::string& dir) {
+  return ReadModelFile(env, dir);
+}
+
 absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
                                                         const JournalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -301,6 +306,8 @@ absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
   {
     MutexLock lock(&learn_mu_);
     if (absl::Status s = Writable(); !s.ok()) return s;
+    // Held behind another learner past the call's deadline: refused whole.
+    if (absl::Status s = CallDeadline::Check(); !s.ok()) return s;
     // What learning the batch allocates, before it is logged: a batch the
     // memory cannot take is refused here (std::bad_alloc, the caller's
     // RESOURCE_EXHAUSTED) and is not in the log, so a restart does not

@@ -112,6 +112,9 @@ class ModelJournal {
     RecoveryReport report;
   };
   static absl::StatusOr<Opened> Open(const std::string& dir, const JournalOptions& options);
+  // The config a model directory holds (its MODEL file), read without
+  // building the model: for a check before anything is allocated.
+  static absl::StatusOr<ModelConfig> ReadConfig(Env* env, const std::string& dir);
 
   // Logs and learns a validated batch, then waits for durability. Unavailable
   // if the log cannot take it (nothing is applied then) or cannot sync.

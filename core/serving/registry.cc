@@ -43,6 +43,17 @@ absl::StatusOr<std::vector<RecoveredModel>> ModelRegistry::Recover() {
   for (const std::string& name : *names) {
     const std::string dir = ModelDir(name);
     if (!env->FileExists(dir + "/MODEL")) continue;
+    if (limits_.admit_stored) {
+      // A MODEL file that cannot be read is reported by Open below.
+      auto config = ModelJournal::ReadConfig(env, dir);
+      if (config.ok()) {
+        if (absl::Status s = limits_.admit_stored(*config); !s.ok()) {
+          return absl::Status(s.code(),
+                              absl::StrCat("cannot restore model \"", name, "\" from ", dir, ": ",
+                                           s.message(), "; nothing was allocated for it"));
+        }
+      }
+    }
     auto opened = ModelJournal::Open(dir, JournalOptionsFor(name));
     if (!opened.ok()) {
       return absl::Status(opened.status().code(),

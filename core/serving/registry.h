@@ -51,6 +51,10 @@ struct RegistryLimits {
   // Create refuses a model beyond this many (ResourceExhausted). Recover
   // restores every model on disk regardless: they hold acknowledged data.
   size_t max_models = 256;
+  // If set, Recover asks it of each stored model's config before building
+  // the model, and fails (naming the model) with what it returns: a model
+  // whose fixed memory is over the server's bound is not allocated.
+  std::function<absl::Status(const ModelConfig&)> admit_stored;
 };
 
 // One model Recover restored, for the startup log and the metrics.

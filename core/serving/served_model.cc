@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/base/call_deadline.h"
 #include "core/base/quote.h"
 #include "core/optim/loss.h"
 #include "core/persist/batch_codec.h"
@@ -86,12 +87,15 @@ absl::StatusOr<std::vector<ScoredExample>> ServedModel::Learn(
   return scored;
 }
 
-std::vector<ScoredExample> ServedModel::LearnInTurn(absl::Span<const TrainingExample> batch) {
+absl::StatusOr<std::vector<ScoredExample>> ServedModel::LearnInTurn(
+    absl::Span<const TrainingExample> batch) {
   thread_local HashedBatch hashed;
   HashBatch(*model_, batch, &hashed);
   std::vector<ScoredExample> scored;
   {
     MutexLock turn(&learner_turn_mu_);
+    // Held behind another learner past the call's deadline: refused whole.
+    if (absl::Status s = CallDeadline::Check(); !s.ok()) return s;
     scored = LearnHashedBatch(*model_, batch, hashed);
   }
   ReleaseIfLarge(&hashed);

@@ -281,7 +281,7 @@ class ServedModel {
 
   // A memory-only model's Learn: hashes the batch, then learns it holding
   // learner_turn_mu_.
-  std::vector<ScoredExample> LearnInTurn(absl::Span<const TrainingExample> batch);
+  absl::StatusOr<std::vector<ScoredExample>> LearnInTurn(absl::Span<const TrainingExample> batch);
 
   const std::unique_ptr<Model> model_;
   const std::unique_ptr<ModelJournal> journal_;
