@@ -317,8 +317,9 @@ class ServedModel {
   // keep every step atomic) but for speed: steps interleaved example by
   // example moved every shard's lock and the hot coordinates between cores
   // at every step, so two callers learned slower than one; in turns, one
-  // learns while the other validates and hashes (docs/performance.md, "Two
-  // callers of the Update path").
+  // learns while the other validates and hashes
+  // (docs/archive/performance_training.md, "Two callers of the Update
+  // path").
   Mutex write_mu_;
   mutable Mutex feedback_counters_mu_;
   FeedbackCounters feedback_counters_ ABSL_GUARDED_BY(feedback_counters_mu_);
