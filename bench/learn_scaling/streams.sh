@@ -9,8 +9,12 @@
 # (--wire=keys, the form for speed; WIRE=features for Feature messages).
 # The clients share the two cores with the server: they cost about a tenth
 # of the server's CPU per example with keys, and more with messages.
+# Each model is measured unkeyed and keyed (every message with its own
+# idempotency_key, clickctl loadgen --idempotency_keys: the form
+# docs/replication.md asks clients to use); KEYING=unkeyed or KEYING=keyed
+# runs one.
 #
-#   bash scripts/build.sh release && bash bench/learn_scaling/streams.sh   # ~2 min
+#   bash scripts/build.sh release && bash bench/learn_scaling/streams.sh   # ~4 min
 #
 # Prints one line per measurement (examples/s of each stream and their sum)
 # with the load before it and the cores the phase kept busy (clickd's CPU
@@ -31,6 +35,7 @@ duration=${DURATION_S:-4}
 wire=${WIRE:-keys}
 sync=${SYNC:-none}
 models=${MODELS:-memory durable}
+keyings=${KEYING:-unkeyed keyed}
 source bench/lib/clickd_server.sh
 bench_setup streams.sh
 
@@ -39,7 +44,7 @@ bench_setup streams.sh
 stream() {
   /usr/bin/time -f "%U %S" -o "$3.cpu" "$clickctl" loadgen --server="$1" --json \
     --method=update_stream --batch_size=100 --candidate_features=40 --wire="$wire" \
-    --request_seed="$2" --warmup_s=1 --duration_s="$duration" | tail -1 > "$3"
+    --request_seed="$2" --warmup_s=1 --duration_s="$duration" "${key_flags[@]}" | tail -1 > "$3"
 }
 # The CPU seconds (user + sys) clickd has used so far.
 server_cpu() {
@@ -81,53 +86,59 @@ log_syncs() {
 
 echo "# two UpdateStreams, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $build, wire=$wire, durable sync=$sync"
 for model in $models; do
-  flags=()
-  if [[ $model == durable ]]; then
-    rm -rf "$dir/data"
-    flags+=(--data_dir="$dir/data" --update_log_sync="$sync")
-  fi
-  metrics_port=$(free_port)
-  # shellcheck disable=SC2086  # CLICKD_FLAGS: more flags, split on spaces
-  start_clickd "${flags[@]}" --metrics_port="$metrics_port" ${CLICKD_FLAGS:-}
-  one=()
-  two=()
-  ceilings=()
-  for rep in $(seq "$repeats"); do
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    c0=$(server_cpu) t0=$(now) s0=$(metric "$syncs") e0=$(metric clickd_model_updates)
-    stream "$server" $((100 + rep)) "$dir/a.json"
-    c1=$(server_cpu) t1=$(now)
-    r1=$(rate_of "$dir/a.json")
-    busy1=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/a.json.cpu")
-    echo "$model rep $rep: 1 stream  $r1 examples/s (load $load; busy: server + client $busy1)" \
-      "$(log_syncs "$s0" "$e0")"
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    c0=$(server_cpu) t0=$(now) s0=$(metric "$syncs") e0=$(metric clickd_model_updates)
-    stream "$server" $((200 + rep)) "$dir/b.json" &
-    first=$!
-    stream "$server" $((300 + rep)) "$dir/c.json"
-    wait "$first"
-    c1=$(server_cpu) t1=$(now)
-    rb=$(rate_of "$dir/b.json")
-    rc=$(rate_of "$dir/c.json")
-    busy2=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/b.json.cpu" "$dir/c.json.cpu")
-    echo "$model rep $rep: 2 streams $rb + $rc = $((rb + rc)) examples/s (load $load; busy:" \
-      "server + clients $busy2) $(log_syncs "$s0" "$e0")"
-    one+=("$r1")
-    two+=($((rb + rc)))
-    # What this machine allows: the cores the clients leave, over the cores
-    # the server kept busy for one stream (each example costing the server
-    # as much CPU with two streams as with one).
-    ceilings+=("$(awk -v n="$(nproc)" -v one="$busy1" -v two="$busy2" 'BEGIN {
-      split(one, a, " "); split(two, b, " "); printf "%.2f", (n - b[3]) / a[1] }')")
+for keying in $keyings; do
+    key_flags=()
+    [[ $keying == keyed ]] && key_flags+=(--idempotency_keys)
+    label=$model
+    [[ $keying == keyed ]] && label="$model keyed"
+    flags=()
+    if [[ $model == durable ]]; then
+      rm -rf "$dir/data"
+      flags+=(--data_dir="$dir/data" --update_log_sync="$sync")
+    fi
+    metrics_port=$(free_port)
+    # shellcheck disable=SC2086  # CLICKD_FLAGS: more flags, split on spaces
+    start_clickd "${flags[@]}" --metrics_port="$metrics_port" ${CLICKD_FLAGS:-}
+    one=()
+    two=()
+    ceilings=()
+    for rep in $(seq "$repeats"); do
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      c0=$(server_cpu) t0=$(now) s0=$(metric "$syncs") e0=$(metric clickd_model_updates)
+      stream "$server" $((100 + rep)) "$dir/a.json"
+      c1=$(server_cpu) t1=$(now)
+      r1=$(rate_of "$dir/a.json")
+      busy1=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/a.json.cpu")
+      echo "$label rep $rep: 1 stream  $r1 examples/s (load $load; busy: server + client $busy1)" \
+        "$(log_syncs "$s0" "$e0")"
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      c0=$(server_cpu) t0=$(now) s0=$(metric "$syncs") e0=$(metric clickd_model_updates)
+      stream "$server" $((200 + rep)) "$dir/b.json" &
+      first=$!
+      stream "$server" $((300 + rep)) "$dir/c.json"
+      wait "$first"
+      c1=$(server_cpu) t1=$(now)
+      rb=$(rate_of "$dir/b.json")
+      rc=$(rate_of "$dir/c.json")
+      busy2=$(busy "$c0" "$c1" "$t0" "$t1" "$dir/b.json.cpu" "$dir/c.json.cpu")
+      echo "$label rep $rep: 2 streams $rb + $rc = $((rb + rc)) examples/s (load $load; busy:" \
+        "server + clients $busy2) $(log_syncs "$s0" "$e0")"
+      one+=("$r1")
+      two+=($((rb + rc)))
+      # What this machine allows: the cores the clients leave, over the cores
+      # the server kept busy for one stream (each example costing the server
+      # as much CPU with two streams as with one).
+      ceilings+=("$(awk -v n="$(nproc)" -v one="$busy1" -v two="$busy2" 'BEGIN {
+        split(one, a, " "); split(two, b, " "); printf "%.2f", (n - b[3]) / a[1] }')")
+    done
+    stop_clickd
+    ratios=""
+    bounds=""
+    for i in "${!one[@]}"; do
+      ratios+=" $(python3 -c "print(f'{${two[$i]} / ${one[$i]}:.2f}x')")"
+      bounds+=" ${ceilings[$i]}x"
+    done
+    echo "$label: 2 streams / 1 stream:$ratios"
+    echo "$label: the CPU ceiling of that ratio (CPUs the clients leave / server cores of 1 stream):$bounds"
   done
-  stop_clickd
-  ratios=""
-  bounds=""
-  for i in "${!one[@]}"; do
-    ratios+=" $(python3 -c "print(f'{${two[$i]} / ${one[$i]}:.2f}x')")"
-    bounds+=" ${ceilings[$i]}x"
-  done
-  echo "$model: 2 streams / 1 stream:$ratios"
-  echo "$model: the CPU ceiling of that ratio (CPUs the clients leave / server cores of 1 stream):$bounds"
 done

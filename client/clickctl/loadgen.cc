@@ -39,6 +39,9 @@ ABSL_FLAG(std::string, wire, "features",
           "loadgen: how requests carry features: features (a Feature message each) | packed "
           "(packed names, or ids with --feature_ids) | keys (packed keys hashed here with the "
           "model's seed, read by GetModel)");
+ABSL_FLAG(bool, idempotency_keys, false,
+          "loadgen --method=update_stream: give every message its own idempotency key "
+          "(loadgen-<request_seed>-<i>), to measure keyed updates");
 ABSL_DECLARE_FLAG(std::string, candidates);  // network_commands.cc
 ABSL_DECLARE_FLAG(int, batch_size);          // server_replay.cc
 ABSL_DECLARE_FLAG(bool, log_impressions);    // network_commands.cc
@@ -86,6 +89,7 @@ std::set<std::string> UsedFlags(const std::string& method) {
     used.insert(method == "update_stream" ? "batch_size" : "candidates");
   }
   if (method == "predict") used.insert("log_impressions");
+  if (method != "update_stream") used.erase("idempotency_keys");
   return used;
 }
 
@@ -181,6 +185,10 @@ absl::StatusOr<Plan> PlanFromFlags() {
   auto deadline = DeadlineFromFlags(kCallDeadline);
   if (!deadline.ok()) return deadline.status();
   plan.load.deadline = *deadline;
+  if (absl::GetFlag(FLAGS_idempotency_keys)) {
+    plan.load.idempotency_key_prefix =
+        absl::StrCat("loadgen-", absl::GetFlag(FLAGS_request_seed), "-");
+  }
   return plan;
 }
 

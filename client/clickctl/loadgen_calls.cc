@@ -177,7 +177,7 @@ std::unique_ptr<CallIssuer> NewHealthIssuer(std::shared_ptr<grpc::Channel> chann
 }
 
 LoadResult RunUpdateStream(const std::shared_ptr<grpc::Channel>& channel,
-                           const std::vector<v1::UpdateRequest>& pool, const LoadOptions& options) {
+                           std::vector<v1::UpdateRequest> pool, const LoadOptions& options) {
   auto stub = v1::Clickd::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(
@@ -206,7 +206,10 @@ LoadResult RunUpdateStream(const std::shared_ptr<grpc::Channel>& channel,
     }
     const int64_t before = NowNanos();
     if (before >= end) break;
-    const v1::UpdateRequest& request = pool[i % pool.size()];
+    v1::UpdateRequest& request = pool[i % pool.size()];
+    if (!options.idempotency_key_prefix.empty()) {
+      request.set_idempotency_key(absl::StrCat(options.idempotency_key_prefix, i));
+    }
     if (!writer->Write(request)) break;
     if (before >= warm_end) {
       write_time.Record(NowNanos() - before);

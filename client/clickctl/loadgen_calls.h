@@ -43,9 +43,11 @@ std::unique_ptr<CallIssuer> NewHealthIssuer(std::shared_ptr<grpc::Channel> chann
 // their examples (when the stream succeeds), latency how long each measured
 // Write blocked under flow control (not a server latency); seconds runs from
 // the end of the warmup until the summary arrived. A failed stream is one
-// error of its code. concurrency and target_qps are ignored.
+// error of its code. concurrency and target_qps are ignored. With
+// options.idempotency_key_prefix, message i carries the key prefix + i (a
+// copy of the pool is why it is taken by value).
 LoadResult RunUpdateStream(const std::shared_ptr<grpc::Channel>& channel,
-                           const std::vector<v1::UpdateRequest>& pool, const LoadOptions& options);
+                           std::vector<v1::UpdateRequest> pool, const LoadOptions& options);
 
 // The examples one UpdateRequest teaches.
 uint64_t ExamplesIn(const v1::UpdateRequest& request);

@@ -65,6 +65,8 @@ struct LoadOptions {
   // Open loop: at most this many calls in flight; a send waits for a slot
   // (its latency still counts from its due time).
   int64_t max_in_flight = 10'000;
+  // update_stream: when set, message i carries idempotency key prefix + i.
+  std::string idempotency_key_prefix;
 };
 
 struct LoadResult {

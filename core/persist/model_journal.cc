@@ -296,43 +296,25 @@ absl::StatusOr<ModelJournal::Opened> ModelJournal::Open(const std::string& dir,
 
 absl::StatusOr<std::vector<ScoredExample>> ModelJournal::Learn(
     Model& model, absl::Span<const TrainingExample> batch) {
+  // Encoded and hashed before the learn lock: only the log's order and the
+  // steps need it.
   std::string record;
   EncodeBatch(batch, &record);
-  // Hashed before the learn lock: only the log's order and the steps need it.
   thread_local HashedBatch hashed;
   HashBatch(model, batch, &hashed);
-  uint64_t sequence = 0;
   std::vector<ScoredExample> scored;
-  {
-    MutexLock lock(&learn_mu_);
-    if (absl::Status s = Writable(); !s.ok()) return s;
-    // Held behind another learner past the call's deadline: refused whole.
-    if (absl::Status s = CallDeadline::Check(); !s.ok()) return s;
-    // What learning the batch allocates, before it is logged: a batch the
-    // memory cannot take is refused here (std::bad_alloc, the caller's
-    // RESOURCE_EXHAUSTED) and is not in the log, so a restart does not
-    // learn it either.
-    model.ReserveFor(hashed.features);
-    scored.reserve(batch.size());
-    auto appended = log_->Append(record);
-    if (!appended.ok()) return appended.status();
-    sequence = *appended;
-    try {
-      scored = LearnHashedBatch(model, batch, hashed);
-    } catch (const std::bad_alloc&) {
-      return Broken(sequence);
-    }
-    MutexLock syncing(&syncing_mu_);
-    ++syncing_;
-  }
+  const absl::Status committed = Commit(
+      [&]() -> absl::StatusOr<std::string> {
+        // What learning the batch allocates, before it is logged: a batch
+        // the memory cannot take is refused here (std::bad_alloc, the
+        // caller's RESOURCE_EXHAUSTED) and is not in the log, so a restart
+        // does not learn it either.
+        model.ReserveFor(hashed.features);
+        return std::move(record);
+      },
+      [&] { scored = LearnHashedBatch(model, batch, hashed); });
   ReleaseIfLarge(&hashed);
-  // Outside the learn lock: concurrent learners share one sync.
-  const absl::Status durable = log_->WaitDurable(sequence);
-  {
-    MutexLock syncing(&syncing_mu_);
-    if (--syncing_ == 0) syncing_done_.SignalAll();
-  }
-  if (!durable.ok()) return durable;
+  if (!committed.ok()) return committed;
   return scored;
 }
 
@@ -365,6 +347,9 @@ absl::Status ModelJournal::Commit(absl::FunctionRef<absl::StatusOr<std::string>(
   {
     MutexLock lock(&learn_mu_);
     if (absl::Status s = Writable(); !s.ok()) return s;
+    // Held behind another learner past the call's deadline: refused whole,
+    // before it is logged (core/base/call_deadline.h).
+    if (absl::Status s = CallDeadline::Check(); !s.ok()) return s;
     absl::StatusOr<std::string> record = prepare();
     if (!record.ok()) return record.status();
     auto appended = log_->Append(*record);

@@ -7,8 +7,8 @@
 // The update log is any UpdateLog (JournalOptions::open_log); the file
 // layout above is the default, FileUpdateLog's.
 //
-// Learn appends a batch to the log, applies it, then waits for the sync mode
-// before the caller acknowledges. Appending and applying happen under one
+// Commit appends a record to the log, applies it, then waits for the sync
+// mode before the caller acknowledges. Appending and applying happen under one
 // lock so that the log's order is the order of application, and a snapshot
 // begun under that lock is exactly "every record up to its sequence": a
 // restart (newest valid snapshot + replay of the records after it) rebuilds
@@ -116,17 +116,22 @@ class ModelJournal {
   // building the model: for a check before anything is allocated.
   static absl::StatusOr<ModelConfig> ReadConfig(Env* env, const std::string& dir);
 
-  // Logs and learns a validated batch, then waits for durability. Unavailable
-  // if the log cannot take it (nothing is applied then) or cannot sync.
-  absl::StatusOr<std::vector<ScoredExample>> Learn(Model& model,
-                                                   absl::Span<const TrainingExample> batch);
-
-  // Logs and applies one record of the impression-to-click loop, as Learn
-  // does a batch: under the learn lock, `prepare` returns the record's bytes
-  // (an error logs and applies nothing), the record is appended, `apply`
-  // applies it; then the durability wait. Unavailable as Learn.
+  // Logs and applies one record, the journal's one write: under the learn
+  // lock, `prepare` returns the record's bytes (an error logs and applies
+  // nothing; work that needs no lock, such as encoding and hashing, belongs
+  // before the call), the record is appended, `apply` applies it; then,
+  // outside the lock, the wait for durability, which concurrent writers
+  // share. Unavailable if the log cannot take the record (nothing is
+  // applied then) or cannot sync; an allocation failure in `apply` marks
+  // the model broken (Unavailable until a restart).
   absl::Status Commit(absl::FunctionRef<absl::StatusOr<std::string>()> prepare,
                       absl::FunctionRef<void()> apply);
+
+  // Logs and learns a validated batch through Commit (for a journal used
+  // without a ServedModel: tests and benchmarks; the server's updates take
+  // ServedModel's learning path, which calls Commit itself).
+  absl::StatusOr<std::vector<ScoredExample>> Learn(Model& model,
+                                                   absl::Span<const TrainingExample> batch);
 
   // Writes a snapshot of `model` (and its loop and its idempotency window,
   // each may be null, and its calibration's bytes, kept only when its config

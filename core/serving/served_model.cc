@@ -78,28 +78,22 @@ void ServedModel::RefreshStats() {
 
 absl::StatusOr<std::vector<ScoredExample>> ServedModel::Learn(
     absl::Span<const TrainingExample> batch) {
-  absl::StatusOr<std::vector<ScoredExample>> scored =
-      journal_ != nullptr ? journal_->Learn(*model_, batch) : LearnInTurn(batch);
-  if (scored.ok()) {
-    RecordProgressive(*scored);
-    RefreshStats();
-  }
-  return scored;
+  absl::StatusOr<KeyedLearn> learned = LearnBatch(batch, "", 0, /*replicated=*/false);
+  if (!learned.ok()) return learned.status();
+  return std::move(learned->scored);
 }
 
-absl::StatusOr<std::vector<ScoredExample>> ServedModel::LearnInTurn(
-    absl::Span<const TrainingExample> batch) {
-  thread_local HashedBatch hashed;
-  HashBatch(*model_, batch, &hashed);
-  std::vector<ScoredExample> scored;
-  {
-    MutexLock turn(&learner_turn_mu_);
-    // Held behind another learner past the call's deadline: refused whole.
-    if (absl::Status s = CallDeadline::Check(); !s.ok()) return s;
-    scored = LearnHashedBatch(*model_, batch, hashed);
-  }
-  ReleaseIfLarge(&hashed);
-  return scored;
+absl::Status ServedModel::Commit(absl::FunctionRef<absl::StatusOr<std::string>()> prepare,
+                                 absl::FunctionRef<void()> apply) {
+  if (journal_ != nullptr) return journal_->Commit(prepare, apply);
+  MutexLock lock(&write_mu_);
+  // Held behind another learner past the call's deadline: refused whole
+  // (core/base/call_deadline.h), as the journal does.
+  if (absl::Status s = CallDeadline::Check(); !s.ok()) return s;
+  absl::StatusOr<std::string> prepared = prepare();
+  if (!prepared.ok()) return prepared.status();
+  apply();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SnapshotReport> ServedModel::Snapshot(BackgroundThread* background) {
@@ -229,17 +223,9 @@ absl::StatusOr<uint64_t> ServedModel::LogImpressions(
     return record;
   };
   auto apply = [&] { applied = feedback_->ApplyImpressions(*model_, now, first, impressions); };
-  absl::Status committed;
-  if (journal_ != nullptr) {
-    // The journal's learn lock orders this record with every other; the
-    // durability wait runs outside it, shared by concurrent callers.
-    committed = journal_->Commit(prepare, apply);
-  } else {
-    MutexLock lock(&feedback_mu_);
-    absl::StatusOr<std::string> prepared = prepare();
-    committed = prepared.status();
-    if (committed.ok()) apply();
-  }
+  // The ids are reserved under the write lock, which orders this record
+  // with every other: the record is encoded there too.
+  const absl::Status committed = Commit(prepare, apply);
   if (!committed.ok()) {
     if (full) RecordRefusedImpressions(impressions.size());
     return committed;
@@ -265,33 +251,28 @@ absl::Status Duplicate() { return absl::AlreadyExistsError("idempotency key seen
 }  // namespace
 
 absl::Status ServedModel::CommitKeyed(std::string_view key, std::string_view window_key,
-                                      int64_t now, absl::FunctionRef<std::string()> encode,
+                                      int64_t now, std::string record, bool replicated,
+                                      absl::FunctionRef<void()> admit,
                                       absl::FunctionRef<void()> apply, bool* duplicate) {
   *duplicate = false;
+  if (journal_ != nullptr && !key.empty()) {
+    std::string keyed;
+    EncodeKeyed(now, key, record, &keyed);
+    record = std::move(keyed);
+  }
   auto prepare = [&]() -> absl::StatusOr<std::string> {
-    if (!key.empty() && idempotency_->Contains(window_key, now)) {
+    if (!key.empty() && !replicated && idempotency_->Contains(window_key, now)) {
       *duplicate = true;
       return Duplicate();
     }
-    if (journal_ == nullptr) return std::string();
-    if (key.empty()) return encode();
-    std::string keyed;
-    EncodeKeyed(now, key, encode(), &keyed);
-    return keyed;
+    admit();
+    return std::move(record);
   };
   auto keyed_apply = [&] {
     if (!key.empty()) idempotency_->Insert(window_key, now);
     apply();
   };
-  absl::Status committed;
-  if (journal_ != nullptr) {
-    committed = journal_->Commit(prepare, keyed_apply);
-  } else {
-    MutexLock lock(&keyed_mu_);
-    absl::StatusOr<std::string> prepared = prepare();
-    committed = prepared.status();
-    if (committed.ok()) keyed_apply();
-  }
+  const absl::Status committed = Commit(prepare, keyed_apply);
   return *duplicate ? absl::OkStatus() : committed;
 }
 
@@ -299,24 +280,19 @@ absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
     absl::Span<const FeedbackItem> items, std::string_view idempotency_key, bool* duplicate) {
   if (feedback_ == nullptr) return NoFeedbackLoopError(name());
   const int64_t now = wall_clock_();
-  FeedbackApplied applied;
-  auto encode = [&] {
+  std::string record;
+  if (journal_ != nullptr) {
     FeedbackRecord logged;
     logged.time_us = now;
     logged.items.assign(items.begin(), items.end());
-    std::string record;
     EncodeFeedback(logged, &record);
-    return record;
-  };
+  }
+  FeedbackApplied applied;
   auto apply = [&] { applied = feedback_->ApplyFeedback(*model_, now, items); };
   const std::string window_key = IdempotencyWindow::FeedbackKey(idempotency_key);
-  absl::Status committed;
-  if (journal_ != nullptr) {
-    committed = CommitKeyed(idempotency_key, window_key, now, encode, apply, duplicate);
-  } else {
-    MutexLock lock(&feedback_mu_);
-    committed = CommitKeyed(idempotency_key, window_key, now, encode, apply, duplicate);
-  }
+  const absl::Status committed = CommitKeyed(
+      idempotency_key, window_key, now, std::move(record),
+      /*replicated=*/false, [] {}, apply, duplicate);
   if (!committed.ok()) return committed;
   if (*duplicate) return std::vector<JoinOutcome>();
   RecordFeedback(applied);
@@ -325,27 +301,26 @@ absl::StatusOr<std::vector<JoinOutcome>> ServedModel::ApplyFeedback(
 
 absl::StatusOr<ServedModel::KeyedLearn> ServedModel::Learn(absl::Span<const TrainingExample> batch,
                                                            std::string_view idempotency_key) {
-  KeyedLearn out;
-  if (idempotency_key.empty()) {
-    auto scored = Learn(batch);
-    if (!scored.ok()) return scored.status();
-    out.scored = *std::move(scored);
-    return out;
-  }
-  const int64_t now = wall_clock_();
+  const int64_t now = idempotency_key.empty() ? 0 : wall_clock_();
+  return LearnBatch(batch, idempotency_key, now, /*replicated=*/false);
+}
+
+absl::StatusOr<ServedModel::KeyedLearn> ServedModel::LearnBatch(
+    absl::Span<const TrainingExample> batch, std::string_view key, int64_t now, bool replicated) {
+  // Before the write lock: only the log's order and the steps need it.
   thread_local HashedBatch hashed;
   HashBatch(*model_, batch, &hashed);
+  std::string record;
+  if (journal_ != nullptr) EncodeBatch(batch, &record);
+  KeyedLearn out;
   // Under the journal's learn lock, before the record is appended: the
   // room learning it needs (ModelJournal::Learn says why).
-  auto encode = [&] {
-    model_->ReserveFor(hashed.features);
-    std::string record;
-    EncodeBatch(batch, &record);
-    return record;
+  auto admit = [&] {
+    if (journal_ != nullptr) model_->ReserveFor(hashed.features);
   };
   auto apply = [&] { out.scored = LearnHashedBatch(*model_, batch, hashed); };
-  absl::Status committed =
-      CommitKeyed(idempotency_key, idempotency_key, now, encode, apply, &out.duplicate);
+  const absl::Status committed =
+      CommitKeyed(key, key, now, std::move(record), replicated, admit, apply, &out.duplicate);
   ReleaseIfLarge(&hashed);
   if (!committed.ok()) return committed;
   if (!out.duplicate) {
@@ -371,23 +346,37 @@ absl::StatusOr<AppliedRecord> ServedModel::ApplyReplicated(std::string_view reco
                      " has its own update log: only a replica's memory-only models apply records "
                      "of the replicated log"));
   }
+  // A batch, keyed or not, takes the learning path every update takes. A
+  // keyed record's key is a source position (a Kafka batch,
+  // Replica::LearnAt) or a client's key the writer checked: it goes into
+  // the window, as a restart's replay puts it there.
+  std::string_view inner = record;
+  absl::StatusOr<KeyedRecord> keyed = KeyedRecord{};
+  if (ClassifyPayload(record) == PayloadKind::kKeyed) {
+    keyed = DecodeKeyed(record);
+    if (!keyed.ok()) return keyed.status();
+    inner = keyed->inner;
+  }
+  if (ClassifyPayload(inner) == PayloadKind::kBatch) {
+    absl::StatusOr<DecodedBatch> decoded = DecodeBatch(inner);
+    if (!decoded.ok()) return decoded.status();
+    absl::StatusOr<KeyedLearn> learned =
+        LearnBatch(decoded->batch, keyed->key, keyed->time_us, /*replicated=*/true);
+    if (!learned.ok()) return learned.status();
+    AppliedRecord applied;
+    applied.kind = PayloadKind::kBatch;
+    applied.scored = std::move(learned->scored);
+    return applied;
+  }
+  // A record of the loop, under the same write lock as LogImpressions and
+  // ApplyFeedback (which a replica does not call, but a test may).
   absl::StatusOr<AppliedRecord> applied;
-  {
-    // Orders the loop's records with LogImpressions and ApplyFeedback
-    // (which a replica does not call, but a test may).
-    MutexLock lock(&feedback_mu_);
-    // A keyed record's key is a source position (a Kafka batch,
-    // Replica::LearnAt): it goes into the window, as a restart's replay
-    // puts it there.
-    applied = ApplyLoggedRecord(record, *model_, feedback_.get(), idempotency_.get());
-  }
+  const absl::Status committed = Commit(
+      []() -> absl::StatusOr<std::string> { return ""; },
+      [&] { applied = ApplyLoggedRecord(record, *model_, feedback_.get(), idempotency_.get()); });
+  if (!committed.ok()) return committed;
   if (!applied.ok()) return applied;
-  if (applied->kind == PayloadKind::kBatch) {
-    RecordProgressive(applied->scored);
-    RefreshStats();
-  } else {
-    RecordFeedback(applied->feedback);
-  }
+  RecordFeedback(applied->feedback);
   return applied;
 }
 

@@ -4,9 +4,12 @@
 // of every example it has learned while serving (over its lifetime and over
 // a recent window) and counters for monitoring.
 //
-// Thread safety: safe for concurrent access. Learning and snapshots
-// synchronize in the journal and the model; the metrics and the snapshot
-// statistics are guarded by their own locks, held only to add or read.
+// Thread safety: safe for concurrent access. Every change of the model
+// (a batch, keyed or not, local or replicated; a record of the loop) takes
+// one write lock per model: its journal's learn lock when durable,
+// write_mu_ otherwise (docs/architecture.md, "The learning path"). The
+// metrics and the snapshot statistics are guarded by their own locks, held
+// only to add or read.
 #ifndef CLICKD_CORE_SERVING_SERVED_MODEL_H_
 #define CLICKD_CORE_SERVING_SERVED_MODEL_H_
 
@@ -127,10 +130,11 @@ class ServedModel {
   const Model& model() const { return *model_; }
   const std::string& name() const { return model_->config().name; }
 
-  // Learns a validated batch: through the journal when durable (logged
-  // first, acknowledged once durable per the sync mode; Unavailable, with
-  // nothing applied, when the log cannot take it), then records the
-  // pre-update scores in the progressive metrics and returns them.
+  // Learns a validated batch: logged first when durable (acknowledged once
+  // durable per the sync mode; Unavailable, with nothing applied, when the
+  // log cannot take it), then records the pre-update scores in the
+  // progressive metrics and returns them. The keyed Learn below without a
+  // key: every batch takes LearnBatch.
   absl::StatusOr<std::vector<ScoredExample>> Learn(absl::Span<const TrainingExample> batch);
 
   // --- The impression-to-click loop (null feedback(): not configured) ---
@@ -163,7 +167,8 @@ class ServedModel {
   // effects as the writing calls above do. The replica's applier is the
   // model's one writer. DataLoss for a record that does not decode or
   // belongs to no loop; ResourceExhausted, changing nothing, for
-  // impressions the join buffer cannot take.
+  // impressions the join buffer cannot take. A batch (keyed or not) is
+  // decoded here and learned by LearnBatch, as a local update is.
   absl::StatusOr<AppliedRecord> ApplyReplicated(std::string_view record);
 
   FeedbackCounters feedback_counters() const;
@@ -266,22 +271,36 @@ class ServedModel {
   uint64_t update_examples() const { return update_examples_.load(std::memory_order_relaxed); }
 
  private:
-  // Logs (when durable) and applies a record under `key` (may be empty):
-  // under the journal's lock, or keyed_mu_, a key seen within the window
-  // (as `window_key`: the key in its record kind's space) sets *duplicate
-  // and nothing is logged or applied; otherwise the key is remembered with
-  // the record. `encode` gives the unkeyed record's bytes.
+  // The model's one write: under its write lock (the journal's learn lock
+  // when durable, write_mu_ otherwise) `prepare` gives the record (an error
+  // stops the write), the journal appends it when durable, `apply` applies
+  // it; a durable model's wait for durability follows, outside the lock.
+  // Work that needs no lock (hashing, encoding) is done before the call.
+  absl::Status Commit(absl::FunctionRef<absl::StatusOr<std::string>()> prepare,
+                      absl::FunctionRef<void()> apply);
+
+  // Commit under an idempotency key `key` (may be empty) at `now`: under
+  // the lock a key seen within the window (as `window_key`: the key in its
+  // record kind's space) sets *duplicate and nothing is logged or applied
+  // (a `replicated` record's key was checked by its writer: it is only
+  // remembered); otherwise `admit` runs (what must precede the append),
+  // the key is remembered and `apply` runs. `record`: the unkeyed record's
+  // bytes (empty for a memory-only model), wrapped with the key here,
+  // before the lock.
   absl::Status CommitKeyed(std::string_view key, std::string_view window_key, int64_t now,
-                           absl::FunctionRef<std::string()> encode, absl::FunctionRef<void()> apply,
-                           bool* duplicate);
+                           std::string record, bool replicated, absl::FunctionRef<void()> admit,
+                           absl::FunctionRef<void()> apply, bool* duplicate);
+
+  // The learning path: every batch, keyed or not, local or replicated,
+  // memory-only or durable. Hashed (and encoded, when durable) before the
+  // lock, learned under it through CommitKeyed, then recorded in the
+  // progressive metrics and the statistics.
+  absl::StatusOr<KeyedLearn> LearnBatch(absl::Span<const TrainingExample> batch,
+                                        std::string_view key, int64_t now, bool replicated);
 
   // Publishes model_->Stats() unless a later learner has already published
   // newer figures (learners may finish out of order).
   void RefreshStats();
-
-  // A memory-only model's Learn: hashes the batch, then learns it holding
-  // learner_turn_mu_.
-  absl::StatusOr<std::vector<ScoredExample>> LearnInTurn(absl::Span<const TrainingExample> batch);
 
   const std::unique_ptr<Model> model_;
   const std::unique_ptr<ModelJournal> journal_;
@@ -291,21 +310,17 @@ class ServedModel {
   const WallClockMicros wall_clock_;
   const std::unique_ptr<FeedbackLoop> feedback_;
   const std::unique_ptr<IdempotencyWindow> idempotency_;
-  // Learners of a memory-only model take turns batch by batch (a durable
-  // one's take turns under the journal's learn lock). Not for correctness:
-  // the shard locks keep every step atomic. For speed: steps interleaved
-  // example by example moved every shard's lock and the hot coordinates
-  // between cores at every step, so two callers learned slower than one;
-  // in turns, one learns while the other validates and hashes.
-  // (docs/performance.md, "Two callers of the Update path".)
-  Mutex learner_turn_mu_;
-  // Serializes a keyed request's check, insert and learning in a
-  // memory-only model (a durable one's are under its journal's lock).
-  Mutex keyed_mu_;
-  // Serializes the loop's records of a memory-only model (a durable one's
-  // are serialized by its journal's learn lock, never held across the
-  // durability wait), so that ids are given in apply order.
-  Mutex feedback_mu_;
+  // A memory-only model's write lock (a durable one's is its journal's
+  // learn lock, never held across the durability wait). It orders the
+  // idempotency check with the insert and the loop's records with their
+  // ids. For learning it is not needed for correctness (the shard locks
+  // keep every step atomic) but for speed: steps interleaved example by
+  // example moved every shard's lock and the hot coordinates between cores
+  // at every step, so two callers learned slower than one; in turns, one
+  // learns while the other validates and hashes
+  // (docs/archive/performance_training.md, "Two callers of the Update
+  // path").
+  Mutex write_mu_;
   mutable Mutex feedback_counters_mu_;
   FeedbackCounters feedback_counters_ ABSL_GUARDED_BY(feedback_counters_mu_);
   std::atomic<uint64_t> predictions_{0};
