@@ -261,6 +261,25 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
       c.kafka.format = *format;
     }
   }
+  if (p.has_factorization()) {
+    const v1::Factorization& f = p.factorization();
+    FactorizationConfig& out = c.factorization;
+    if (absl::Status s = ParseFactorizationKind(f.kind().empty() ? "none" : f.kind(), &out.kind);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+    }
+    // Out-of-range values are reported as sent.
+    if (f.has_dim() && f.dim() > static_cast<uint32_t>(kMaxFactorDim)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.factorization.dim is ", f.dim(), "; must be in 1..", kMaxFactorDim));
+    }
+    if (f.has_dim()) out.dim = static_cast<int>(f.dim());
+    out.fields.assign(f.fields().begin(), f.fields().end());
+    Override(f.has_init_scale(), f.init_scale(), &out.init_scale);
+    out.init_seed = f.init_seed();
+    Override(f.has_eta(), f.eta(), &out.eta);
+    Override(f.has_l2(), f.l2(), &out.l2);
+  }
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
   }
@@ -299,6 +318,17 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     k->set_security_protocol(c.kafka.security_protocol);
     k->set_ssl_ca_location(c.kafka.ssl_ca_location);
     k->set_dead_letter_topic(c.kafka.dead_letter_topic);
+  }
+  if (c.factorization.enabled()) {
+    const FactorizationConfig& f = c.factorization;
+    v1::Factorization* out = p.mutable_factorization();
+    out->set_kind(std::string(FactorizationKindName(f.kind)));
+    out->set_dim(static_cast<uint32_t>(f.dim));
+    for (const std::string& name : f.fields) out->add_fields(name);
+    out->set_init_scale(f.init_scale);
+    out->set_init_seed(f.init_seed);
+    out->set_eta(f.eta);
+    out->set_l2(f.l2);
   }
   if (c.calibration.enabled) {
     p.mutable_calibration()->set_enabled(true);

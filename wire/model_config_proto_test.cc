@@ -192,3 +192,42 @@ TEST(Convert, InvalidConfigsNameTheField) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+TEST(Convert, FactorizationRoundTripsAndIsCheckedByName) {
+  v1::ModelConfig p;
+  p.set_name("ctr");
+  v1::Factorization* f = p.mutable_factorization();
+  f->set_kind("ffm");
+  f->add_fields("user");
+  f->add_fields("ad");
+  auto c = ToModelConfig(p);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->factorization.kind, FactorizationConfig::Kind::kFfm);
+  EXPECT_EQ(c->factorization.dim, 4);
+  EXPECT_EQ(c->factorization.eta, 0.2);
+  const v1::ModelConfig back = ModelConfigToProto(*c);
+  EXPECT_EQ(back.factorization().kind(), "ffm");
+  EXPECT_EQ(back.factorization().dim(), 4u);
+  auto again = ToModelConfig(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(ModelConfigToProto(*again).SerializeAsString(), back.SerializeAsString());
+  // No factorization: none shown.
+  EXPECT_FALSE(ModelConfigToProto(ModelConfig{}).has_factorization());
+
+  f->set_dim(0);
+  EXPECT_EQ(ToModelConfig(p).status().message(), "config.factorization.dim is 0; must be in 1..64");
+  f->set_dim(1000000);
+  EXPECT_EQ(ToModelConfig(p).status().message(),
+            "config.factorization.dim is 1000000; must be in 1..64");
+  f->clear_dim();
+  f->set_kind("poly2");
+  EXPECT_EQ(ToModelConfig(p).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ToModelConfig(p).status().message().find("config.factorization.kind \"poly2\""),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace clickd

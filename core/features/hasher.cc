@@ -66,6 +66,11 @@ FeatureHasher::FeatureHasher(HashingConfig config)
   }
 }
 
+FeatureHasher::FeatureHasher(HashingConfig config, std::vector<std::string> fields)
+    : FeatureHasher(std::move(config)) {
+  for (const std::string& name : fields) field_hashes_.push_back(NamespaceHash(name));
+}
+
 uint64_t FeatureHasher::NamespaceHash(std::string_view name) const {
   return XXH3_64bits_withSeed(name.data(), name.size(), config_.seed);
 }
@@ -127,6 +132,13 @@ FeatureHasher::Collector::Collector(const FeatureHasher& hasher, std::vector<Has
 
 void FeatureHasher::Collector::StartNamespace(std::string_view name) {
   namespace_hash_ = hasher_.NamespaceHash(name);
+  field_ = kNoField;
+  for (size_t i = 0; i < hasher_.field_hashes_.size(); ++i) {
+    if (hasher_.field_hashes_[i] == namespace_hash_) {
+      field_ = static_cast<uint32_t>(i);
+      break;
+    }
+  }
   matching_.clear();
   const std::vector<CompiledInteraction>& interactions = hasher_.interactions_;
   for (size_t i = 0; i < interactions.size(); ++i) {

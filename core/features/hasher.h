@@ -49,9 +49,16 @@ inline constexpr size_t kMaxInteractionNameBytes = 64;
 // names' lengths; errors name the field and the limit.
 absl::Status ValidateHashingConfig(const HashingConfig& config);
 
+// The field of a feature no factorization field names (crosses, the bias,
+// and every feature of a hasher without fields).
+inline constexpr uint32_t kNoField = ~uint32_t{0};
+
 struct HashedFeature {
   uint64_t key;
   float value;
+  // The index of the feature's namespace in the hasher's factorization
+  // fields, or kNoField (in the padding after value: no bytes added).
+  uint32_t field = kNoField;
   friend bool operator==(const HashedFeature&, const HashedFeature&) = default;
 };
 
@@ -82,6 +89,10 @@ class FeatureHasher {
   using TermLists = std::vector<std::vector<HashedFeature>>;
 
   explicit FeatureHasher(HashingConfig config);
+  // With factorization fields (ModelConfig::factorization.fields): each
+  // feature of namespace fields[i] is hashed with field i; others with
+  // kNoField. Keys and values are the same as without fields.
+  FeatureHasher(HashingConfig config, std::vector<std::string> fields);
 
   const HashingConfig& config() const { return config_; }
 
@@ -131,7 +142,7 @@ class FeatureHasher {
     // AddKey(key, 1) of each key, a list at a time: a value of 1 needs no
     // zero check, and the interaction terms are looked up once per list.
     void AddUnitKeys(absl::Span<const uint64_t> keys) {
-      for (uint64_t key : keys) plain_->push_back({key, 1.0f});
+      for (uint64_t key : keys) plain_->push_back({key, 1.0f, field_});
       for (int t : matching_) {
         for (uint64_t key : keys) (*terms_)[t].push_back({key, 1.0f});
       }
@@ -139,7 +150,7 @@ class FeatureHasher {
 
    private:
     void Add(uint64_t key, float value) {
-      plain_->push_back({key, value});
+      plain_->push_back({key, value, field_});
       for (int t : matching_) (*terms_)[t].push_back({key, value});
     }
 
@@ -147,6 +158,8 @@ class FeatureHasher {
     std::vector<HashedFeature>* const plain_;
     TermLists* const terms_;
     uint64_t namespace_hash_ = 0;
+    // The current namespace's factorization field, or kNoField.
+    uint32_t field_ = kNoField;
     // The interaction terms that name the current namespace.
     absl::InlinedVector<int, 8> matching_;
   };
@@ -190,6 +203,8 @@ class FeatureHasher {
     bool same_as_previous[3];
   };
   std::vector<CompiledInteraction> interactions_;
+  // The namespace hash of each factorization field, in field order.
+  std::vector<uint64_t> field_hashes_;
 };
 
 }  // namespace clickd

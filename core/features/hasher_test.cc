@@ -315,3 +315,47 @@ TEST(HashingConfig, InteractionCountAndNameLengthAreBounded) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+TEST(FeatureHasherFields, FeaturesKeepTheirFieldAndKeysDoNotChange) {
+  HashingConfig config;
+  config.bits = 20;
+  config.interactions = {{"user", "ad"}};
+  const FeatureHasher plain(config);
+  const FeatureHasher fielded(config, {"ad", "user"});
+  Example e;
+  e.namespaces = {{"user", {Feature::Named("u1"), Feature::WithId(7, 2.0f)}},
+                  {"site", {Feature::Named("s1")}},
+                  {"ad", {Feature::Named("a1")}}};
+  std::vector<HashedFeature> a;
+  std::vector<HashedFeature> b;
+  plain.Hash(e, &a);
+  fielded.Hash(e, &b);
+  ASSERT_EQ(a.size(), b.size());
+  std::vector<uint32_t> fields;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].key, b[i].key);
+    EXPECT_EQ(a[i].value, b[i].value);
+    EXPECT_EQ(a[i].field, kNoField);
+    fields.push_back(b[i].field);
+  }
+  // u1, 7 (user: 1), s1 (none), a1 (ad: 0), the cross and the bias (none).
+  EXPECT_EQ(fields, (std::vector<uint32_t>{1, 1, kNoField, 0, kNoField, kNoField, kNoField}));
+  // A context and candidate hashed apart keep them too.
+  HashedContext context;
+  Example ctx;
+  ctx.namespaces = {e.namespaces[0]};
+  fielded.HashContext(ctx, &context);
+  Example cand;
+  cand.namespaces = {e.namespaces[2]};
+  std::vector<HashedFeature> k;
+  fielded.HashCandidate(context, cand, &k);
+  EXPECT_EQ(context.features[0].field, 1u);
+  EXPECT_EQ(k[0].field, 0u);
+  EXPECT_EQ(k[1].field, kNoField);  // the cross
+}
+
+}  // namespace
+}  // namespace clickd

@@ -181,6 +181,7 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
   if (absl::Status s = ValidateVariants(config); !s.ok()) return s;
   if (absl::Status s = ValidateMemoryConfig(config); !s.ok()) return s;
   if (absl::Status s = ValidateKafkaSourceConfig(config.kafka); !s.ok()) return s;
+  if (absl::Status s = ValidateFactorizationConfig(config); !s.ok()) return s;
   if (absl::Status s = ValidateFeedbackConfig(config.feedback, config.loss); !s.ok()) return s;
   if (!(config.calibration.half_life >= 1 && config.calibration.half_life <= 1e15)) {
     return absl::InvalidArgumentError(absl::StrCat("calibration.half_life is ",
@@ -255,6 +256,14 @@ bool StateIsFinite(const Model::State& state) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
   if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;
+  // The factors' math is core/model/factorization.h; a model that learns,
+  // snapshots and replicates them is not built yet, and a model that
+  // silently ignored them would be wrong.
+  if (config.factorization.enabled()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "factorization.kind ", std::string(FactorizationKindName(config.factorization.kind)),
+        ": models with factors are not served yet (docs/factorization.md)"));
+  }
   if (config.optimizer.type == OptimizerType::kDense) {
     auto block = DenseBlock::Create(config.dense_namespaces, config.dense_optimizer,
                                     1 << config.hashing.bits);

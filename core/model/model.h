@@ -212,7 +212,8 @@ class Model {
   double Predict(const Example& example) const;
 
  protected:
-  explicit Model(ModelConfig config) : config_(std::move(config)), hasher_(config_.hashing) {}
+  explicit Model(ModelConfig config)
+      : config_(std::move(config)), hasher_(config_.hashing, config_.factorization.fields) {}
 
  private:
   friend absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config);

@@ -15,7 +15,11 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 15;
+constexpr uint32_t kConfigVersion = 16;
+// Version 16 adds the factorization, written with every field of version
+// 15 (an id tag of 0 then too); a config without one is written in
+// version 15 or before, so that builds that know only those still read it.
+constexpr uint32_t kConfigVersionWithoutFactorization = 15;
 // Version 15 adds the impression ids' tag (feedback.id_tag), written with
 // every field of version 14 even when empty; a config without a tag is
 // written in version 14 (with a Kafka dead-letter topic), 13 (with a Kafka
@@ -263,15 +267,44 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
   return absl::OkStatus();
 }
 
+// Reads the factorization (version 16 on); validated with the rest.
+absl::Status ReadFactorization(Decoder* in, FactorizationConfig* f) {
+  uint32_t kind = 0;
+  uint32_t dim = 0;
+  uint32_t count = 0;
+  in->GetFixed32(&kind);
+  in->GetFixed32(&dim);
+  in->GetFixed32(&count);
+  if (!in->ok()) return Corrupt("the model config's factorization does not parse");
+  if (kind == static_cast<uint32_t>(FactorizationConfig::Kind::kNone)) {
+    return Corrupt("model config encoding version 16 without a factorization");
+  }
+  if (count > kMaxFactorFields || dim > static_cast<uint32_t>(kMaxFactorDim)) {
+    return Corrupt(absl::StrCat("the model config's factorization has ", count, " fields of dim ",
+                                dim, "; at most ", kMaxFactorFields, " of ", kMaxFactorDim));
+  }
+  f->kind = static_cast<FactorizationConfig::Kind>(kind);
+  f->dim = static_cast<int>(dim);
+  f->fields.resize(count);
+  for (std::string& name : f->fields) in->GetString(&name);
+  in->GetDouble(&f->init_scale);
+  in->GetFixed64(&f->init_seed);
+  in->GetDouble(&f->eta);
+  in->GetDouble(&f->l2);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
-  const bool id_tag = c.feedback.id_tag != 0;
+  const bool factorization = c.factorization.enabled();
+  const bool id_tag = factorization || c.feedback.id_tag != 0;
   const bool kafka = id_tag || c.kafka.enabled();
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
   const bool dead_letter = id_tag || (kafka && !c.kafka.dead_letter_topic.empty());
-  coding::PutFixed32(out, id_tag        ? kConfigVersion
+  coding::PutFixed32(out, factorization ? kConfigVersion
+                          : id_tag      ? kConfigVersionWithoutFactorization
                           : dead_letter ? kConfigVersionWithoutIdTag
                           : kafka       ? kConfigVersionWithoutDeadLetter
                           : ttl         ? kConfigVersionWithoutKafka
@@ -340,6 +373,18 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   if (dead_letter) coding::PutString(out, c.kafka.dead_letter_topic);
   // Version 15: the impression ids' tag, only when there is one.
   if (id_tag) coding::PutFixed32(out, c.feedback.id_tag);
+  // Version 16: the factorization, only when there is one.
+  if (factorization) {
+    const FactorizationConfig& f = c.factorization;
+    coding::PutFixed32(out, static_cast<uint32_t>(f.kind));
+    coding::PutFixed32(out, static_cast<uint32_t>(f.dim));
+    coding::PutFixed32(out, static_cast<uint32_t>(f.fields.size()));
+    for (const std::string& name : f.fields) coding::PutString(out, name);
+    coding::PutDouble(out, f.init_scale);
+    coding::PutFixed64(out, f.init_seed);
+    coding::PutDouble(out, f.eta);
+    coding::PutDouble(out, f.l2);
+  }
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -405,9 +450,12 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   }
   if (*version >= 15) {
     in.GetFixed32(&c.feedback.id_tag);
-    if (in.ok() && c.feedback.id_tag == 0) {
+    if (in.ok() && c.feedback.id_tag == 0 && *version == 15) {
       return Corrupt("model config encoding version 15 without an impression id tag");
     }
+  }
+  if (*version >= 16) {
+    if (absl::Status s = ReadFactorization(&in, &c.factorization); !s.ok()) return s;
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

@@ -211,3 +211,62 @@ TEST(ModelConfigEncoding, RoundTripsTheStateEncoding) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+// Version 16 carries the factorization; a config without one keeps the
+// version it had, so older builds still read it.
+TEST(ModelConfigEncoding, AFactorizationNeedsVersionSixteenAndRoundTrips) {
+  ModelConfig config;
+  config.name = "ffm";
+  std::string plain;
+  EncodeModelConfig(config, &plain);
+  EXPECT_EQ(plain[4], 11);
+  config.factorization.kind = FactorizationConfig::Kind::kFfm;
+  config.factorization.dim = 8;
+  config.factorization.fields = {"user", "site", "ad"};
+  config.factorization.init_scale = 0.25;
+  config.factorization.init_seed = 77;
+  config.factorization.eta = 0.05;
+  config.factorization.l2 = 1e-4;
+  std::string v16;
+  EncodeModelConfig(config, &v16);
+  ASSERT_EQ(v16[4], 16);
+  auto decoded = DecodeModelConfig(v16);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  const FactorizationConfig& f = decoded->factorization;
+  EXPECT_EQ(f.kind, FactorizationConfig::Kind::kFfm);
+  EXPECT_EQ(f.dim, 8);
+  EXPECT_EQ(f.fields, (std::vector<std::string>{"user", "site", "ad"}));
+  EXPECT_EQ(f.init_scale, 0.25);
+  EXPECT_EQ(f.init_seed, 77u);
+  EXPECT_EQ(f.eta, 0.05);
+  EXPECT_EQ(f.l2, 1e-4);
+  EXPECT_EQ(decoded->feedback.id_tag, 0u);
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v16);
+  // With an id tag too.
+  config.feedback.ttl_seconds = 60;
+  config.feedback.id_tag = 0x1234;
+  std::string tagged;
+  EncodeModelConfig(config, &tagged);
+  auto tagged_decoded = DecodeModelConfig(tagged);
+  ASSERT_TRUE(tagged_decoded.ok()) << tagged_decoded.status();
+  EXPECT_EQ(tagged_decoded->feedback.id_tag, 0x1234u);
+  EXPECT_EQ(tagged_decoded->factorization.fields.size(), 3u);
+  // Kind none in version 16, an invalid dim, or a cut tail are damage.
+  const size_t kind_at = v16.size() - (4 + 4 + 4 + 3 * 4 + 4 + 4 + 2 + 8 + 8 + 8 + 8);
+  std::string none = v16;
+  none.replace(kind_at, 4, std::string(4, '\0'));
+  EXPECT_EQ(DecodeModelConfig(none).status().code(), absl::StatusCode::kDataLoss);
+  std::string zero_dim = v16;
+  zero_dim.replace(kind_at + 4, 4, std::string(4, '\0'));
+  EXPECT_EQ(DecodeModelConfig(zero_dim).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeModelConfig(v16.substr(0, v16.size() - 3)).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace clickd

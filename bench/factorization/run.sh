@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The latent-interaction benchmark of docs/factorization.md (issue 37):
+# generates a log whose truth is known (gen_latent.py), replays it through
+# `clickctl replay --offline` with each model, and prints each model's
+# progressive logloss (95% bootstrap interval) and its excess over the
+# Bayes predictor's logloss on the same examples. Outputs under
+# bench/out/factorization/.
+#
+#   bash bench/factorization/run.sh            # uses build/release
+# Knobs: BUILD_DIR, EXAMPLES (default 500000), SEED (1), BOOTSTRAP (1000).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD_DIR:-build/release}
+clickctl=$build/client/clickctl
+out=bench/out/factorization
+examples=${EXAMPLES:-500000}
+seed=${SEED:-1}
+bootstrap=${BOOTSTRAP:-1000}
+[[ -x $clickctl ]] || { echo "run.sh: $clickctl not found" >&2; exit 2; }
+mkdir -p "$out"
+log=$out/latent_${examples}_seed${seed}.vw
+truth=$out/latent_${examples}_seed${seed}.truth
+python3 bench/factorization/gen_latent.py --examples "$examples" --seed "$seed" \
+  --out "$log" --truth "$truth" | tee "$out/bayes.txt"
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) clickctl sha256 $(sha256sum "$clickctl" | cut -c1-16)" \
+  >"$out/machine.txt"
+
+# name, then clickctl flags. Every setting tried is a row here.
+runs=(
+  "linear|--optimizer=ftrl"
+  "linear+true_crosses|--optimizer=ftrl --interactions=user:ad,site:ad,device:ad"
+  "linear+true_crosses_alpha0.05|--optimizer=ftrl --alpha=0.05 --interactions=user:ad,site:ad,device:ad"
+  "linear+true_crosses_alpha0.3|--optimizer=ftrl --alpha=0.3 --interactions=user:ad,site:ad,device:ad"
+)
+for run in "${runs[@]}"; do
+  name=${run%%|*}
+  flags=${run#*|}
+  # shellcheck disable=SC2086
+  "$clickctl" replay --offline --format=vw --bootstrap="$bootstrap" \
+    --progress_every=0 --json $flags "$log" >"$out/$name.txt"
+  tail -1 "$out/$name.txt" >"$out/$name.json"
+done
+python3 - "$out" "${runs[@]}" <<'PY'
+import json, sys
+out = sys.argv[1]
+fields = open(f"{out}/bayes.txt").read().split()
+b = dict(zip(fields[::2], fields[1::2]))
+bayes = float(b["bayes_logloss_realized"])
+print(f"Bayes logloss (realized on these examples): {bayes:.5f}")
+print("| model | flags | logloss [95% CI] | excess over Bayes [95% CI] |")
+print("|---|---|---|---|")
+for run in sys.argv[2:]:
+    name, flags = run.split("|", 1)
+    j = json.load(open(f"{out}/{name}.json"))
+    m = j.get("progressive", j)
+    ll = m["logloss"]
+    ci = m["ci95"]["logloss"]
+    lo, hi = ci["lo"], ci["hi"]
+    print(f"| {name} | `{flags}` | {ll:.5f} [{lo:.5f}, {hi:.5f}] | "
+          f"{ll - bayes:.5f} [{lo - bayes:.5f}, {hi - bayes:.5f}] |")
+PY
