@@ -89,6 +89,15 @@ absl::StatusOr<ModelWriter::Joined> LocalModelWriter::ApplyFeedback(
   return joined;
 }
 
+absl::StatusOr<ModelWriter::Joined> LocalModelWriter::ApplyFeedbackAt(
+    ServedModel& served, absl::Span<const FeedbackItem> items, const SourcePosition& position) {
+  // As LearnAt: the position key goes into the update log with the labels
+  // (IdempotencyWindow::FeedbackKey keeps it a position).
+  return ApplyFeedback(
+      served, items,
+      IdempotencyWindow::PositionKey(position.topic, position.partition, position.next));
+}
+
 absl::StatusOr<uint64_t> ReplicatedModelWriter::LogImpressions(
     ServedModel& served, absl::Span<const ImpressionExample> impressions) {
   const int64_t now = WallNowMicros();
@@ -109,6 +118,16 @@ absl::StatusOr<uint64_t> ReplicatedModelWriter::LogImpressions(
 absl::StatusOr<ModelWriter::Joined> ReplicatedModelWriter::ApplyFeedback(
     ServedModel& served, absl::Span<const FeedbackItem> items, std::string_view idempotency_key) {
   auto applied = replica_->Feedback(served.name(), WallNowMicros(), items, idempotency_key);
+  if (!applied.ok()) return applied.status();
+  return Joined{std::move(applied->applied.outcomes), applied->sequence, applied->deduplicated};
+}
+
+absl::StatusOr<ModelWriter::Joined> ReplicatedModelWriter::ApplyFeedbackAt(
+    ServedModel& served, absl::Span<const FeedbackItem> items, const SourcePosition& position) {
+  auto applied = replica_->FeedbackAt(served.name(), WallNowMicros(), items, position);
+  if (applied.status().code() == absl::StatusCode::kAlreadyExists) {
+    return Joined{{}, replica_->applied_sequence(), /*duplicate=*/true};
+  }
   if (!applied.ok()) return applied.status();
   return Joined{std::move(applied->applied.outcomes), applied->sequence, applied->deduplicated};
 }

@@ -15,7 +15,11 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 15;
+constexpr uint32_t kConfigVersion = 16;
+// Version 16 adds the Kafka source's feedback topic and SASL settings,
+// written with every field of version 15 even when empty; a config without
+// them is written in an older version.
+constexpr uint32_t kConfigVersionWithoutFeedbackTopic = 15;
 // Version 15 adds the impression ids' tag (feedback.id_tag), written with
 // every field of version 14 even when empty; a config without a tag is
 // written in version 14 (with a Kafka dead-letter topic), 13 (with a Kafka
@@ -266,12 +270,14 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
 }  // namespace
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
-  const bool id_tag = c.feedback.id_tag != 0;
+  const bool v16 = c.kafka.enabled() && c.kafka.has_version16_fields();
+  const bool id_tag = v16 || c.feedback.id_tag != 0;
   const bool kafka = id_tag || c.kafka.enabled();
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
   const bool dead_letter = id_tag || (kafka && !c.kafka.dead_letter_topic.empty());
-  coding::PutFixed32(out, id_tag        ? kConfigVersion
+  coding::PutFixed32(out, v16           ? kConfigVersion
+                          : id_tag      ? kConfigVersionWithoutFeedbackTopic
                           : dead_letter ? kConfigVersionWithoutIdTag
                           : kafka       ? kConfigVersionWithoutDeadLetter
                           : ttl         ? kConfigVersionWithoutKafka
@@ -338,8 +344,16 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   // Version 14: the dead-letter topic, only when there is one (with
   // version 15, even when none).
   if (dead_letter) coding::PutString(out, c.kafka.dead_letter_topic);
-  // Version 15: the impression ids' tag, only when there is one.
+  // Version 15: the impression ids' tag, only when there is one (with
+  // version 16, even when none).
   if (id_tag) coding::PutFixed32(out, c.feedback.id_tag);
+  // Version 16: the feedback topic and SASL, only when one is set.
+  if (v16) {
+    coding::PutString(out, c.kafka.feedback_topic);
+    coding::PutFixed32(out, static_cast<uint32_t>(c.kafka.feedback_format));
+    coding::PutString(out, c.kafka.sasl_mechanism);
+    coding::PutString(out, c.kafka.sasl_credentials_file);
+  }
 }
 
 absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
@@ -405,8 +419,21 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   }
   if (*version >= 15) {
     in.GetFixed32(&c.feedback.id_tag);
-    if (in.ok() && c.feedback.id_tag == 0) {
+    if (in.ok() && c.feedback.id_tag == 0 && *version == 15) {
       return Corrupt("model config encoding version 15 without an impression id tag");
+    }
+  }
+  if (*version >= 16) {
+    KafkaSourceConfig& k = c.kafka;
+    in.GetString(&k.feedback_topic);
+    uint32_t format = 0;
+    in.GetFixed32(&format);
+    k.feedback_format = static_cast<KafkaFormat>(format);  // validated below
+    in.GetString(&k.sasl_mechanism);
+    in.GetString(&k.sasl_credentials_file);
+    // One encoding per config: without these, version 15 or older.
+    if (in.ok() && !(k.enabled() && k.has_version16_fields())) {
+      return Corrupt("model config encoding version 16 without a feedback topic or SASL");
     }
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");

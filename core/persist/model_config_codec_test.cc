@@ -93,6 +93,81 @@ TEST(ModelConfigEncoding, ADeadLetterTopicNeedsVersionFourteenAndRoundTrips) {
   EXPECT_NE(ValidateModelConfig(config).message().find("the limit is 249"), std::string::npos);
 }
 
+TEST(ModelConfigEncoding, AFeedbackTopicAndSaslNeedVersionSixteenAndRoundTrip) {
+  ModelConfig config;
+  config.name = "kafka";
+  config.kafka.brokers = "127.0.0.1:9092";
+  config.kafka.topic = "clicks";
+  config.feedback.ttl_seconds = 60;
+  config.kafka.feedback_topic = "labels";
+  config.kafka.feedback_format = KafkaFormat::kProto;
+  config.kafka.security_protocol = "sasl_ssl";
+  config.kafka.sasl_mechanism = "SCRAM-SHA-512";
+  config.kafka.sasl_credentials_file = "/etc/clickd/kafka.credentials";
+  ASSERT_TRUE(ValidateModelConfig(config).ok()) << ValidateModelConfig(config);
+  std::string v16;
+  EncodeModelConfig(config, &v16);
+  ASSERT_EQ(v16[4], 16);
+  auto decoded = DecodeModelConfig(v16);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->kafka.feedback_topic, "labels");
+  EXPECT_EQ(decoded->kafka.feedback_format, KafkaFormat::kProto);
+  EXPECT_EQ(decoded->kafka.sasl_mechanism, "SCRAM-SHA-512");
+  EXPECT_EQ(decoded->kafka.sasl_credentials_file, "/etc/clickd/kafka.credentials");
+  EXPECT_EQ(decoded->feedback.id_tag, 0u);
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v16);
+  // With an id tag too.
+  config.feedback.id_tag = 77;
+  std::string tagged;
+  EncodeModelConfig(config, &tagged);
+  auto with_tag = DecodeModelConfig(tagged);
+  ASSERT_TRUE(with_tag.ok()) << with_tag.status();
+  EXPECT_EQ(with_tag->feedback.id_tag, 77u);
+  // Without these fields, the older encoding.
+  ModelConfig plain = config;
+  plain.kafka.feedback_topic.clear();
+  plain.kafka.feedback_format = KafkaFormat::kJson;
+  plain.kafka.security_protocol.clear();
+  plain.kafka.sasl_mechanism.clear();
+  plain.kafka.sasl_credentials_file.clear();
+  std::string v15;
+  EncodeModelConfig(plain, &v15);
+  EXPECT_EQ(v15[4], 15);
+}
+
+TEST(ModelConfigEncoding, FeedbackTopicAndSaslMistakesNameTheField) {
+  ModelConfig config;
+  config.name = "kafka";
+  config.kafka.brokers = "127.0.0.1:9092";
+  config.kafka.topic = "clicks";
+  config.kafka.feedback_topic = "labels";
+  auto message = [&] { return std::string(ValidateModelConfig(config).message()); };
+  EXPECT_NE(message().find("kafka.feedback_topic needs the impression-to-click loop"),
+            std::string::npos)
+      << message();
+  config.feedback.ttl_seconds = 60;
+  config.kafka.feedback_topic = "clicks";
+  EXPECT_NE(message().find("kafka.feedback_topic is kafka.topic"), std::string::npos) << message();
+  config.kafka.feedback_topic = "labels";
+  config.kafka.feedback_format = KafkaFormat::kVw;
+  EXPECT_NE(message().find("kafka.feedback_format is vw; must be json or proto"), std::string::npos)
+      << message();
+  config.kafka.feedback_format = KafkaFormat::kJson;
+  config.kafka.security_protocol = "sasl_plaintext";
+  EXPECT_NE(message().find("kafka.sasl_mechanism is \"\"; with sasl_plaintext it must be PLAIN"),
+            std::string::npos)
+      << message();
+  config.kafka.sasl_mechanism = "PLAIN";
+  EXPECT_NE(message().find("kafka.sasl_credentials_file is empty"), std::string::npos) << message();
+  config.kafka.security_protocol = "ssl";
+  config.kafka.sasl_credentials_file = "/x";
+  EXPECT_NE(message().find("need kafka.security_protocol sasl_plaintext or sasl_ssl"),
+            std::string::npos)
+      << message();
+}
+
 TEST(ModelConfigEncoding, AKafkaSourceNeedsVersionThirteenAndRoundTrips) {
   ModelConfig config;
   config.name = "kafka";
