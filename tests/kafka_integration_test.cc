@@ -65,24 +65,31 @@ uint64_t EnvOr(const char* name, uint64_t fallback) {
 std::string Dir() { return absl::StrCat(::testing::TempDir(), "/kafka_it_", getpid()); }
 
 // The broker every test uses: 127.0.0.1:port, data under Dir()/broker.
+// It also listens for SASL_PLAINTEXT (PLAIN) on sasl_port, for the user
+// alice (password alice-secret).
 class Broker : public ::testing::Environment {
  public:
   static int port;
+  static int sasl_port;
 
   void SetUp() override {
     std::filesystem::remove_all(Dir());
-    std::filesystem::create_directories(Dir());
+    std::filesystem::create_directories(Dir() + "/broker");
     auto free = testing::FindFreePort();
     ASSERT_TRUE(free.ok()) << free.status();
     port = *free;
+    auto sasl = testing::FindFreePort();
+    ASSERT_TRUE(sasl.ok()) << sasl.status();
+    sasl_port = *sasl;
+    std::ofstream(Dir() + "/broker/sasl_users") << "alice:alice-secret\n";
     Start();
   }
   void TearDown() override { Stop(); }
 
   static void Start() {
-    const CommandResult r =
-        RunCommand(absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " start ", Dir(), "/broker ", port),
-                   absl::Seconds(600));
+    const CommandResult r = RunCommand(absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " start ", Dir(),
+                                                    "/broker ", port, " ", sasl_port),
+                                       absl::Seconds(600));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   static void Stop() {
@@ -93,6 +100,7 @@ class Broker : public ::testing::Environment {
   static std::string Address() { return absl::StrCat("127.0.0.1:", port); }
 };
 int Broker::port = 0;
+int Broker::sasl_port = 0;
 
 // A synthetic click log in VW format (as the crash loop's).
 void WriteClickLog(const std::string& path, uint64_t examples, uint64_t seed) {
@@ -580,6 +588,70 @@ TEST(KafkaSource, KillNineMidFeedbackTopicNeitherLosesNorRepeatsALabel) {
   std::printf("%llu rounds, %llu kills mid-feedback-topic\n",
               static_cast<unsigned long long>(rounds),
               static_cast<unsigned long long>(mid_topic_kills));
+}
+
+// SASL (PLAIN) to the broker with credentials from a file: the model
+// learns the topic; wrong credentials and a missing file are logged naming
+// the setting, and the secret is never shown.
+TEST(KafkaSource, SaslWithCredentialsFromAFileAndClearErrorsWhenWrong) {
+  const std::string log = Dir() + "/sasl.vw";
+  WriteClickLog(log, 5'000, 9);
+  Produce("sasl", log);
+  const std::string good = Dir() + "/alice.credentials";
+  const std::string wrong = Dir() + "/wrong.credentials";
+  std::ofstream(good) << "# the broker's user for clickd\nusername=alice\npassword=alice-secret\n";
+  std::ofstream(wrong) << "username=alice\npassword=not-the-secret\n";
+  const int metrics_port = FreePort();
+  auto server = StartServer(Dir() + "/sasl_data", metrics_port);
+  ASSERT_NE(server, nullptr);
+  auto create = [&](const std::string& model, const std::string& file) {
+    return RunCommand(
+        absl::StrCat(CLICKCTL_PATH, " models create --server=", server->address(),
+                     " --model=", model, " --kafka_brokers=127.0.0.1:", Broker::sasl_port,
+                     " --kafka_topic=sasl --kafka_security_protocol=sasl_plaintext "
+                     "--kafka_sasl_mechanism=PLAIN --kafka_sasl_credentials_file=",
+                     file, " --json"),
+        absl::Seconds(30));
+  };
+  CommandResult r = create("m", good);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("alice-secret"), std::string::npos) << r.out;
+  r = create("wrong", wrong);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = create("missing", Dir() + "/no.credentials");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(WaitForUpdates(*server, "m", 5'000), 5'000u);
+  EXPECT_EQ(Digest(*server, "m"), OfflineDigest(log));
+  const std::string failures =
+      R"(clickd_kafka_authentication_failures_total{model="wrong",topic="sasl"})";
+  double failed = 0;
+  for (int i = 0; i < 100 && failed < 1; ++i) {
+    failed = Sample(Scrape(metrics_port), failures);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(failed, 1);
+  EXPECT_EQ(Updates(*server, "wrong"), 0u);
+  EXPECT_EQ(Updates(*server, "missing"), 0u);
+  const std::string output = server->Output();
+  EXPECT_NE(output.find(absl::StrCat(
+                R"(kafka model "wrong" topic sasl: authentication to the brokers failed )"
+                R"((kafka.sasl_mechanism PLAIN, user "alice" from kafka.sasl_credentials_file )",
+                wrong, "): ")),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find(absl::StrCat(R"(kafka model "missing": the source does not start: )"
+                                     "kafka.sasl_credentials_file ",
+                                     Dir(), "/no.credentials: cannot be read")),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(output.find("not-the-secret"), std::string::npos) << output;
+  EXPECT_EQ(output.find("alice-secret"), std::string::npos) << output;
+  // The config names the file, not the secret.
+  r = RunCommand(
+      absl::StrCat(CLICKCTL_PATH, " models get --server=", server->address(), " --model=m --json"),
+      absl::Seconds(30));
+  EXPECT_NE(r.out.find("alice.credentials"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("alice-secret"), std::string::npos) << r.out;
 }
 
 // The last "assigned partition(s) ..." line of a server's output, or "".
