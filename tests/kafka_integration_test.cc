@@ -14,6 +14,14 @@
 //     --gtest_filter=*KillNine*);
 //   - malformed and hostile records are counted, logged with their offset
 //     and never learned, and the consumer goes on;
+//   - a feedback topic's labels are joined to the impressions Predict
+//     logged; unknown ids, other models' ids, repeated labels and refused
+//     records are logged with their offset and dead-lettered;
+//   - kill -9 mid-feedback-topic: every impression ends labelled once, and
+//     no process reads a label a previous one joined
+//     (CLICKD_KAFKA_FEEDBACK_RECORDS, default 60,000);
+//   - SASL PLAIN with credentials from a file; wrong and missing
+//     credentials are logged naming the settings, never the secret;
 //   - the broker restarts under a consuming model, which goes on;
 //   - two replicas (--replication=jetstream, a real 3-node NATS cluster)
 //     share the model's consumer group: kill -9 of the one consuming
