@@ -394,8 +394,28 @@ TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
   Broker::Stop();
   std::this_thread::sleep_for(std::chrono::seconds(1));
   Broker::Start();
+  const auto restarted = std::chrono::steady_clock::now();
   Produce("restart", second);
-  EXPECT_EQ(WaitForUpdates(*server, "m", 40'000), 40'000u);
+  const auto produced = std::chrono::steady_clock::now();
+  // When learning resumed, and when it was done: where the time goes if it
+  // does not finish.
+  auto seconds_since = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  double resumed = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  uint64_t learned = 0;
+  while ((learned = Updates(*server, "m")) < 40'000 &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (resumed < 0 && learned > 20'000) resumed = seconds_since(restarted);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf(
+      "broker restart: records produced %.1f s after it, learning resumed after %.1f s, "
+      "%llu of 40000 learned after %.1f s\n",
+      std::chrono::duration<double>(produced - restarted).count(), resumed,
+      static_cast<unsigned long long>(learned), seconds_since(restarted));
+  EXPECT_EQ(learned, 40'000u) << server->Output();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(Updates(*server, "m"), 40'000u);
   EXPECT_EQ(Digest(*server, "m"), OfflineDigest(both));
