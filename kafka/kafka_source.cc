@@ -136,6 +136,12 @@ struct KafkaSource::Consumer {
     if (dead_letters != nullptr) rd_kafka_destroy(dead_letters);
   }
 
+  // Set when librdkafka reports a fatal error (the consumer fetches
+  // nothing more: e.g. FENCED_INSTANCE_ID for a commit queued before a
+  // session timeout, librdkafka PR #5585): the loop ends, and KafkaSources
+  // starts the source again (KafkaSource::failed).
+  std::atomic<bool> fatal{false};
+
   // The dead-letter topic's producer (null: the config names none) and
   // its topic.
   rd_kafka_t* dead_letters = nullptr;
@@ -290,8 +296,9 @@ struct KafkaSource::Consumer {
         read_epochs.clear();
       }
       queue_cv.SignalAll();
+      const bool lost = rd_kafka_assignment_lost(rk);
       rd_kafka_assign(rk, nullptr);
-      Log("partitions revoked");
+      Log(lost ? "partitions lost (the group session timed out); rejoining" : "partitions revoked");
     }
     MutexLock lock(&owner->stats_mu_);
     ++owner->stats_.rebalances;
@@ -531,13 +538,7 @@ struct KafkaSource::Consumer {
       }
     }
     if (!outcomes.empty()) ReportLabels(pending, outcomes);
-    // The group's offset, for Kafka's tools only (the model's position is
-    // what a restart resumes at).
-    rd_kafka_topic_partition_list_t* commit = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(commit, pending.topic.c_str(), pending.partition)->offset =
-        next;
-    rd_kafka_commit(rk, commit, /*async=*/1);
-    rd_kafka_topic_partition_list_destroy(commit);
+    CommitGroupOffset(pending, next);
     {
       MutexLock lock(&owner->stats_mu_);
       KafkaPartitionStats& p = PartitionStats(pending.topic, pending.partition);
@@ -547,6 +548,30 @@ struct KafkaSource::Consumer {
       p.rejected += rejected;
       owner->stats_.learn_retries += retries;
     }
+  }
+
+  // Commits `next` as the group's offset of the batch's partition, for
+  // Kafka's tools only (the model's position is what a restart resumes
+  // at), and only while the partition is still assigned in the batch's
+  // epoch. A commit for partitions already revoked (after a session
+  // timeout: the broker was away longer than session.timeout.ms) would go
+  // out with the member id librdkafka reset, and the broker answers a
+  // static member's such commit with FENCED_INSTANCE_ID, which librdkafka
+  // 2.0.2 makes a fatal error: the consumer would stop for good
+  // (librdkafka PR #5585). The revoke clears `states` under queue_mu
+  // before it unassigns, so a commit enqueued under queue_mu reaches
+  // librdkafka before the unassign does.
+  void CommitGroupOffset(const Pending& pending, int64_t next) {
+    MutexLock lock(&queue_mu);
+    auto it = states.find({pending.topic, pending.partition});
+    if (it == states.end() || it->second.epoch != pending.epoch || rd_kafka_assignment_lost(rk)) {
+      return;
+    }
+    rd_kafka_topic_partition_list_t* commit = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(commit, pending.topic.c_str(), pending.partition)->offset =
+        next;
+    rd_kafka_commit(rk, commit, /*async=*/1);
+    rd_kafka_topic_partition_list_destroy(commit);
   }
 
   // Counts what became of a feedback batch's labels, and logs (and copies
@@ -607,13 +632,15 @@ struct KafkaSource::Consumer {
     std::thread learner([this] { LearnQueued(); });
     const auto linger = owner->options_.linger;
     auto last_watermarks = std::chrono::steady_clock::now();
-    while (!owner->stopping_.load()) {
+    while (!owner->stopping_.load() && !fatal.load()) {
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, static_cast<int>(linger.count()));
       if (m == nullptr) {
         Flush();
       } else {
         if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
           Take(*m);
+        } else if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+          OnFatal();
         } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
           Log(absl::StrCat("consumer: ", rd_kafka_message_errstr(m)));
         }
@@ -643,10 +670,24 @@ struct KafkaSource::Consumer {
     if (dead_letters != nullptr) rd_kafka_flush(dead_letters, 5000);
   }
 
+  // A fatal error (as a consumer message or to the error callback): the
+  // loop ends and the source is started again.
+  void OnFatal() {
+    if (fatal.exchange(true)) return;
+    char reason[512] = "";
+    rd_kafka_fatal_error(rk, reason, sizeof(reason));
+    Log(absl::StrCat("the consumer stopped on a fatal error (", reason,
+                     "); it starts again from the model's positions"));
+  }
+
   // Errors librdkafka reports (served by the polls of the consuming
   // thread). An authentication failure names the settings it came from.
   static void ErrorCallback(rd_kafka_t*, int err, const char* reason, void* opaque) {
     auto* self = static_cast<Consumer*>(opaque);
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+      self->OnFatal();
+      return;
+    }
     if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
       self->Log(absl::StrCat("authentication to the brokers failed",
                              self->sasl_setting.empty() ? "" : " (" + self->sasl_setting + ")",
@@ -855,6 +896,8 @@ KafkaSource::~KafkaSource() {
 
 void KafkaSource::Run() { consumer_->Loop(); }
 
+bool KafkaSource::failed() const { return consumer_->fatal.load(); }
+
 KafkaSourceStats KafkaSource::Stats() const {
   MutexLock lock(&stats_mu_);
   return stats_;
@@ -898,9 +941,14 @@ void KafkaSources::Reconcile() {
   std::vector<std::shared_ptr<ServedModel>> to_start;
   {
     MutexLock lock(&mu_);
+    const auto now = std::chrono::steady_clock::now();
     for (auto it = sources_.begin(); it != sources_.end();) {
       const std::shared_ptr<ServedModel> current = registry_->Get(it->first);
-      if (current.get() != it->second->model()) {
+      if (current.get() != it->second->model() || it->second->failed()) {
+        // A source whose consumer failed starts again, not at once: a
+        // failure that repeats (two processes sharing a model's group)
+        // does not spin.
+        if (it->second->failed()) restart_after_[it->first] = now + kRestartDelay;
         stopped.push_back(std::move(it->second));
         it = sources_.erase(it);
       } else {
@@ -908,6 +956,10 @@ void KafkaSources::Reconcile() {
       }
     }
     for (const std::shared_ptr<ServedModel>& served : registry_->List()) {
+      if (auto wait = restart_after_.find(served->name()); wait != restart_after_.end()) {
+        if (now < wait->second) continue;
+        restart_after_.erase(wait);
+      }
       if (served->model().config().kafka.enabled() && !sources_.contains(served->name())) {
         to_start.push_back(served);
       }

@@ -117,6 +117,9 @@ class KafkaSource {
 
   const ServedModel* model() const { return model_.get(); }
   KafkaSourceStats Stats() const;
+  // Whether the consumer stopped on a fatal error (then the thread has
+  // ended; KafkaSources starts a new source).
+  bool failed() const;
 
   // The consumer's internals (kafka_source.cc).
   struct Consumer;
@@ -170,6 +173,10 @@ class KafkaSources {
   CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<KafkaSource>> sources_ ABSL_GUARDED_BY(mu_);
+  // A failed source is started again after this.
+  static constexpr std::chrono::seconds kRestartDelay{2};
+  // Models whose source failed, and when it may start again.
+  std::map<std::string, std::chrono::steady_clock::time_point> restart_after_ ABSL_GUARDED_BY(mu_);
   // The last reason each model's source did not start, logged once.
   std::map<std::string, std::string> start_errors_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;

@@ -682,6 +682,46 @@ TEST(KafkaSource, SaslWithCredentialsFromAFileAndClearErrorsWhenWrong) {
   EXPECT_EQ(r.out.find("alice-secret"), std::string::npos) << r.out;
 }
 
+// A consumer that librdkafka stops with a fatal error starts again from
+// the model's positions. Here: a second process with the same model and
+// group (a misconfiguration: one process per model and group) fences the
+// first's static member (FENCED_INSTANCE_ID, fatal); the same happened to
+// a commit queued before a session timeout after a broker restart, which
+// stalled the source for good (the ASan stall).
+TEST(KafkaSource, AConsumerStoppedByAFatalErrorStartsAgainFromThePositions) {
+  const std::string log = Dir() + "/fenced.vw";
+  WriteClickLog(log, 3'000, 10);
+  Produce("fenced", log);
+  auto first = StartServer(Dir() + "/fenced_a", 0);
+  ASSERT_NE(first, nullptr);
+  CreateModel(*first, "m", "fenced");
+  ASSERT_EQ(WaitForUpdates(*first, "m", 3'000), 3'000u);
+  auto second = StartServer(Dir() + "/fenced_b", 0);
+  ASSERT_NE(second, nullptr);
+  CreateModel(*second, "m", "fenced");
+  ASSERT_EQ(WaitForUpdates(*second, "m", 3'000), 3'000u);
+  // The first was fenced, and its source started again at its position.
+  const std::string restarted =
+      R"(kafka model "m" topic fenced: the consumer stopped on a fatal error)";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string output;
+  while (std::chrono::steady_clock::now() < deadline) {
+    output = first->Output();
+    const size_t fatal = output.find(restarted);
+    if (fatal != std::string::npos &&
+        output.find("assigned partition(s) 0@3000", fatal) != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const size_t fatal = output.find(restarted);
+  ASSERT_NE(fatal, std::string::npos) << output;
+  EXPECT_NE(output.find("assigned partition(s) 0@3000", fatal), std::string::npos) << output;
+  // Each learned the topic once.
+  EXPECT_EQ(Updates(*first, "m"), 3'000u);
+  EXPECT_EQ(Updates(*second, "m"), 3'000u);
+}
+
 // The last "assigned partition(s) ..." line of a server's output, or "".
 std::string LastAssignment(const std::string& output) {
   const size_t at = output.rfind("assigned partition(s) ");
