@@ -9,13 +9,48 @@
 
 namespace clickd {
 
-absl::StatusOr<v1::UpdateRequest> ParseKafkaRecord(KafkaFormat format, std::string_view bytes,
-                                                   const Limits& limits) {
+namespace {
+
+absl::Status CheckRecordSize(std::string_view bytes, const Limits& limits) {
   if (bytes.size() > static_cast<size_t>(limits.max_message_bytes)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the record has ", bytes.size(), " bytes; the limit is ",
                      limits.max_message_bytes, " (--max_message_bytes)"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::FeedbackRequest> ParseKafkaFeedbackRecord(KafkaFormat format,
+                                                             std::string_view bytes,
+                                                             const Limits& limits) {
+  if (absl::Status s = CheckRecordSize(bytes, limits); !s.ok()) return s;
+  v1::FeedbackRequest request;
+  switch (format) {
+    case KafkaFormat::kJson: {
+      const auto parsed = google::protobuf::util::JsonStringToMessage(
+          google::protobuf::StringPiece(bytes.data(), bytes.size()), &request);
+      if (!parsed.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("not a clickd.v1.FeedbackRequest in JSON: ",
+                                                       std::string(parsed.message())));
+      }
+      return request;
+    }
+    case KafkaFormat::kProto:
+      if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+        return absl::InvalidArgumentError("not a clickd.v1.FeedbackRequest in protobuf bytes");
+      }
+      return request;
+    case KafkaFormat::kVw:
+      break;
+  }
+  return absl::InvalidArgumentError("a feedback topic's records are json or proto");
+}
+
+absl::StatusOr<v1::UpdateRequest> ParseKafkaRecord(KafkaFormat format, std::string_view bytes,
+                                                   const Limits& limits) {
+  if (absl::Status s = CheckRecordSize(bytes, limits); !s.ok()) return s;
   v1::UpdateRequest request;
   switch (format) {
     case KafkaFormat::kVw: {

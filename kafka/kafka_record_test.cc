@@ -43,5 +43,26 @@ TEST(ParseKafkaRecord, RecordOverTheMessageLimitIsRefusedNamingTheLimit) {
             "the record has 101 bytes; the limit is 100 (--max_message_bytes)");
 }
 
+TEST(ParseKafkaFeedbackRecord, JsonAndProtoReadAFeedbackRequestAndVwIsRefused) {
+  auto j = ParseKafkaFeedbackRecord(KafkaFormat::kJson,
+                                    R"({"items":[{"impressionId":"12345","label":1}]})", Limits{});
+  ASSERT_TRUE(j.ok()) << j.status();
+  ASSERT_EQ(j->items_size(), 1);
+  EXPECT_EQ(j->items(0).impression_id(), 12345u);
+  auto p = ParseKafkaFeedbackRecord(KafkaFormat::kProto, j->SerializeAsString(), Limits{});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->SerializeAsString(), j->SerializeAsString());
+  auto bad = ParseKafkaFeedbackRecord(KafkaFormat::kJson, R"({"items":[{"label":"x"}]})", Limits{});
+  EXPECT_NE(bad.status().message().find("not a clickd.v1.FeedbackRequest in JSON"),
+            std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(ParseKafkaFeedbackRecord(KafkaFormat::kVw, "1 |a x", Limits{}).ok());
+  Limits limits;
+  limits.max_message_bytes = 10;
+  EXPECT_EQ(
+      ParseKafkaFeedbackRecord(KafkaFormat::kJson, std::string(11, ' '), limits).status().code(),
+      absl::StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace clickd

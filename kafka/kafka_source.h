@@ -12,6 +12,12 @@
 // has committed in Kafka. The group's Kafka offsets are committed after
 // each batch too, for Kafka's own lag tools only.
 //
+// With a feedback topic the same consumer reads it too: each record is a
+// clickd.v1.FeedbackRequest, checked as the Feedback RPC checks one, and
+// a batch of one partition's labels is joined to the impressions the model
+// logged (ModelWriter::ApplyFeedbackAt) under that partition's position
+// key, exactly as an examples batch is learned.
+//
 // A record that does not parse or that the checks refuse is counted, logged
 // with topic/partition/offset and the reason, and skipped; it never stops
 // the consumer. Backpressure: a learning thread per source learns the
@@ -30,6 +36,7 @@
 #ifndef CLICKD_KAFKA_KAFKA_SOURCE_H_
 #define CLICKD_KAFKA_KAFKA_SOURCE_H_
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -69,6 +76,7 @@ struct KafkaSourceOptions {
 
 // One partition's figures, for the metrics and the status page.
 struct KafkaPartitionStats {
+  std::string topic;  // the examples topic or the feedback topic
   int32_t partition = 0;
   int64_t next_offset = -1;       // the next record to learn (-1: none read yet)
   int64_t high_watermark = -1;    // the partition's end as last fetched
@@ -79,7 +87,8 @@ struct KafkaPartitionStats {
 
 struct KafkaSourceStats {
   std::string topic;
-  std::vector<KafkaPartitionStats> partitions;  // by partition
+  std::string feedback_topic;                   // empty: none
+  std::vector<KafkaPartitionStats> partitions;  // by topic and partition
   uint64_t rebalances = 0;
   uint64_t learn_retries = 0;  // batches the writer refused and were retried
   // Refused records copied to the dead-letter topic (delivered), and those
@@ -87,6 +96,12 @@ struct KafkaSourceStats {
   bool dead_letter = false;  // the source has a dead-letter topic
   uint64_t dead_lettered = 0;
   uint64_t dead_letter_failures = 0;
+  // The feedback topic's items by what became of them, indexed by
+  // JoinOutcome (kJoined, kUnknown, kExpired, kAlreadyLabelled,
+  // kOtherModel).
+  std::array<uint64_t, 5> feedback_items{};
+  // Authentication failures the brokers reported (SASL, TLS).
+  uint64_t authentication_failures = 0;
 };
 
 class KafkaSource {
@@ -102,6 +117,9 @@ class KafkaSource {
 
   const ServedModel* model() const { return model_.get(); }
   KafkaSourceStats Stats() const;
+  // Whether the consumer stopped on a fatal error (then the thread has
+  // ended; KafkaSources starts a new source).
+  bool failed() const;
 
   // The consumer's internals (kafka_source.cc).
   struct Consumer;
@@ -155,6 +173,12 @@ class KafkaSources {
   CondVar wake_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<KafkaSource>> sources_ ABSL_GUARDED_BY(mu_);
+  // A failed source is started again after this.
+  static constexpr std::chrono::seconds kRestartDelay{2};
+  // Models whose source failed, and when it may start again.
+  std::map<std::string, std::chrono::steady_clock::time_point> restart_after_ ABSL_GUARDED_BY(mu_);
+  // The last reason each model's source did not start, logged once.
+  std::map<std::string, std::string> start_errors_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -548,6 +548,35 @@ absl::StatusOr<Replica::LoopApplied> Replica::Feedback(const std::string& model,
                      (*waiter)->duplicate};
 }
 
+absl::StatusOr<Replica::LoopApplied> Replica::FeedbackAt(const std::string& model, int64_t time_us,
+                                                         absl::Span<const FeedbackItem> items,
+                                                         const SourcePosition& position) {
+  uint64_t created_at = 0;
+  {
+    MutexLock lock(&mu_);
+    if (auto it = created_.find(model); it != created_.end()) created_at = it->second;
+  }
+  auto waiter = PublishUpdate(
+      model,
+      [&](std::string* out) {
+        FeedbackRecord record;
+        record.time_us = time_us;
+        record.items.assign(items.begin(), items.end());
+        std::string inner;
+        EncodeFeedback(record, &inner);
+        EncodeKeyed(
+            time_us,
+            IdempotencyWindow::PositionKey(position.topic, position.partition, position.next),
+            inner, out);
+      },
+      absl::StrCat(SourceMessageIdPrefix(model, created_at, position.topic, position.partition,
+                                         position.start),
+                   position.next, "-", position.attempt));
+  if (!waiter.ok()) return waiter.status();
+  return LoopApplied{std::move((*waiter)->applied.feedback), (*waiter)->sequence,
+                     (*waiter)->duplicate};
+}
+
 absl::Status Replica::Tick(const std::string& model, int64_t time_us, int64_t due_us) {
   uint64_t created_at = 0;
   {

@@ -194,6 +194,13 @@ class Replica {
   absl::StatusOr<LoopApplied> Feedback(const std::string& model, int64_t time_us,
                                        absl::Span<const FeedbackItem> items,
                                        std::string_view idempotency_key);
+  // Publishes labels read from a source's feedback topic, as LearnAt
+  // publishes a batch: under the position key of `position.next`, with the
+  // same message id and apply-time check (AlreadyExists: another consumer
+  // applied these records first).
+  absl::StatusOr<LoopApplied> FeedbackAt(const std::string& model, int64_t time_us,
+                                         absl::Span<const FeedbackItem> items,
+                                         const SourcePosition& position);
   // Publishes a tick of the loop's clock at `time_us`, which expires what
   // was due at `due_us` (the oldest impression's expiry, as this replica
   // sees it). Every replica whose clock passes the same expiry publishes

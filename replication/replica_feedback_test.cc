@@ -120,6 +120,40 @@ TEST_F(ReplicaFeedbackTest, ImpressionsAndLabelsFromAnyReplicaEndEqualEverywhere
   }
 }
 
+// A Kafka feedback topic's labels (Replica::FeedbackAt): joined once at the
+// position they were read from, whichever replica publishes them; every
+// replica holds the feedback partition's position.
+TEST_F(ReplicaFeedbackTest, LabelsFromAFeedbackTopicAreJoinedOnlyAtTheirPosition) {
+  Node *a, *b;
+  ASSERT_TRUE(StartPair(LoopConfig("loop"), &a, &b));
+  const Impressions shown = MakeImpressions(4, 3);
+  auto logged = a->replica->LogImpressions("loop", kStart, shown.views);
+  ASSERT_TRUE(logged.ok()) << logged.status();
+  const uint64_t id = logged->applied.first_id;
+  const FeedbackItem first[] = {{id, 1.0f, 1.0f, kStart}, {id + 1, 0.0f, 1.0f, kStart}};
+  auto joined =
+      a->replica->FeedbackAt("loop", kStart + kSecond, first, {"labels", 0, -1, 2, "a.1"});
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_EQ(joined->applied.outcomes,
+            (std::vector<JoinOutcome>{JoinOutcome::kJoined, JoinOutcome::kJoined}));
+  // The same records read by b from the same (stale) position: nothing.
+  auto stale = b->replica->FeedbackAt("loop", kStart + kSecond, first, {"labels", 0, -1, 2, "b.1"});
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAlreadyExists) << stale.status();
+  const FeedbackItem next[] = {{id + 2, 1.0f, 1.0f, kStart}};
+  auto later = b->replica->FeedbackAt("loop", kStart + kSecond, next, {"labels", 0, 2, 3, "b.2"});
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(later->applied.outcomes, std::vector<JoinOutcome>{JoinOutcome::kJoined});
+  for (Node* node : {a, b}) {
+    CatchUp(*node);
+    EXPECT_EQ(node->registry->Get("loop")->idempotency().Position("labels", 0), 3);
+    const FeedbackCounters c = node->registry->Get("loop")->feedback_counters();
+    EXPECT_EQ(c.joined, 3u);
+    EXPECT_EQ(c.already_labelled, 0u);
+  }
+  EXPECT_TRUE(BufferOf(*a, "loop") == BufferOf(*b, "loop"));
+  EXPECT_TRUE(StateOf(*a, "loop") == StateOf(*b, "loop"));
+}
+
 TEST_F(ReplicaFeedbackTest, AKeyedLabelIsJoinedOnceWhicheverReplicaGetsTheRetry) {
   Node *a, *b;
   ASSERT_TRUE(StartPair(LoopConfig("loop"), &a, &b));

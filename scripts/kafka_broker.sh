@@ -6,6 +6,11 @@
 #   scripts/kafka_broker.sh start DIR PORT   start it on 127.0.0.1:PORT with its data in
 #                                            DIR; returns once it accepts producers
 #   scripts/kafka_broker.sh stop DIR         stop it by its PID (DIR/broker.pid)
+#   scripts/kafka_broker.sh start DIR PORT SASL_PORT
+#                                            also a SASL_PLAINTEXT listener on
+#                                            127.0.0.1:SASL_PORT (mechanism PLAIN) for the
+#                                            users of DIR/sasl_users, one NAME:PASSWORD a
+#                                            line
 #
 # The first start fetches org.apache.kafka:kafka_2.13 and its runtime
 # dependencies from Maven Central with Maven (scripts/kafka/pom.xml) into
@@ -20,7 +25,7 @@ cache=${CLICKD_KAFKA_CACHE:-$HOME/.cache/clickd/kafka-$version}
 heap=${CLICKD_KAFKA_HEAP:-256m}
 
 usage() {
-  echo "usage: $0 start DIR PORT | stop DIR" >&2
+  echo "usage: $0 start DIR PORT [SASL_PORT] | stop DIR" >&2
   exit 2
 }
 
@@ -45,11 +50,21 @@ running() {  # DIR
 }
 
 start() {
-  local dir=$1 port=$2
+  local dir=$1 port=$2 sasl_port=${3:-}
   [[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || {
     echo "kafka_broker: PORT is \"$port\"; must be 1..65535" >&2
     exit 2
   }
+  if [ -n "$sasl_port" ]; then
+    [[ "$sasl_port" =~ ^[0-9]+$ ]] && [ "$sasl_port" -ge 1 ] && [ "$sasl_port" -le 65535 ] || {
+      echo "kafka_broker: SASL_PORT is \"$sasl_port\"; must be 1..65535" >&2
+      exit 2
+    }
+    [ -s "$dir/sasl_users" ] || {
+      echo "kafka_broker: SASL_PORT needs $dir/sasl_users (NAME:PASSWORD a line)" >&2
+      exit 2
+    }
+  fi
   command -v java >/dev/null || { echo "kafka_broker: java not found (Java 17+ needed)" >&2; exit 1; }
   command -v kcat >/dev/null || { echo "kafka_broker: kcat not found (scripts/install_deps.sh)" >&2; exit 1; }
   mkdir -p "$dir"
@@ -63,15 +78,33 @@ start() {
   [ -f "$dir/controller.port" ] || free_port >"$dir/controller.port"
   local cport
   cport=$(cat "$dir/controller.port")
+  local listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+  local advertised="PLAINTEXT://127.0.0.1:$port"
+  local protocols="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+  local sasl_props=""
+  if [ -n "$sasl_port" ]; then
+    listeners+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port"
+    advertised+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port"
+    protocols+=",SASL_PLAINTEXT:SASL_PLAINTEXT"
+    local plain_users="" name password
+    while IFS=: read -r name password; do
+      [ -n "$name" ] || continue
+      plain_users+=" user_$name=\"$password\""
+    done <"$dir/sasl_users"
+    sasl_props="sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain_users;"
+  fi
   cat >"$dir/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listeners
+advertised.listeners=$advertised
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$protocols
+$sasl_props
 log.dirs=$dir/data
 num.partitions=1
 auto.create.topics.enable=true
@@ -149,7 +182,7 @@ stop() {
 }
 
 case "${1:-}" in
-  start) [ $# -eq 3 ] || usage; start "$2" "$3" ;;
+  start) [ $# -eq 3 ] || [ $# -eq 4 ] || usage; start "$2" "$3" "${4:-}" ;;
   stop) [ $# -eq 2 ] || usage; stop "$2" ;;
   *) usage ;;
 esac

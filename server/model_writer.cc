@@ -31,4 +31,23 @@ absl::Status LocalModelWriter::AwaitVersion(const ServedModel& served, uint64_t 
                    " (without replication, model_version counts the examples learned)"));
 }
 
+absl::StatusOr<ModelWriter::Joined> LocalModelWriter::ApplyFeedback(
+    ServedModel& served, absl::Span<const FeedbackItem> items, std::string_view idempotency_key) {
+  Joined joined;
+  auto outcomes = served.ApplyFeedback(items, idempotency_key, &joined.duplicate);
+  if (!outcomes.ok()) return outcomes.status();
+  joined.outcomes = *std::move(outcomes);
+  joined.version = served.model().Updates();
+  return joined;
+}
+
+absl::StatusOr<ModelWriter::Joined> LocalModelWriter::ApplyFeedbackAt(
+    ServedModel& served, absl::Span<const FeedbackItem> items, const SourcePosition& position) {
+  // As LearnAt: the position key goes into the update log with the labels
+  // (IdempotencyWindow::FeedbackKey keeps it a position).
+  return ApplyFeedback(
+      served, items,
+      IdempotencyWindow::PositionKey(position.topic, position.partition, position.next));
+}
+
 }  // namespace clickd

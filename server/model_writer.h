@@ -87,6 +87,12 @@ class ModelWriter {
   virtual absl::StatusOr<Joined> ApplyFeedback(ServedModel& served,
                                                absl::Span<const FeedbackItem> items,
                                                std::string_view idempotency_key) = 0;
+  // Joins checked labels read from a source's feedback topic, recording
+  // `position.next` as the partition's position in the same durable
+  // record (as LearnAt does for examples); `duplicate` as for LearnAt.
+  virtual absl::StatusOr<Joined> ApplyFeedbackAt(ServedModel& served,
+                                                 absl::Span<const FeedbackItem> items,
+                                                 const SourcePosition& position) = 0;
   // Expires the impressions whose TTL has passed now, if any (the server's
   // clock, server/impression_expirer.h).
   virtual absl::Status ExpireImpressions(ServedModel& served) = 0;
@@ -126,6 +132,8 @@ class LocalModelWriter final : public ModelWriter {
   }
   absl::StatusOr<Joined> ApplyFeedback(ServedModel& served, absl::Span<const FeedbackItem> items,
                                        std::string_view idempotency_key) override;
+  absl::StatusOr<Joined> ApplyFeedbackAt(ServedModel& served, absl::Span<const FeedbackItem> items,
+                                         const SourcePosition& position) override;
   absl::Status ExpireImpressions(ServedModel& served) override {
     return served.ExpireImpressions();
   }

@@ -52,16 +52,6 @@ absl::StatusOr<SnapshotReport> ReplicatedModelWriter::SnapshotAll() {
   return report;
 }
 
-absl::StatusOr<ModelWriter::Joined> LocalModelWriter::ApplyFeedback(
-    ServedModel& served, absl::Span<const FeedbackItem> items, std::string_view idempotency_key) {
-  Joined joined;
-  auto outcomes = served.ApplyFeedback(items, idempotency_key, &joined.duplicate);
-  if (!outcomes.ok()) return outcomes.status();
-  joined.outcomes = *std::move(outcomes);
-  joined.version = served.model().Updates();
-  return joined;
-}
-
 absl::StatusOr<uint64_t> ReplicatedModelWriter::LogImpressions(
     ServedModel& served, absl::Span<const ImpressionExample> impressions) {
   const int64_t now = WallNowMicros();
@@ -82,6 +72,16 @@ absl::StatusOr<uint64_t> ReplicatedModelWriter::LogImpressions(
 absl::StatusOr<ModelWriter::Joined> ReplicatedModelWriter::ApplyFeedback(
     ServedModel& served, absl::Span<const FeedbackItem> items, std::string_view idempotency_key) {
   auto applied = replica_->Feedback(served.name(), WallNowMicros(), items, idempotency_key);
+  if (!applied.ok()) return applied.status();
+  return Joined{std::move(applied->applied.outcomes), applied->sequence, applied->deduplicated};
+}
+
+absl::StatusOr<ModelWriter::Joined> ReplicatedModelWriter::ApplyFeedbackAt(
+    ServedModel& served, absl::Span<const FeedbackItem> items, const SourcePosition& position) {
+  auto applied = replica_->FeedbackAt(served.name(), WallNowMicros(), items, position);
+  if (applied.status().code() == absl::StatusCode::kAlreadyExists) {
+    return Joined{{}, replica_->applied_sequence(), /*duplicate=*/true};
+  }
   if (!applied.ok()) return applied.status();
   return Joined{std::move(applied->applied.outcomes), applied->sequence, applied->deduplicated};
 }

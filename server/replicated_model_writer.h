@@ -44,6 +44,8 @@ class ReplicatedModelWriter final : public ModelWriter {
                                           absl::Span<const ImpressionExample> impressions) override;
   absl::StatusOr<Joined> ApplyFeedback(ServedModel& served, absl::Span<const FeedbackItem> items,
                                        std::string_view idempotency_key) override;
+  absl::StatusOr<Joined> ApplyFeedbackAt(ServedModel& served, absl::Span<const FeedbackItem> items,
+                                         const SourcePosition& position) override;
   // Publishes a tick when this replica sees an impression due; every
   // replica that does publishes the same message id (Replica::Tick).
   absl::Status ExpireImpressions(ServedModel& served) override;

@@ -14,6 +14,14 @@
 //     --gtest_filter=*KillNine*);
 //   - malformed and hostile records are counted, logged with their offset
 //     and never learned, and the consumer goes on;
+//   - a feedback topic's labels are joined to the impressions Predict
+//     logged; unknown ids, other models' ids, repeated labels and refused
+//     records are logged with their offset and dead-lettered;
+//   - kill -9 mid-feedback-topic: every impression ends labelled once, and
+//     no process reads a label a previous one joined
+//     (CLICKD_KAFKA_FEEDBACK_RECORDS, default 60,000);
+//   - SASL PLAIN with credentials from a file; wrong and missing
+//     credentials are logged naming the settings, never the secret;
 //   - the broker restarts under a consuming model, which goes on;
 //   - two replicas (--replication=jetstream, a real 3-node NATS cluster)
 //     share the model's consumer group: kill -9 of the one consuming
@@ -65,24 +73,31 @@ uint64_t EnvOr(const char* name, uint64_t fallback) {
 std::string Dir() { return absl::StrCat(::testing::TempDir(), "/kafka_it_", getpid()); }
 
 // The broker every test uses: 127.0.0.1:port, data under Dir()/broker.
+// It also listens for SASL_PLAINTEXT (PLAIN) on sasl_port, for the user
+// alice (password alice-secret).
 class Broker : public ::testing::Environment {
  public:
   static int port;
+  static int sasl_port;
 
   void SetUp() override {
     std::filesystem::remove_all(Dir());
-    std::filesystem::create_directories(Dir());
+    std::filesystem::create_directories(Dir() + "/broker");
     auto free = testing::FindFreePort();
     ASSERT_TRUE(free.ok()) << free.status();
     port = *free;
+    auto sasl = testing::FindFreePort();
+    ASSERT_TRUE(sasl.ok()) << sasl.status();
+    sasl_port = *sasl;
+    std::ofstream(Dir() + "/broker/sasl_users") << "alice:alice-secret\n";
     Start();
   }
   void TearDown() override { Stop(); }
 
   static void Start() {
-    const CommandResult r =
-        RunCommand(absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " start ", Dir(), "/broker ", port),
-                   absl::Seconds(600));
+    const CommandResult r = RunCommand(absl::StrCat("bash ", KAFKA_BROKER_SCRIPT, " start ", Dir(),
+                                                    "/broker ", port, " ", sasl_port),
+                                       absl::Seconds(600));
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   static void Stop() {
@@ -93,6 +108,7 @@ class Broker : public ::testing::Environment {
   static std::string Address() { return absl::StrCat("127.0.0.1:", port); }
 };
 int Broker::port = 0;
+int Broker::sasl_port = 0;
 
 // A synthetic click log in VW format (as the crash loop's).
 void WriteClickLog(const std::string& path, uint64_t examples, uint64_t seed) {
@@ -378,11 +394,332 @@ TEST(KafkaSource, BrokerRestartUnderAConsumingModel) {
   Broker::Stop();
   std::this_thread::sleep_for(std::chrono::seconds(1));
   Broker::Start();
+  const auto restarted = std::chrono::steady_clock::now();
   Produce("restart", second);
-  EXPECT_EQ(WaitForUpdates(*server, "m", 40'000), 40'000u);
+  const auto produced = std::chrono::steady_clock::now();
+  // When learning resumed, and when it was done: where the time goes if it
+  // does not finish.
+  auto seconds_since = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  double resumed = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  uint64_t learned = 0;
+  while ((learned = Updates(*server, "m")) < 40'000 &&
+         std::chrono::steady_clock::now() < deadline) {
+    if (resumed < 0 && learned > 20'000) resumed = seconds_since(restarted);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf(
+      "broker restart: records produced %.1f s after it, learning resumed after %.1f s, "
+      "%llu of 40000 learned after %.1f s\n",
+      std::chrono::duration<double>(produced - restarted).count(), resumed,
+      static_cast<unsigned long long>(learned), seconds_since(restarted));
+  EXPECT_EQ(learned, 40'000u) << server->Output();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(Updates(*server, "m"), 40'000u);
   EXPECT_EQ(Digest(*server, "m"), OfflineDigest(both));
+}
+
+// Logs `n` impressions on `model` with Predict (100 candidates a request)
+// and writes a feedback record for each to `path`, one JSON
+// clickd.v1.FeedbackRequest a line, labels 1 for every 7th impression.
+// Returns the first impression's id, or 0 (with a failure) if Predict fails.
+uint64_t LogImpressionsAndWriteLabels(const ServerProcess& server, const std::string& model, int n,
+                                      const std::string& path) {
+  auto client = ClickdClient::Create(server.address());
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return 0;
+  uint64_t first = 0;
+  std::ofstream out(path);
+  for (int logged = 0; logged < n;) {
+    v1::PredictRequest request;
+    request.set_model(model);
+    request.set_log_impressions(true);
+    auto* ns = request.mutable_context()->add_namespaces();
+    ns->set_name("user");
+    ns->add_features()->set_name(absl::StrCat("u", logged % 500));
+    const int candidates = std::min(100, n - logged);
+    for (int c = 0; c < candidates; ++c) {
+      auto* ad = request.add_candidates()->add_namespaces();
+      ad->set_name("ad");
+      ad->add_features()->set_name(absl::StrCat("a", (logged + c) % 60));
+    }
+    auto predicted = (*client)->Predict(request);
+    EXPECT_TRUE(predicted.ok()) << predicted.status();
+    if (!predicted.ok()) return 0;
+    for (const v1::Prediction& p : predicted->predictions()) {
+      if (logged == 0) first = p.impression_id();
+      out << R"({"items":[{"impressionId":")" << p.impression_id() << R"(","label":)"
+          << (logged % 7 == 0 ? 1 : 0) << "}]}\n";
+      ++logged;
+    }
+  }
+  return first;
+}
+
+// A gauge of the model's join buffer (state "pending" or "labelled").
+double JoinBuffer(int metrics_port, const std::string& model, const std::string& state) {
+  return Sample(Scrape(metrics_port),
+                absl::StrCat(R"(clickd_model_join_buffer_impressions{model=")", model,
+                             R"(",state=")", state, R"("})"));
+}
+
+// A model with a feedback topic joins its labels to the impressions Predict
+// logged; labels for ids it never issued, labels for an impression
+// labelled before and unparsable records are counted, logged with their
+// offset and copied to the dead-letter topic; nothing of them is learned.
+TEST(KafkaSource, FeedbackTopicJoinsLabelsAndRefusesBadOnes) {
+  const std::string examples = Dir() + "/fb_examples.vw";
+  WriteClickLog(examples, 100, 7);
+  Produce("fb_examples", examples);
+  const int metrics_port = FreePort();
+  auto server = StartServer(Dir() + "/fb_data", metrics_port);
+  ASSERT_NE(server, nullptr);
+  CreateModel(*server, "m", "fb_examples", "vw",
+              "--feedback_ttl_seconds=3600 --feedback_policy=wait_drop "
+              "--kafka_feedback_topic=fb_labels --kafka_dead_letter_topic=fb_refused");
+  ASSERT_EQ(WaitForUpdates(*server, "m", 100), 100u);
+  const std::string labels = Dir() + "/fb_labels.json";
+  const uint64_t first_id = LogImpressionsAndWriteLabels(*server, "m", 300, labels);
+  ASSERT_NE(first_id, 0u);
+  {
+    std::ifstream in(labels);
+    std::string first;
+    std::getline(in, first);
+    std::ofstream out(labels, std::ios::app);
+    out << first << "\n";  // labelled before
+    out << R"({"items":[{"impressionId":"12345","label":1}]})"
+        << "\n";  // another model's
+    out << R"({"items":[{"impressionId":")" << first_id + 1'000'000 << R"(","label":1}]})"
+        << "\n";  // never issued
+    out << R"({"items":[{"impressionId":"1","label":1}],"x":1})"
+        << "\n";  // unknown field
+    out << R"({"items":[{"impressionId":"7","label":2}]})"
+        << "\n";  // label refused
+  }
+  Produce("fb_labels", labels);
+  // 300 labels joined: each a learning step under wait_drop.
+  EXPECT_EQ(WaitForUpdates(*server, "m", 400), 400u);
+  const std::string items = R"(clickd_kafka_feedback_items_total{model="m",outcome=")";
+  double joined = 0;
+  for (int i = 0; i < 100 && joined < 300; ++i) {
+    joined = Sample(Scrape(metrics_port), items + R"(joined",topic="fb_labels"})");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::string body = Scrape(metrics_port);
+  EXPECT_EQ(joined, 300);
+  EXPECT_EQ(Sample(body, items + R"(already_labelled",topic="fb_labels"})"), 1);
+  EXPECT_EQ(Sample(body, items + R"(unknown",topic="fb_labels"})"), 1);
+  EXPECT_EQ(Sample(body, items + R"(other_model",topic="fb_labels"})"), 1);
+  EXPECT_EQ(
+      Sample(body,
+             R"(clickd_kafka_records_rejected_total{model="m",partition="0",topic="fb_labels"})"),
+      2);
+  EXPECT_EQ(JoinBuffer(metrics_port, "m", "labelled"), 300);
+  EXPECT_EQ(JoinBuffer(metrics_port, "m", "pending"), 0);
+  EXPECT_EQ(Updates(*server, "m"), 400u);
+  const std::string output = server->Output();
+  EXPECT_NE(output.find("feedback topic fb_labels: partition 0 offset 301: label not joined: "
+                        "items[0] (impression id 12345) is FEEDBACK_OTHER_MODEL; not learned"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find(absl::StrCat("offset 302: label not joined: items[0] (impression id ",
+                                     first_id + 1'000'000, ") is FEEDBACK_UNKNOWN")),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("offset 300: label not joined: items[0]"), std::string::npos) << output;
+  EXPECT_NE(output.find("is FEEDBACK_ALREADY_LABELLED"), std::string::npos) << output;
+  EXPECT_NE(output.find("feedback topic fb_labels: partition 0 offset 304: record refused, not "
+                        "learned: items[0].label is 2"),
+            std::string::npos)
+      << output;
+  // All five are in the dead-letter topic, with where they came from.
+  std::string copies;
+  for (int i = 0; i < 50; ++i) {
+    copies = RunCommand(absl::StrCat("kcat -C -b ", Broker::Address(),
+                                     " -t fb_refused -e -q -f '%h|%s\\n'"),
+                        absl::Seconds(60))
+                 .out;
+    if (std::count(copies.begin(), copies.end(), '\n') >= 5) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::vector<std::string> lines = absl::StrSplit(copies, '\n', absl::SkipEmpty());
+  EXPECT_EQ(lines.size(), 5u) << copies;
+  EXPECT_NE(copies.find("clickd_topic=fb_labels,clickd_partition=0,clickd_offset=301,"
+                        "clickd_reason=items[0] (impression id 12345) is FEEDBACK_OTHER_MODEL"),
+            std::string::npos)
+      << copies;
+  // A restart joins nothing again.
+  EXPECT_EQ(server->Stop().ToString(), "exit 0");
+  server = StartServer(Dir() + "/fb_data", metrics_port);
+  ASSERT_NE(server, nullptr);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(Updates(*server, "m"), 400u);
+  EXPECT_EQ(JoinBuffer(metrics_port, "m", "labelled"), 300);
+  EXPECT_EQ(server->Output().find("label not joined"), std::string::npos) << server->Output();
+}
+
+// kill -9 of clickd at random moments while it joins a feedback topic:
+// every label is joined once. A label lost would leave its impression
+// pending; a label joined twice would come back FEEDBACK_ALREADY_LABELLED
+// (logged as "label not joined") in the process that read it again.
+TEST(KafkaSource, KillNineMidFeedbackTopicNeitherLosesNorRepeatsALabel) {
+  const uint64_t rounds = EnvOr("CLICKD_KAFKA_CRASH_ROUNDS", 4);
+  const int n = static_cast<int>(EnvOr("CLICKD_KAFKA_FEEDBACK_RECORDS", 60'000));
+  std::mt19937_64 rng(EnvOr("CLICKD_KAFKA_CRASH_SEED", 1) + 1);
+  const std::string examples = Dir() + "/fbcrash_examples.vw";
+  WriteClickLog(examples, 10, 8);
+  Produce("fbcrash_examples", examples);
+  const std::string data = Dir() + "/fbcrash_data";
+  const int metrics_port = FreePort();
+  auto server = StartServer(data, metrics_port);
+  ASSERT_NE(server, nullptr);
+  CreateModel(*server, "m", "fbcrash_examples", "vw",
+              "--feedback_ttl_seconds=3600 --feedback_policy=wait_drop "
+              "--kafka_feedback_topic=fbcrash_labels");
+  ASSERT_EQ(WaitForUpdates(*server, "m", 10), 10u);
+  const std::string labels = Dir() + "/fbcrash_labels.json";
+  ASSERT_NE(LogImpressionsAndWriteLabels(*server, "m", n, labels), 0u);
+  Produce("fbcrash_labels", labels);
+  const uint64_t total = 10 + static_cast<uint64_t>(n);
+  uint64_t mid_topic_kills = 0;
+  for (uint64_t round = 0; round < rounds; ++round) {
+    const uint64_t before = Updates(*server, "m");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (Updates(*server, "m") == before && before < total &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 100));
+    const uint64_t seen = Updates(*server, "m");
+    server->Signal(SIGKILL);
+    ASSERT_TRUE(server->WaitForExit(std::chrono::seconds(20)).has_value());
+    EXPECT_EQ(server->Output().find("label not joined"), std::string::npos)
+        << "round " << round << ": a label was read again\n"
+        << server->Output();
+    mid_topic_kills += seen < total;
+    server = StartServer(data, metrics_port);
+    ASSERT_NE(server, nullptr);
+    std::printf("feedback round %llu: %llu learned when killed, %llu right after the restart\n",
+                static_cast<unsigned long long>(round), static_cast<unsigned long long>(seen),
+                static_cast<unsigned long long>(Updates(*server, "m")));
+  }
+  EXPECT_EQ(WaitForUpdates(*server, "m", total), total);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(Updates(*server, "m"), total);
+  EXPECT_EQ(JoinBuffer(metrics_port, "m", "labelled"), n) << "labels were lost";
+  EXPECT_EQ(JoinBuffer(metrics_port, "m", "pending"), 0) << "labels were lost";
+  EXPECT_EQ(server->Output().find("label not joined"), std::string::npos) << server->Output();
+  EXPECT_GT(mid_topic_kills, 0u) << "no kill landed mid-topic; the test tested nothing";
+  std::printf("%llu rounds, %llu kills mid-feedback-topic\n",
+              static_cast<unsigned long long>(rounds),
+              static_cast<unsigned long long>(mid_topic_kills));
+}
+
+// SASL (PLAIN) to the broker with credentials from a file: the model
+// learns the topic; wrong credentials and a missing file are logged naming
+// the setting, and the secret is never shown.
+TEST(KafkaSource, SaslWithCredentialsFromAFileAndClearErrorsWhenWrong) {
+  const std::string log = Dir() + "/sasl.vw";
+  WriteClickLog(log, 5'000, 9);
+  Produce("sasl", log);
+  const std::string good = Dir() + "/alice.credentials";
+  const std::string wrong = Dir() + "/wrong.credentials";
+  std::ofstream(good) << "# the broker's user for clickd\nusername=alice\npassword=alice-secret\n";
+  std::ofstream(wrong) << "username=alice\npassword=not-the-secret\n";
+  const int metrics_port = FreePort();
+  auto server = StartServer(Dir() + "/sasl_data", metrics_port);
+  ASSERT_NE(server, nullptr);
+  auto create = [&](const std::string& model, const std::string& file) {
+    return RunCommand(
+        absl::StrCat(CLICKCTL_PATH, " models create --server=", server->address(),
+                     " --model=", model, " --kafka_brokers=127.0.0.1:", Broker::sasl_port,
+                     " --kafka_topic=sasl --kafka_security_protocol=sasl_plaintext "
+                     "--kafka_sasl_mechanism=PLAIN --kafka_sasl_credentials_file=",
+                     file, " --json"),
+        absl::Seconds(30));
+  };
+  CommandResult r = create("m", good);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("alice-secret"), std::string::npos) << r.out;
+  r = create("wrong", wrong);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = create("missing", Dir() + "/no.credentials");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(WaitForUpdates(*server, "m", 5'000), 5'000u);
+  EXPECT_EQ(Digest(*server, "m"), OfflineDigest(log));
+  const std::string failures =
+      R"(clickd_kafka_authentication_failures_total{model="wrong",topic="sasl"})";
+  double failed = 0;
+  for (int i = 0; i < 100 && failed < 1; ++i) {
+    failed = Sample(Scrape(metrics_port), failures);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(failed, 1);
+  EXPECT_EQ(Updates(*server, "wrong"), 0u);
+  EXPECT_EQ(Updates(*server, "missing"), 0u);
+  const std::string output = server->Output();
+  EXPECT_NE(output.find(absl::StrCat(
+                R"(kafka model "wrong" topic sasl: authentication to the brokers failed )"
+                R"((kafka.sasl_mechanism PLAIN, user "alice" from kafka.sasl_credentials_file )",
+                wrong, "): ")),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find(absl::StrCat(R"(kafka model "missing": the source does not start: )"
+                                     "kafka.sasl_credentials_file ",
+                                     Dir(), "/no.credentials: cannot be read")),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(output.find("not-the-secret"), std::string::npos) << output;
+  EXPECT_EQ(output.find("alice-secret"), std::string::npos) << output;
+  // The config names the file, not the secret.
+  r = RunCommand(
+      absl::StrCat(CLICKCTL_PATH, " models get --server=", server->address(), " --model=m --json"),
+      absl::Seconds(30));
+  EXPECT_NE(r.out.find("alice.credentials"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("alice-secret"), std::string::npos) << r.out;
+}
+
+// A consumer that librdkafka stops with a fatal error starts again from
+// the model's positions. Here: a second process with the same model and
+// group (a misconfiguration: one process per model and group) fences the
+// first's static member (FENCED_INSTANCE_ID, fatal); the same happened to
+// a commit queued before a session timeout after a broker restart, which
+// stalled the source for good (the ASan stall).
+TEST(KafkaSource, AConsumerStoppedByAFatalErrorStartsAgainFromThePositions) {
+  const std::string log = Dir() + "/fenced.vw";
+  WriteClickLog(log, 3'000, 10);
+  Produce("fenced", log);
+  auto first = StartServer(Dir() + "/fenced_a", 0);
+  ASSERT_NE(first, nullptr);
+  CreateModel(*first, "m", "fenced");
+  ASSERT_EQ(WaitForUpdates(*first, "m", 3'000), 3'000u);
+  auto second = StartServer(Dir() + "/fenced_b", 0);
+  ASSERT_NE(second, nullptr);
+  CreateModel(*second, "m", "fenced");
+  ASSERT_EQ(WaitForUpdates(*second, "m", 3'000), 3'000u);
+  // The first was fenced, and its source started again at its position.
+  const std::string restarted =
+      R"(kafka model "m" topic fenced: the consumer stopped on a fatal error)";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string output;
+  while (std::chrono::steady_clock::now() < deadline) {
+    output = first->Output();
+    const size_t fatal = output.find(restarted);
+    if (fatal != std::string::npos &&
+        output.find("assigned partition(s) 0@3000", fatal) != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const size_t fatal = output.find(restarted);
+  ASSERT_NE(fatal, std::string::npos) << output;
+  EXPECT_NE(output.find("assigned partition(s) 0@3000", fatal), std::string::npos) << output;
+  // Each learned the topic once.
+  EXPECT_EQ(Updates(*first, "m"), 3'000u);
+  EXPECT_EQ(Updates(*second, "m"), 3'000u);
 }
 
 // The last "assigned partition(s) ..." line of a server's output, or "".

@@ -254,6 +254,18 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
     c.kafka.security_protocol = k.security_protocol();
     c.kafka.ssl_ca_location = k.ssl_ca_location();
     c.kafka.dead_letter_topic = k.dead_letter_topic();
+    c.kafka.feedback_topic = k.feedback_topic();
+    c.kafka.sasl_mechanism = k.sasl_mechanism();
+    c.kafka.sasl_credentials_file = k.sasl_credentials_file();
+    if (!k.feedback_format().empty()) {
+      absl::StatusOr<KafkaFormat> format = ParseKafkaFormat(k.feedback_format());
+      if (!format.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("config.kafka.feedback_format is \"",
+                                                       k.feedback_format(),
+                                                       "\"; must be json or proto"));
+      }
+      c.kafka.feedback_format = *format;
+    }
     if (!k.format().empty()) {
       absl::StatusOr<KafkaFormat> format = ParseKafkaFormat(k.format());
       if (!format.ok())
@@ -318,6 +330,12 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     k->set_security_protocol(c.kafka.security_protocol);
     k->set_ssl_ca_location(c.kafka.ssl_ca_location);
     k->set_dead_letter_topic(c.kafka.dead_letter_topic);
+    if (!c.kafka.feedback_topic.empty()) {
+      k->set_feedback_topic(c.kafka.feedback_topic);
+      k->set_feedback_format(std::string(KafkaFormatName(c.kafka.feedback_format)));
+    }
+    k->set_sasl_mechanism(c.kafka.sasl_mechanism);
+    k->set_sasl_credentials_file(c.kafka.sasl_credentials_file);
   }
   if (c.factorization.enabled()) {
     const FactorizationConfig& f = c.factorization;

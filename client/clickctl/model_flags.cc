@@ -99,6 +99,20 @@ ABSL_FLAG(std::string, kafka_dead_letter_topic, "",
           "the Kafka source's dead-letter topic: refused records are copied there with headers "
           "naming their topic, partition, offset and the reason; needs --kafka_brokers");
 
+ABSL_FLAG(std::string, kafka_feedback_topic, "",
+          "the Kafka source's feedback topic: labels (a clickd.v1.FeedbackRequest per record) "
+          "joined to the impressions Predict logged, exactly once; needs --kafka_brokers and "
+          "--feedback_ttl_seconds");
+ABSL_FLAG(std::string, kafka_feedback_format, "json",
+          "the feedback topic's records: json (a clickd.v1.FeedbackRequest as JSON) | proto (its "
+          "protobuf bytes)");
+ABSL_FLAG(std::string, kafka_sasl_mechanism, "",
+          "with --kafka_security_protocol=sasl_plaintext|sasl_ssl: PLAIN | SCRAM-SHA-256 | "
+          "SCRAM-SHA-512");
+ABSL_FLAG(std::string, kafka_sasl_credentials_file, "",
+          "with SASL: the path (on each server) of a file of username=... and password=... lines; "
+          "the secret itself is never a flag or in the model config");
+
 namespace clickd {
 namespace {
 
@@ -111,9 +125,13 @@ absl::StatusOr<KafkaSourceConfig> BuildKafkaSource(const ModelFlagValues& v) {
   k.security_protocol = v.kafka_security_protocol;
   k.ssl_ca_location = v.kafka_ssl_ca_location;
   k.dead_letter_topic = v.kafka_dead_letter_topic;
+  k.feedback_topic = v.kafka_feedback_topic;
+  k.sasl_mechanism = v.kafka_sasl_mechanism;
+  k.sasl_credentials_file = v.kafka_sasl_credentials_file;
   if (k.brokers.empty()) {
     if (!k.topic.empty() || !k.group.empty() || !k.security_protocol.empty() ||
-        !k.ssl_ca_location.empty() || !k.dead_letter_topic.empty() || v.kafka_format != "vw") {
+        !k.ssl_ca_location.empty() || !k.dead_letter_topic.empty() || v.kafka_format != "vw" ||
+        k.has_version16_fields() || v.kafka_feedback_format != "json") {
       return absl::InvalidArgumentError(
           "--kafka_topic and the other --kafka_* flags need --kafka_brokers");
     }
@@ -125,6 +143,12 @@ absl::StatusOr<KafkaSourceConfig> BuildKafkaSource(const ModelFlagValues& v) {
         absl::StrCat("--kafka_format is \"", v.kafka_format, "\"; must be vw, json or proto"));
   }
   k.format = *format;
+  absl::StatusOr<KafkaFormat> feedback_format = ParseKafkaFormat(v.kafka_feedback_format);
+  if (!feedback_format.ok() || *feedback_format == KafkaFormat::kVw) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kafka_feedback_format is \"", v.kafka_feedback_format, "\"; must be json or proto"));
+  }
+  k.feedback_format = *feedback_format;
   if (absl::Status s = ValidateKafkaSourceConfig(k); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--", s.message()));
   }
@@ -187,6 +211,10 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.kafka_security_protocol = absl::GetFlag(FLAGS_kafka_security_protocol);
   v.kafka_ssl_ca_location = absl::GetFlag(FLAGS_kafka_ssl_ca_location);
   v.kafka_dead_letter_topic = absl::GetFlag(FLAGS_kafka_dead_letter_topic);
+  v.kafka_feedback_topic = absl::GetFlag(FLAGS_kafka_feedback_topic);
+  v.kafka_feedback_format = absl::GetFlag(FLAGS_kafka_feedback_format);
+  v.kafka_sasl_mechanism = absl::GetFlag(FLAGS_kafka_sasl_mechanism);
+  v.kafka_sasl_credentials_file = absl::GetFlag(FLAGS_kafka_sasl_credentials_file);
   v.variants = absl::GetFlag(FLAGS_variants);
   v.feedback_ttl_seconds = absl::GetFlag(FLAGS_feedback_ttl_seconds);
   v.feedback_max_buffer_bytes = absl::GetFlag(FLAGS_feedback_max_buffer_bytes);

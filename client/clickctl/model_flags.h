@@ -62,6 +62,10 @@ struct ModelFlagValues {
   std::string kafka_security_protocol;
   std::string kafka_ssl_ca_location;
   std::string kafka_dead_letter_topic;
+  std::string kafka_feedback_topic;
+  std::string kafka_feedback_format = "json";
+  std::string kafka_sasl_mechanism;
+  std::string kafka_sasl_credentials_file;
 };
 
 // The names of the feedback flags: `replay --offline` has no loop to give

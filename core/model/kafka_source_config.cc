@@ -51,7 +51,7 @@ absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
   if (!k.enabled()) {
     if (!k.topic.empty() || !k.group.empty() || !k.security_protocol.empty() ||
         !k.ssl_ca_location.empty() || !k.dead_letter_topic.empty() ||
-        k.format != KafkaFormat::kVw) {
+        k.format != KafkaFormat::kVw || k.has_version16_fields()) {
       return absl::InvalidArgumentError(
           "kafka.brokers is empty but other kafka fields are set; a Kafka source needs brokers");
     }
@@ -85,6 +85,32 @@ absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
           "kafka.dead_letter_topic is kafka.topic; refused records would be read again");
     }
   }
+  if (!k.feedback_topic.empty()) {
+    if (k.feedback_topic.size() > kMaxKafkaTopicBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("kafka.feedback_topic has ",
+                                                     k.feedback_topic.size(),
+                                                     " bytes; the limit is ", kMaxKafkaTopicBytes));
+    }
+    if (absl::Status s =
+            ValidateNameChars(k.feedback_topic, "kafka.feedback_topic", kMaxKafkaTopicBytes);
+        !s.ok()) {
+      return s;
+    }
+    if (k.feedback_topic == k.topic || k.feedback_topic == k.dead_letter_topic) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kafka.feedback_topic is kafka.",
+                       k.feedback_topic == k.topic ? "topic" : "dead_letter_topic",
+                       "; the feedback topic must be a topic of its own"));
+    }
+  }
+  if (k.feedback_format != KafkaFormat::kJson && k.feedback_format != KafkaFormat::kProto) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kafka.feedback_format is ", std::string(KafkaFormatName(k.feedback_format)),
+                     "; must be json or proto (a clickd.v1.FeedbackRequest)"));
+  }
+  if (k.feedback_topic.empty() && k.feedback_format != KafkaFormat::kJson) {
+    return absl::InvalidArgumentError("kafka.feedback_format is set without kafka.feedback_topic");
+  }
   if (absl::Status s = CheckPrintable(k.group, "kafka.group", kMaxKafkaGroupBytes); !s.ok()) {
     return s;
   }
@@ -94,9 +120,34 @@ absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& k) {
                                                    "; must be vw, json or proto"));
   }
   if (!k.security_protocol.empty() && k.security_protocol != "plaintext" &&
-      k.security_protocol != "ssl") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kafka.security_protocol is \"", k.security_protocol, "\"; must be plaintext or ssl"));
+      k.security_protocol != "ssl" && k.security_protocol != "sasl_plaintext" &&
+      k.security_protocol != "sasl_ssl") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kafka.security_protocol is \"", k.security_protocol,
+                     "\"; must be plaintext, ssl, sasl_plaintext or sasl_ssl"));
+  }
+  const bool sasl = k.security_protocol.starts_with("sasl_");
+  if (sasl) {
+    if (k.sasl_mechanism != "PLAIN" && k.sasl_mechanism != "SCRAM-SHA-256" &&
+        k.sasl_mechanism != "SCRAM-SHA-512") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kafka.sasl_mechanism is \"", k.sasl_mechanism, "\"; with ",
+                       k.security_protocol, " it must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"));
+    }
+    if (k.sasl_credentials_file.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kafka.sasl_credentials_file is empty; ", k.security_protocol,
+          " needs the file holding the username and password (never the secret itself)"));
+    }
+  } else if (!k.sasl_mechanism.empty() || !k.sasl_credentials_file.empty()) {
+    return absl::InvalidArgumentError(
+        "kafka.sasl_mechanism and kafka.sasl_credentials_file need kafka.security_protocol "
+        "sasl_plaintext or sasl_ssl");
+  }
+  if (absl::Status s = CheckPrintable(k.sasl_credentials_file, "kafka.sasl_credentials_file",
+                                      kMaxKafkaPathBytes);
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s =
           CheckPrintable(k.ssl_ca_location, "kafka.ssl_ca_location", kMaxKafkaPathBytes);

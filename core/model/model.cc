@@ -183,6 +183,11 @@ absl::Status ValidateModelConfig(const ModelConfig& config) {
   if (absl::Status s = ValidateKafkaSourceConfig(config.kafka); !s.ok()) return s;
   if (absl::Status s = ValidateFactorizationConfig(config); !s.ok()) return s;
   if (absl::Status s = ValidateFeedbackConfig(config.feedback, config.loss); !s.ok()) return s;
+  if (!config.kafka.feedback_topic.empty() && !config.feedback.enabled()) {
+    return absl::InvalidArgumentError(
+        "kafka.feedback_topic needs the impression-to-click loop (feedback.ttl_seconds > 0): its "
+        "labels join the impressions Predict logs");
+  }
   if (!(config.calibration.half_life >= 1 && config.calibration.half_life <= 1e15)) {
     return absl::InvalidArgumentError(absl::StrCat("calibration.half_life is ",
                                                    config.calibration.half_life,

@@ -140,20 +140,40 @@ struct KafkaSourceConfig {
   std::string topic;
   std::string group;  // the consumer group; empty: "clickd-<model name>-<topic>"
   KafkaFormat format = KafkaFormat::kVw;
-  // "plaintext" (empty) or "ssl"; with ssl, the CA file that signs the
-  // brokers' certificates (empty: the system's).
+  // "plaintext" (empty), "ssl", "sasl_plaintext" or "sasl_ssl"; with TLS,
+  // the CA file that signs the brokers' certificates (empty: the system's).
   std::string security_protocol;
   std::string ssl_ca_location;
   // Where refused records are copied (with headers naming their topic,
   // partition, offset and the reason); empty: nowhere.
   std::string dead_letter_topic;
+  // The feedback topic: labels (clickd.v1.FeedbackRequest, json or proto)
+  // joined to the impressions the model logged, exactly once, as the
+  // Feedback RPC joins them. Needs the model's impression-to-click loop.
+  // Empty: none.
+  std::string feedback_topic;
+  KafkaFormat feedback_format = KafkaFormat::kJson;
+  // With a sasl_* security_protocol: the mechanism ("PLAIN",
+  // "SCRAM-SHA-256" or "SCRAM-SHA-512") and the file the credentials are
+  // read from when the source starts (kMaxKafkaCredentialsFileBytes;
+  // "username=..." and "password=..." lines). The config holds the file's
+  // path, never the secret.
+  std::string sasl_mechanism;
+  std::string sasl_credentials_file;
   bool enabled() const { return !brokers.empty(); }
+  // Whether a field of config encoding 16 is set (model_config_codec.cc).
+  bool has_version16_fields() const {
+    return !feedback_topic.empty() || feedback_format != KafkaFormat::kJson ||
+           !sasl_mechanism.empty() || !sasl_credentials_file.empty();
+  }
 };
 
 inline constexpr size_t kMaxKafkaBrokersBytes = 1024;
 inline constexpr size_t kMaxKafkaTopicBytes = 249;  // Kafka's own limit
 inline constexpr size_t kMaxKafkaGroupBytes = 255;
 inline constexpr size_t kMaxKafkaPathBytes = 4096;
+// A SASL credentials file is at most this long.
+inline constexpr size_t kMaxKafkaCredentialsFileBytes = 4096;
 
 // Checks a Kafka source's fields (all empty: no source); errors name the
 // field ("kafka.topic ...") and the limit.

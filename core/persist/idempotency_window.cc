@@ -27,6 +27,11 @@ std::string PartitionName(std::string_view topic, int32_t partition) {
 }  // namespace
 
 std::string IdempotencyWindow::FeedbackKey(std::string_view key) {
+  // A position is one per topic and partition, whatever the record it
+  // travels with (a Kafka feedback topic's labels).
+  if (absl::StartsWith(absl::string_view(key.data(), key.size()), kPositionPrefix)) {
+    return std::string(key);
+  }
   return absl::StrCat("\x1e", absl::string_view(key.data(), key.size()));
 }
 

@@ -81,7 +81,8 @@ class IdempotencyWindow {
   // have a space of their own (a first byte, 0x1e, that no RPC's key can
   // hold), so that a Feedback reusing an Update's key is not taken for a
   // duplicate of it (issue 33, N15). The update log keeps the key as sent;
-  // its record's kind says which space it belongs to.
+  // its record's kind says which space it belongs to. A PositionKey is
+  // returned as it is: a feedback record carries its topic's position.
   static std::string FeedbackKey(std::string_view key);
 
   // The key that records `next_offset` as the position of `topic`'s

@@ -94,5 +94,17 @@ TEST(IdempotencyWindow, SourcePositionsAreNeverForgottenAndSurviveEncoding) {
   EXPECT_EQ(IdempotencyWindow::PositionKey("t", 0, 1)[0], '\x1f');
 }
 
+// A Kafka feedback topic's labels travel under their partition's position
+// key: in the Feedback key space it stays a position (kafka/kafka_source.h).
+TEST(IdempotencyWindow, APositionKeyStaysAPositionAsAFeedbackKey) {
+  IdempotencyWindow window(IdempotencyOptions{});
+  const std::string key = IdempotencyWindow::PositionKey("labels", 2, 40);
+  EXPECT_EQ(IdempotencyWindow::FeedbackKey(key), key);
+  window.Insert(IdempotencyWindow::FeedbackKey(key), 1);
+  EXPECT_EQ(window.Position("labels", 2), 40);
+  // An RPC's key still gets the space of its own.
+  EXPECT_NE(IdempotencyWindow::FeedbackKey("k1"), "k1");
+}
+
 }  // namespace
 }  // namespace clickd

@@ -15,11 +15,16 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 16;
-// Version 16 adds the factorization, written with every field of version
-// 15 (an id tag of 0 then too); a config without one is written in
-// version 15 or before, so that builds that know only those still read it.
-constexpr uint32_t kConfigVersionWithoutFactorization = 15;
+constexpr uint32_t kConfigVersion = 17;
+// Version 17 adds the factorization, written with every field of version
+// 16 (the Kafka feedback topic and SASL settings then too, even when
+// empty); a config without one is written in version 16 or before, so that
+// builds that know only those still read it.
+constexpr uint32_t kConfigVersionWithoutFactorization = 16;
+// Version 16 adds the Kafka source's feedback topic and SASL settings,
+// written with every field of version 15 even when empty; a config without
+// them is written in an older version.
+constexpr uint32_t kConfigVersionWithoutFeedbackTopic = 15;
 // Version 15 adds the impression ids' tag (feedback.id_tag), written with
 // every field of version 14 even when empty; a config without a tag is
 // written in version 14 (with a Kafka dead-letter topic), 13 (with a Kafka
@@ -267,7 +272,7 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
   return absl::OkStatus();
 }
 
-// Reads the factorization (version 16 on); validated with the rest.
+// Reads the factorization (version 17 on); validated with the rest.
 absl::Status ReadFactorization(Decoder* in, FactorizationConfig* f) {
   uint32_t kind = 0;
   uint32_t dim = 0;
@@ -277,7 +282,7 @@ absl::Status ReadFactorization(Decoder* in, FactorizationConfig* f) {
   in->GetFixed32(&count);
   if (!in->ok()) return Corrupt("the model config's factorization does not parse");
   if (kind == static_cast<uint32_t>(FactorizationConfig::Kind::kNone)) {
-    return Corrupt("model config encoding version 16 without a factorization");
+    return Corrupt("model config encoding version 17 without a factorization");
   }
   if (count > kMaxFactorFields || dim > static_cast<uint32_t>(kMaxFactorDim)) {
     return Corrupt(absl::StrCat("the model config's factorization has ", count, " fields of dim ",
@@ -298,13 +303,15 @@ absl::Status ReadFactorization(Decoder* in, FactorizationConfig* f) {
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   const bool factorization = c.factorization.enabled();
-  const bool id_tag = factorization || c.feedback.id_tag != 0;
+  const bool v16 = factorization || (c.kafka.enabled() && c.kafka.has_version16_fields());
+  const bool id_tag = v16 || c.feedback.id_tag != 0;
   const bool kafka = id_tag || c.kafka.enabled();
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
   const bool dead_letter = id_tag || (kafka && !c.kafka.dead_letter_topic.empty());
   coding::PutFixed32(out, factorization ? kConfigVersion
-                          : id_tag      ? kConfigVersionWithoutFactorization
+                          : v16         ? kConfigVersionWithoutFactorization
+                          : id_tag      ? kConfigVersionWithoutFeedbackTopic
                           : dead_letter ? kConfigVersionWithoutIdTag
                           : kafka       ? kConfigVersionWithoutDeadLetter
                           : ttl         ? kConfigVersionWithoutKafka
@@ -371,9 +378,18 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   // Version 14: the dead-letter topic, only when there is one (with
   // version 15, even when none).
   if (dead_letter) coding::PutString(out, c.kafka.dead_letter_topic);
-  // Version 15: the impression ids' tag, only when there is one.
+  // Version 15: the impression ids' tag, only when there is one (with
+  // version 16, even when none).
   if (id_tag) coding::PutFixed32(out, c.feedback.id_tag);
-  // Version 16: the factorization, only when there is one.
+  // Version 16: the feedback topic and SASL, only when one is set (with
+  // version 17, even when none).
+  if (v16) {
+    coding::PutString(out, c.kafka.feedback_topic);
+    coding::PutFixed32(out, static_cast<uint32_t>(c.kafka.feedback_format));
+    coding::PutString(out, c.kafka.sasl_mechanism);
+    coding::PutString(out, c.kafka.sasl_credentials_file);
+  }
+  // Version 17: the factorization, only when there is one.
   if (factorization) {
     const FactorizationConfig& f = c.factorization;
     coding::PutFixed32(out, static_cast<uint32_t>(f.kind));
@@ -455,6 +471,19 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     }
   }
   if (*version >= 16) {
+    KafkaSourceConfig& k = c.kafka;
+    in.GetString(&k.feedback_topic);
+    uint32_t format = 0;
+    in.GetFixed32(&format);
+    k.feedback_format = static_cast<KafkaFormat>(format);  // validated below
+    in.GetString(&k.sasl_mechanism);
+    in.GetString(&k.sasl_credentials_file);
+    // One encoding per config: without these, version 15 or older.
+    if (*version == 16 && in.ok() && !(k.enabled() && k.has_version16_fields())) {
+      return Corrupt("model config encoding version 16 without a feedback topic or SASL");
+    }
+  }
+  if (*version >= 17) {
     if (absl::Status s = ReadFactorization(&in, &c.factorization); !s.ok()) return s;
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");

@@ -93,6 +93,81 @@ TEST(ModelConfigEncoding, ADeadLetterTopicNeedsVersionFourteenAndRoundTrips) {
   EXPECT_NE(ValidateModelConfig(config).message().find("the limit is 249"), std::string::npos);
 }
 
+TEST(ModelConfigEncoding, AFeedbackTopicAndSaslNeedVersionSixteenAndRoundTrip) {
+  ModelConfig config;
+  config.name = "kafka";
+  config.kafka.brokers = "127.0.0.1:9092";
+  config.kafka.topic = "clicks";
+  config.feedback.ttl_seconds = 60;
+  config.kafka.feedback_topic = "labels";
+  config.kafka.feedback_format = KafkaFormat::kProto;
+  config.kafka.security_protocol = "sasl_ssl";
+  config.kafka.sasl_mechanism = "SCRAM-SHA-512";
+  config.kafka.sasl_credentials_file = "/etc/clickd/kafka.credentials";
+  ASSERT_TRUE(ValidateModelConfig(config).ok()) << ValidateModelConfig(config);
+  std::string v16;
+  EncodeModelConfig(config, &v16);
+  ASSERT_EQ(v16[4], 16);
+  auto decoded = DecodeModelConfig(v16);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->kafka.feedback_topic, "labels");
+  EXPECT_EQ(decoded->kafka.feedback_format, KafkaFormat::kProto);
+  EXPECT_EQ(decoded->kafka.sasl_mechanism, "SCRAM-SHA-512");
+  EXPECT_EQ(decoded->kafka.sasl_credentials_file, "/etc/clickd/kafka.credentials");
+  EXPECT_EQ(decoded->feedback.id_tag, 0u);
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v16);
+  // With an id tag too.
+  config.feedback.id_tag = 77;
+  std::string tagged;
+  EncodeModelConfig(config, &tagged);
+  auto with_tag = DecodeModelConfig(tagged);
+  ASSERT_TRUE(with_tag.ok()) << with_tag.status();
+  EXPECT_EQ(with_tag->feedback.id_tag, 77u);
+  // Without these fields, the older encoding.
+  ModelConfig plain = config;
+  plain.kafka.feedback_topic.clear();
+  plain.kafka.feedback_format = KafkaFormat::kJson;
+  plain.kafka.security_protocol.clear();
+  plain.kafka.sasl_mechanism.clear();
+  plain.kafka.sasl_credentials_file.clear();
+  std::string v15;
+  EncodeModelConfig(plain, &v15);
+  EXPECT_EQ(v15[4], 15);
+}
+
+TEST(ModelConfigEncoding, FeedbackTopicAndSaslMistakesNameTheField) {
+  ModelConfig config;
+  config.name = "kafka";
+  config.kafka.brokers = "127.0.0.1:9092";
+  config.kafka.topic = "clicks";
+  config.kafka.feedback_topic = "labels";
+  auto message = [&] { return std::string(ValidateModelConfig(config).message()); };
+  EXPECT_NE(message().find("kafka.feedback_topic needs the impression-to-click loop"),
+            std::string::npos)
+      << message();
+  config.feedback.ttl_seconds = 60;
+  config.kafka.feedback_topic = "clicks";
+  EXPECT_NE(message().find("kafka.feedback_topic is kafka.topic"), std::string::npos) << message();
+  config.kafka.feedback_topic = "labels";
+  config.kafka.feedback_format = KafkaFormat::kVw;
+  EXPECT_NE(message().find("kafka.feedback_format is vw; must be json or proto"), std::string::npos)
+      << message();
+  config.kafka.feedback_format = KafkaFormat::kJson;
+  config.kafka.security_protocol = "sasl_plaintext";
+  EXPECT_NE(message().find("kafka.sasl_mechanism is \"\"; with sasl_plaintext it must be PLAIN"),
+            std::string::npos)
+      << message();
+  config.kafka.sasl_mechanism = "PLAIN";
+  EXPECT_NE(message().find("kafka.sasl_credentials_file is empty"), std::string::npos) << message();
+  config.kafka.security_protocol = "ssl";
+  config.kafka.sasl_credentials_file = "/x";
+  EXPECT_NE(message().find("need kafka.security_protocol sasl_plaintext or sasl_ssl"),
+            std::string::npos)
+      << message();
+}
+
 TEST(ModelConfigEncoding, AKafkaSourceNeedsVersionThirteenAndRoundTrips) {
   ModelConfig config;
   config.name = "kafka";
@@ -217,7 +292,7 @@ namespace {
 
 // Version 16 carries the factorization; a config without one keeps the
 // version it had, so older builds still read it.
-TEST(ModelConfigEncoding, AFactorizationNeedsVersionSixteenAndRoundTrips) {
+TEST(ModelConfigEncoding, AFactorizationNeedsVersionSeventeenAndRoundTrips) {
   ModelConfig config;
   config.name = "ffm";
   std::string plain;
@@ -230,10 +305,10 @@ TEST(ModelConfigEncoding, AFactorizationNeedsVersionSixteenAndRoundTrips) {
   config.factorization.init_seed = 77;
   config.factorization.eta = 0.05;
   config.factorization.l2 = 1e-4;
-  std::string v16;
-  EncodeModelConfig(config, &v16);
-  ASSERT_EQ(v16[4], 16);
-  auto decoded = DecodeModelConfig(v16);
+  std::string v17;
+  EncodeModelConfig(config, &v17);
+  ASSERT_EQ(v17[4], 17);
+  auto decoded = DecodeModelConfig(v17);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   const FactorizationConfig& f = decoded->factorization;
   EXPECT_EQ(f.kind, FactorizationConfig::Kind::kFfm);
@@ -246,7 +321,7 @@ TEST(ModelConfigEncoding, AFactorizationNeedsVersionSixteenAndRoundTrips) {
   EXPECT_EQ(decoded->feedback.id_tag, 0u);
   std::string again;
   EncodeModelConfig(*decoded, &again);
-  EXPECT_EQ(again, v16);
+  EXPECT_EQ(again, v17);
   // With an id tag too.
   config.feedback.ttl_seconds = 60;
   config.feedback.id_tag = 0x1234;
@@ -256,15 +331,15 @@ TEST(ModelConfigEncoding, AFactorizationNeedsVersionSixteenAndRoundTrips) {
   ASSERT_TRUE(tagged_decoded.ok()) << tagged_decoded.status();
   EXPECT_EQ(tagged_decoded->feedback.id_tag, 0x1234u);
   EXPECT_EQ(tagged_decoded->factorization.fields.size(), 3u);
-  // Kind none in version 16, an invalid dim, or a cut tail are damage.
-  const size_t kind_at = v16.size() - (4 + 4 + 4 + 3 * 4 + 4 + 4 + 2 + 8 + 8 + 8 + 8);
-  std::string none = v16;
+  // Kind none in version 17, an invalid dim, or a cut tail are damage.
+  const size_t kind_at = v17.size() - (4 + 4 + 4 + 3 * 4 + 4 + 4 + 2 + 8 + 8 + 8 + 8);
+  std::string none = v17;
   none.replace(kind_at, 4, std::string(4, '\0'));
   EXPECT_EQ(DecodeModelConfig(none).status().code(), absl::StatusCode::kDataLoss);
-  std::string zero_dim = v16;
+  std::string zero_dim = v17;
   zero_dim.replace(kind_at + 4, 4, std::string(4, '\0'));
   EXPECT_EQ(DecodeModelConfig(zero_dim).status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(DecodeModelConfig(v16.substr(0, v16.size() - 3)).status().code(),
+  EXPECT_EQ(DecodeModelConfig(v17.substr(0, v17.size() - 3)).status().code(),
             absl::StatusCode::kDataLoss);
 }
 
