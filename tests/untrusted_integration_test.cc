@@ -472,17 +472,19 @@ TEST(CallerErrors, UnparsableMessageReadAheadEndsTheStreamAfterTheOnesBefore) {
 
 // Fills `model` with `coordinates` distinct coordinates (one namespace, ids
 // 0..coordinates-1), in Updates of at most 1M features.
-void Fill(v1::Clickd::Stub& stub, const std::string& model, int coordinates) {
+// Teaches `model` the coordinates first..first + coordinates - 1.
+void Fill(v1::Clickd::Stub& stub, const std::string& model, int coordinates, int first = 0) {
   constexpr int kPerExample = 62'500, kExamplesPerRequest = 16;
-  for (int at = 0; at < coordinates;) {
+  const int end = first + coordinates;
+  for (int at = first; at < end;) {
     v1::UpdateRequest request;
     request.set_model(model);
-    for (int e = 0; e < kExamplesPerRequest && at < coordinates; ++e) {
+    for (int e = 0; e < kExamplesPerRequest && at < end; ++e) {
       v1::LabeledExample* le = request.add_examples();
       le->set_label(e % 2);
       v1::Namespace* ns = le->mutable_example()->add_namespaces();
       ns->set_name("f");
-      for (int j = 0; j < kPerExample && at < coordinates; ++j, ++at) {
+      for (int j = 0; j < kPerExample && at < end; ++j, ++at) {
         ns->add_features()->set_id(static_cast<uint64_t>(at));
       }
     }
@@ -567,19 +569,27 @@ TEST(DenseDeadline, AnUpdateThatWaitedPastItsDeadlineLearnsNothing) {
 // before a whole digest could end), and at SIGTERM (the server exits long
 // before a whole digest could end, with a 60 s grace). Each bound is half
 // of a whole digest measured in the same run, so none depends on the
-// machine's speed.
+// machine's speed: the model grows (4M coordinates at a time, to 24M) until
+// a whole digest takes over 0.4 s, so that half of one is long enough to
+// tell apart from a call's own cost.
 TEST(DigestCost, DigestHoldsNoLearnerAndStopsAtItsDeadlineAndAtShutdown) {
   constexpr auto kLong = std::chrono::seconds(120);
   auto server = Start({"--worker_threads=1", "--max_learners_per_model=1",
                        "--max_features_per_example=65536", "--shutdown_grace_seconds=60"});
   ASSERT_NE(server, nullptr);
   auto stub = server->NewStub();
-  Fill(*stub, "default", 4'000'000);
+  constexpr int kStep = 4'000'000;
+  int coordinates = 0;
+  double digest_seconds = 0;
   auto start = std::chrono::steady_clock::now();
-  std::string whole;
-  ASSERT_TRUE(Digest(*stub, "default", kLong, &whole).ok());
-  const double digest_seconds = SecondsSince(start);
-  ASSERT_GT(digest_seconds, 0.4) << "the model is too small to tell";
+  while (digest_seconds <= 0.4 && coordinates < 6 * kStep) {
+    Fill(*stub, "default", kStep, coordinates);
+    coordinates += kStep;
+    start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(Digest(*stub, "default", kLong).ok());
+    digest_seconds = SecondsSince(start);
+  }
+  ASSERT_GT(digest_seconds, 0.4) << "the model is too small to tell at " << coordinates;
   auto small_update = [&] {
     v1::UpdateRequest request;
     request.set_model("default");
@@ -610,7 +620,7 @@ TEST(DigestCost, DigestHoldsNoLearnerAndStopsAtItsDeadlineAndAtShutdown) {
                   "--max_features_per_example=65536", "--shutdown_grace_seconds=60"});
   ASSERT_NE(server, nullptr);
   stub = server->NewStub();
-  Fill(*stub, "default", 4'000'000);
+  Fill(*stub, "default", coordinates);
   {
     std::future<grpc::Status> digest =
         std::async(std::launch::async, [&] { return Digest(*stub, "default", kLong); });
