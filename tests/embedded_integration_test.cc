@@ -200,7 +200,13 @@ TEST_F(EmbeddedReplicaTest, PurgedPastWhileCutOffItRestoresFromTheNewestSnapshot
   log_options.stream = "CLICKD_LOG";
   log_options.subject = "clickd.clickd.log";
   log_options.create_if_missing = false;
+  // The connection comes up in the background: retried while NATS does
+  // not answer yet (bounded).
   auto log = JetStreamLog::Open(nats->get(), log_options);
+  for (int i = 0; i < 30 && absl::IsUnavailable(log.status()); ++i) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    log = JetStreamLog::Open(nats->get(), log_options);
+  }
   ASSERT_TRUE(log.ok()) << log.status();
   uint64_t version = 0, first = 0;
   const auto until = Clock::now() + std::chrono::seconds(90);
