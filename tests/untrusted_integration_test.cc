@@ -515,8 +515,9 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 // An Update that waits for its model's learn lock behind a long dense step
 // past its deadline is refused whole and learns nothing (issue 33, N12):
-// all or nothing, as UpdateResponse.applied says. ada_full at d = 1536 (a
-// step of 3.6e9 multiply-adds, under --max_dense_work_per_update); two
+// all or nothing, as UpdateResponse.applied says. ada_full at the smallest
+// d whose step takes over 0.7 s here (up to 1536: 3.6e9 multiply-adds,
+// under --max_dense_work_per_update); two
 // learners per model so that the second Update reaches the lock while the
 // first one steps. A third Update without a deadline, sent once the first
 // ended, queues behind the second, so when it is answered the second has
@@ -526,24 +527,47 @@ TEST(DenseDeadline, AnUpdateThatWaitedPastItsDeadlineLearnsNothing) {
       Start({"--worker_threads=4", "--max_learners_per_model=2", "--max_inline_update_features=0"});
   ASSERT_NE(server, nullptr);
   auto stub = server->NewStub();
-  v1::ModelConfig config = Named("dense");
-  auto* emb = config.add_dense_namespaces();
-  emb->set_name("emb");
-  emb->set_dim(1536);
-  config.set_dense_optimizer("ada_full");
-  ASSERT_TRUE(CreateModel(*stub, config).ok());
-  const auto update = [&](std::chrono::milliseconds timeout) {
+  // The smallest dimension whose one step takes over 0.7 s on this build
+  // (a release build needs about 1536; a sanitizer build much less), so
+  // that the test neither cannot tell nor runs for minutes.
+  std::string model;
+  int dim = 0;
+  const auto update_of = [&](const std::string& name, int d, std::chrono::milliseconds timeout) {
     v1::UpdateRequest request;
-    request.set_model("dense");
+    request.set_model(name);
     v1::LabeledExample* le = request.add_examples();
     le->set_label(1);
-    v1::DenseValues* d = le->mutable_example()->add_dense();
-    d->set_namespace_("emb");
-    for (int i = 0; i < 1536; ++i) d->add_values(0.01f * (i % 7));
+    v1::DenseValues* values = le->mutable_example()->add_dense();
+    values->set_namespace_("emb");
+    for (int i = 0; i < d; ++i) values->add_values(0.01f * (i % 7));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + timeout);
     v1::UpdateResponse response;
     return stub->Update(&context, request, &response);
+  };
+  for (int d : {256, 512, 768, 1024, 1536}) {
+    v1::ModelConfig config = Named(absl::StrCat("probe", d));
+    auto* emb = config.add_dense_namespaces();
+    emb->set_name("emb");
+    emb->set_dim(d);
+    config.set_dense_optimizer("ada_full");
+    ASSERT_TRUE(CreateModel(*stub, config).ok());
+    const auto probe_start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(update_of(config.name(), d, std::chrono::seconds(120)).ok());
+    if (SecondsSince(probe_start) > 0.7 || d == 1536) {
+      dim = d;
+      break;
+    }
+  }
+  model = absl::StrCat("dense", dim);
+  v1::ModelConfig config = Named(model);
+  auto* emb = config.add_dense_namespaces();
+  emb->set_name("emb");
+  emb->set_dim(dim);
+  config.set_dense_optimizer("ada_full");
+  ASSERT_TRUE(CreateModel(*stub, config).ok());
+  const auto update = [&](std::chrono::milliseconds timeout) {
+    return update_of(model, dim, timeout);
   };
   const auto start = std::chrono::steady_clock::now();
   std::future<grpc::Status> first =
@@ -555,7 +579,7 @@ TEST(DenseDeadline, AnUpdateThatWaitedPastItsDeadlineLearnsNothing) {
   ASSERT_GT(SecondsSince(start), 0.6) << "the dense step is too short to tell";
   ASSERT_TRUE(update(std::chrono::seconds(120)).ok());
   v1::GetModelRequest get;
-  get.set_model("dense");
+  get.set_model(model);
   v1::GetModelResponse info;
   ASSERT_TRUE(stub->GetModel(Context().get(), get, &info).ok());
   EXPECT_EQ(info.model().updates(), 2u) << "the Update refused at its deadline was learned";
