@@ -21,7 +21,11 @@ std::string NewDir() {
   static int n = 0;
   const std::string dir = ::testing::TempDir() + "/update_log_test_" + std::to_string(getpid()) +
                           "_" + std::to_string(n++);
-  std::filesystem::remove_all(dir);  // PIDs repeat across runs
+  // PIDs repeat across runs: a directory of an earlier run, and the copy
+  // of its MANIFEST the log keeps beside it (`<dir>.MANIFEST`), go first.
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir + ".MANIFEST");
+  std::filesystem::remove(dir + ".MANIFEST.tmp");
   EXPECT_TRUE(Env::Default()->CreateDirs(dir).ok());
   return dir;
 }

@@ -21,7 +21,11 @@ std::string NewDir() {
   static int n = 0;
   const std::string dir = ::testing::TempDir() + "/memory_log_test_" + std::to_string(getpid()) +
                           "_" + std::to_string(n++);
+  // PIDs repeat across runs: a directory of an earlier run, and the copy
+  // of a file log's MANIFEST kept beside it (`<dir>.MANIFEST`), go first.
   std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir + ".MANIFEST");
+  std::filesystem::remove(dir + ".MANIFEST.tmp");
   return dir;
 }
 
