@@ -484,14 +484,27 @@ absl::Status Replica::LearnAsync(const std::string& model, absl::Span<const Trai
                       });
 }
 
-absl::StatusOr<Replica::Learned> Replica::LearnAt(const std::string& model,
-                                                  absl::Span<const TrainingExample> batch,
-                                                  const SourcePosition& position) {
+std::string Replica::SourceMessageId(const std::string& model, const SourcePosition& position) {
   uint64_t created_at = 0;
   {
     MutexLock lock(&mu_);
     if (auto it = created_.find(model); it != created_.end()) created_at = it->second;
   }
+  return absl::StrCat(
+      SourceMessageIdPrefix(model, created_at, position.topic, position.partition, position.start),
+      position.next, "-", position.attempt);
+}
+
+void Replica::EncodePositioned(int64_t time_us, const SourcePosition& position,
+                               std::string_view inner, std::string* out) {
+  EncodeKeyed(time_us,
+              IdempotencyWindow::PositionKey(position.topic, position.partition, position.next),
+              inner, out);
+}
+
+absl::StatusOr<Replica::Learned> Replica::LearnAt(const std::string& model,
+                                                  absl::Span<const TrainingExample> batch,
+                                                  const SourcePosition& position) {
   const int64_t time_us = std::chrono::duration_cast<std::chrono::microseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
@@ -500,14 +513,9 @@ absl::StatusOr<Replica::Learned> Replica::LearnAt(const std::string& model,
       [&](std::string* out) {
         std::string inner;
         EncodeBatch(batch, &inner);
-        EncodeKeyed(
-            time_us,
-            IdempotencyWindow::PositionKey(position.topic, position.partition, position.next),
-            inner, out);
+        EncodePositioned(time_us, position, inner, out);
       },
-      absl::StrCat(SourceMessageIdPrefix(model, created_at, position.topic, position.partition,
-                                         position.start),
-                   position.next, "-", position.attempt));
+      SourceMessageId(model, position));
   if (!waiter.ok()) return waiter.status();
   Learned out;
   out.sequence = (*waiter)->sequence;
@@ -551,11 +559,6 @@ absl::StatusOr<Replica::LoopApplied> Replica::Feedback(const std::string& model,
 absl::StatusOr<Replica::LoopApplied> Replica::FeedbackAt(const std::string& model, int64_t time_us,
                                                          absl::Span<const FeedbackItem> items,
                                                          const SourcePosition& position) {
-  uint64_t created_at = 0;
-  {
-    MutexLock lock(&mu_);
-    if (auto it = created_.find(model); it != created_.end()) created_at = it->second;
-  }
   auto waiter = PublishUpdate(
       model,
       [&](std::string* out) {
@@ -564,14 +567,9 @@ absl::StatusOr<Replica::LoopApplied> Replica::FeedbackAt(const std::string& mode
         record.items.assign(items.begin(), items.end());
         std::string inner;
         EncodeFeedback(record, &inner);
-        EncodeKeyed(
-            time_us,
-            IdempotencyWindow::PositionKey(position.topic, position.partition, position.next),
-            inner, out);
+        EncodePositioned(time_us, position, inner, out);
       },
-      absl::StrCat(SourceMessageIdPrefix(model, created_at, position.topic, position.partition,
-                                         position.start),
-                   position.next, "-", position.attempt));
+      SourceMessageId(model, position));
   if (!waiter.ok()) return waiter.status();
   return LoopApplied{std::move((*waiter)->applied.feedback), (*waiter)->sequence,
                      (*waiter)->duplicate};

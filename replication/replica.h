@@ -311,6 +311,12 @@ class Replica {
       std::string msg_id);
   // The message id of a record under a caller's idempotency key (`kind`
   // keeps Update's and Feedback's keys apart), or a fresh one without.
+  // The message id of a source's record read at `position` (LearnAt,
+  // FeedbackAt): model, its create, topic, partition, start, next, attempt.
+  std::string SourceMessageId(const std::string& model, const SourcePosition& position);
+  // A source's record: `inner` keyed by the partition's next position.
+  static void EncodePositioned(int64_t time_us, const SourcePosition& position,
+                               std::string_view inner, std::string* out);
   std::string MessageIdFor(std::string_view kind, const std::string& model,
                            std::string_view idempotency_key);
   void ApplyLoop();
