@@ -208,7 +208,8 @@ absl::Status EmbeddedReplica::Predict(const v1::PredictRequest& request,
   thread_local HashedCandidates hashed;
   absl::Cleanup release = [] { ReleaseLargeHashBuffers(&hashed); };
   ScoringModel scorer;
-  if (absl::Status s = PlanPredict(*served, request, state_->options.limits, &hashed, &scorer);
+  if (absl::Status s = PlanPredict(*served, request, state_->options.limits, /*counted=*/nullptr,
+                                   &hashed, &scorer);
       !s.ok()) {
     return s;
   }

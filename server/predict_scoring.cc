@@ -15,7 +15,8 @@ constexpr size_t kKeptHashedFeatures = size_t{1} << 16;
 }  // namespace
 
 absl::Status PlanPredict(const ServedModel& served, const v1::PredictRequest& request,
-                         const Limits& limits, HashedCandidates* hashed, ScoringModel* scorer) {
+                         const Limits& limits, const RequestCost* counted, HashedCandidates* hashed,
+                         ScoringModel* scorer) {
   const size_t n = request.candidates_size();
   if (n == 0) return absl::InvalidArgumentError("candidates is empty; Predict needs at least one");
   if (n > limits.max_candidates) {
@@ -23,9 +24,9 @@ absl::Status PlanPredict(const ServedModel& served, const v1::PredictRequest& re
         absl::StrCat("candidates has ", n, " entries; the limit is ", limits.max_candidates));
   }
   const Model& model = served.model();
-  if (absl::Status s = CheckPredictCost(model.config().hashing, request, limits); !s.ok()) {
-    return s;
-  }
+  const RequestCost cost =
+      counted != nullptr ? *counted : CountPredictCost(model.config().hashing, request, limits);
+  if (!cost.status.ok()) return cost.status;
   if (absl::Status s = CheckPredictExtras(request, limits); !s.ok()) return s;
   if (request.log_impressions() && served.feedback() == nullptr) {
     return absl::FailedPreconditionError(

@@ -19,14 +19,18 @@
 #include "core/model/variant_model.h"
 #include "core/serving/served_model.h"
 #include "server/limits.h"
+#include "server/request_cost.h"
 
 namespace clickd {
 
 // Checks `request` for `served` (candidate count, cost, extras, whether it
 // may log impressions, the variant) and hashes it into *hashed. On error,
-// the status names the field and the limit; nothing is scored.
+// the status names the field and the limit; nothing is scored. `counted`,
+// if set, is the request's cost as CountPredictCost counted it for this
+// model (where the call was placed), so that it is not counted again.
 absl::Status PlanPredict(const ServedModel& served, const v1::PredictRequest& request,
-                         const Limits& limits, HashedCandidates* hashed, ScoringModel* scorer);
+                         const Limits& limits, const RequestCost* counted, HashedCandidates* hashed,
+                         ScoringModel* scorer);
 
 // Fills *response for a planned request whose candidates scored `scores`
 // at `model_version` (and, if it logged impressions, got ids from

@@ -180,74 +180,57 @@ class PredictCosts {
 
 }  // namespace
 
-absl::Status CheckPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
-                              const Limits& limits) {
+RequestCost CountPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
+                             const Limits& limits) {
   const PredictCosts costs(hashing, request);
-  uint64_t total = costs.context();
+  RequestCost cost{costs.context(), absl::OkStatus()};
   for (int i = 0; i < request.candidates_size(); ++i) {
     const uint64_t with_context = costs.WithContext(request.candidates(i));
     if (with_context > limits.max_features_after_interactions) {
-      return TooManyForExample(absl::StrCat("candidates[", i, "] (with the context)"), with_context,
-                               limits);
+      cost.status = TooManyForExample(absl::StrCat("candidates[", i, "] (with the context)"),
+                                      with_context, limits);
+      return cost;
     }
-    total = SaturatingAdd(total, costs.Added(with_context));
-    if (total > limits.max_features_per_request) return TooManyForRequest(total, limits);
+    cost.features = SaturatingAdd(cost.features, costs.Added(with_context));
+    if (cost.features > limits.max_features_per_request) {
+      cost.status = TooManyForRequest(cost.features, limits);
+      return cost;
+    }
   }
-  return absl::OkStatus();
+  return cost;
 }
 
-uint64_t PredictFeatureTotal(const HashingConfig& hashing, const v1::PredictRequest& request,
-                             uint64_t cap) {
-  const PredictCosts costs(hashing, request);
-  uint64_t total = costs.context();
-  for (int i = 0; i < request.candidates_size() && total <= cap; ++i) {
-    total = SaturatingAdd(total, costs.Added(costs.WithContext(request.candidates(i))));
-  }
-  return total;
-}
-
-absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
-                             const Limits& limits) {
-  uint64_t total = 0;
+RequestCost CountUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
+                            const Limits& limits) {
+  RequestCost cost;
+  const auto add = [&](absl::Span<const NamespaceSize> context, uint64_t context_dense,
+                       const v1::Example& example, FieldPath field) {
+    cost.status =
+        AddExample(hashing, context, context_dense, example, field, limits, &cost.features);
+    if (cost.status.ok() && cost.features > limits.max_features_per_request) {
+      cost.status = TooManyForRequest(cost.features, limits);
+    }
+    return cost.status.ok();
+  };
   for (int i = 0; i < request.examples_size(); ++i) {
-    absl::Status s = AddExample(
-        hashing, {}, 0, request.examples(i).example(),
-        [i] { return absl::StrCat("examples[", i, "].example"); }, limits, &total);
-    if (!s.ok()) return s;
-    if (total > limits.max_features_per_request) return TooManyForRequest(total, limits);
+    if (!add({}, 0, request.examples(i).example(),
+             [i] { return absl::StrCat("examples[", i, "].example"); })) {
+      return cost;
+    }
   }
   for (int m = 0; m < request.impressions_size(); ++m) {
     const v1::Impression& imp = request.impressions(m);
     const ExampleSizes context = Sizes(imp.context());
     const uint64_t context_dense = DenseValueCount(imp.context());
     for (int c = 0; c < imp.candidates_size(); ++c) {
-      absl::Status s = AddExample(
-          hashing, context, context_dense, imp.candidates(c).example(),
-          [m, c] { return absl::StrCat("impressions[", m, "].candidates[", c, "].example"); },
-          limits, &total);
-      if (!s.ok()) return s;
-      if (total > limits.max_features_per_request) return TooManyForRequest(total, limits);
+      if (!add(context, context_dense, imp.candidates(c).example(), [m, c] {
+            return absl::StrCat("impressions[", m, "].candidates[", c, "].example");
+          })) {
+        return cost;
+      }
     }
   }
-  return absl::OkStatus();
-}
-
-uint64_t UpdateFeatureTotal(const HashingConfig& hashing, const v1::UpdateRequest& request,
-                            uint64_t cap) {
-  uint64_t total = 0;
-  for (int i = 0; i < request.examples_size() && total <= cap; ++i) {
-    total = SaturatingAdd(total, ExampleCost(hashing, {}, 0, request.examples(i).example()));
-  }
-  for (int m = 0; m < request.impressions_size() && total <= cap; ++m) {
-    const v1::Impression& imp = request.impressions(m);
-    const ExampleSizes context = Sizes(imp.context());
-    const uint64_t context_dense = DenseValueCount(imp.context());
-    for (int c = 0; c < imp.candidates_size() && total <= cap; ++c) {
-      total = SaturatingAdd(
-          total, ExampleCost(hashing, context, context_dense, imp.candidates(c).example()));
-    }
-  }
-  return total;
+  return cost;
 }
 
 }  // namespace clickd

@@ -36,25 +36,22 @@ namespace clickd {
 // compact table's directories and first subtables.
 absl::Status CheckModelFixedBytes(const ModelConfig& config, const Limits& limits);
 
-absl::Status CheckPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
-                              const Limits& limits);
+// A request's features after interactions, counted once against the
+// limits, so that where the call runs and whether it may run are decided
+// from one walk over its features. `features` is the per-request total
+// (the Predict context once, each candidate's own and crossed features;
+// every example of an Update), exact when `status` is ok. Counting stops at
+// the first example or total over its limit, and `status` names it.
+struct RequestCost {
+  uint64_t features = 0;
+  absl::Status status;
+};
 
-// The features a Predict yields after interactions in all, as the
-// per-request limit counts them (the context once, each candidate's own and
-// crossed features), without errors: for deciding where a request runs.
-// Counting stops once the total passes `cap`, so a larger result means only
-// "more than cap".
-uint64_t PredictFeatureTotal(const HashingConfig& hashing, const v1::PredictRequest& request,
-                             uint64_t cap);
-
-absl::Status CheckUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
+RequestCost CountPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
                              const Limits& limits);
 
-// The features an Update message yields after interactions in all, as the
-// per-request limit counts them, without errors: for deciding where it is
-// learned. Counting stops once the total passes `cap`.
-uint64_t UpdateFeatureTotal(const HashingConfig& hashing, const v1::UpdateRequest& request,
-                            uint64_t cap);
+RequestCost CountUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
+                            const Limits& limits);
 
 }  // namespace clickd
 

@@ -29,9 +29,9 @@ TEST(RequestCost, PredictChecksEachCandidateWithTheContext) {
   AddNamespace(request.add_candidates(), "ad", 9);  // 10 + 9 + 90 + 1 = 110
   Limits limits;
   limits.max_features_after_interactions = 110;
-  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  EXPECT_TRUE(CountPredictCost(UserTimesAd(), request, limits).status.ok());
   AddNamespace(request.add_candidates(), "ad", 10);  // 10 + 10 + 100 + 1 = 121
-  const absl::Status s = CheckPredictCost(UserTimesAd(), request, limits);
+  const absl::Status s = CountPredictCost(UserTimesAd(), request, limits).status;
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(s.message(),
             "candidates[1] (with the context) yields 121 features after interactions; the limit "
@@ -45,34 +45,36 @@ TEST(RequestCost, PredictCountsTheContextOnceInTheRequestTotal) {
   // Context: 10 + 1; each candidate adds 9 + 90.
   Limits limits;
   limits.max_features_per_request = 11 + 3 * 99;
-  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  EXPECT_TRUE(CountPredictCost(UserTimesAd(), request, limits).status.ok());
   limits.max_features_per_request -= 1;
-  const absl::Status s = CheckPredictCost(UserTimesAd(), request, limits);
+  const absl::Status s = CountPredictCost(UserTimesAd(), request, limits).status;
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("308 features after interactions in total; the limit is 307"),
             std::string::npos)
       << s;
 }
 
-// PredictFeatureTotal counts what the per-request limit counts (the total
-// at which CheckPredictCost starts to refuse), and stops once past its cap.
-TEST(RequestCost, PredictFeatureTotalIsThePerRequestCount) {
+// CountPredictCost's total is what the per-request limit counts (the total
+// at which it starts to refuse); counting stops at the first total past it.
+TEST(RequestCost, PredictTotalIsThePerRequestCount) {
   v1::PredictRequest request;
   AddNamespace(request.mutable_context(), "user", 10);
   for (int i = 0; i < 3; ++i) AddNamespace(request.add_candidates(), "ad", 9);
-  const uint64_t total = PredictFeatureTotal(UserTimesAd(), request, 1'000'000);
-  EXPECT_EQ(total, 11u + 3 * 99);
   Limits limits;
-  limits.max_features_per_request = total;
-  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
-  limits.max_features_per_request = total - 1;
-  EXPECT_FALSE(CheckPredictCost(UserTimesAd(), request, limits).ok());
-  // Counting stops at the first total past the cap: the rest not counted.
-  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), request, 100), 11u + 99);
-  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), request, 110), 11u + 2 * 99);
-  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), request, 209), 11u + 3 * 99);
+  const RequestCost cost = CountPredictCost(UserTimesAd(), request, limits);
+  ASSERT_TRUE(cost.status.ok()) << cost.status;
+  EXPECT_EQ(cost.features, 11u + 3 * 99);
+  limits.max_features_per_request = cost.features;
+  EXPECT_TRUE(CountPredictCost(UserTimesAd(), request, limits).status.ok());
+  limits.max_features_per_request = cost.features - 1;
+  EXPECT_FALSE(CountPredictCost(UserTimesAd(), request, limits).status.ok());
+  // Counting stops at the first total past the limit: the rest not counted.
+  limits.max_features_per_request = 100;
+  EXPECT_EQ(CountPredictCost(UserTimesAd(), request, limits).features, 11u + 99);
+  limits.max_features_per_request = 110;
+  EXPECT_EQ(CountPredictCost(UserTimesAd(), request, limits).features, 11u + 2 * 99);
   // No candidates: the context alone (Predict refuses it later).
-  EXPECT_EQ(PredictFeatureTotal(UserTimesAd(), v1::PredictRequest(), 1'000'000), 1u);
+  EXPECT_EQ(CountPredictCost(UserTimesAd(), v1::PredictRequest(), Limits{}).features, 1u);
 }
 
 TEST(RequestCost, UpdateCountsEveryExampleAndDenseValues) {
@@ -93,20 +95,20 @@ TEST(RequestCost, UpdateCountsEveryExampleAndDenseValues) {
   Limits limits;
   limits.max_features_after_interactions = 17;
   limits.max_features_per_request = 23;
-  EXPECT_TRUE(CheckUpdateCost(UserTimesAd(), request, limits).ok());
+  EXPECT_TRUE(CountUpdateCost(UserTimesAd(), request, limits).status.ok());
   limits.max_features_per_request = 22;
-  EXPECT_EQ(CheckUpdateCost(UserTimesAd(), request, limits).code(),
+  EXPECT_EQ(CountUpdateCost(UserTimesAd(), request, limits).status.code(),
             absl::StatusCode::kResourceExhausted);
   limits.max_features_per_request = 23;
   limits.max_features_after_interactions = 16;
-  const absl::Status s = CheckUpdateCost(UserTimesAd(), request, limits);
+  const absl::Status s = CountUpdateCost(UserTimesAd(), request, limits).status;
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("examples[0].example yields 17 features"), std::string::npos) << s;
 }
 
-// UpdateFeatureTotal counts what the per-request limit counts, examples
-// and impressions alike, and stops once past its cap.
-TEST(RequestCost, UpdateFeatureTotalIsThePerRequestCount) {
+// CountUpdateCost's total is what the per-request limit counts, examples
+// and impressions alike; counting stops at the first total past it.
+TEST(RequestCost, UpdateTotalIsThePerRequestCount) {
   v1::UpdateRequest request;
   for (int i = 0; i < 2; ++i) {
     v1::Example* plain = request.add_examples()->mutable_example();
@@ -118,18 +120,20 @@ TEST(RequestCost, UpdateFeatureTotalIsThePerRequestCount) {
   for (int i = 0; i < 3; ++i) {
     AddNamespace(imp->add_candidates()->mutable_example(), "ad", 2);  // 2 + 2 + 4 + 1 = 9 each
   }
-  const uint64_t total = UpdateFeatureTotal(UserTimesAd(), request, 1'000'000);
-  EXPECT_EQ(total, 2u * 16 + 3 * 9);
   Limits limits;
-  limits.max_features_per_request = total;
-  EXPECT_TRUE(CheckUpdateCost(UserTimesAd(), request, limits).ok());
-  limits.max_features_per_request = total - 1;
-  EXPECT_FALSE(CheckUpdateCost(UserTimesAd(), request, limits).ok());
-  // Counting stops at the first total past the cap.
-  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), request, 15), 16u);
-  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), request, 32), 32u + 9);
-  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), request, 41), 32u + 2 * 9);
-  EXPECT_EQ(UpdateFeatureTotal(UserTimesAd(), v1::UpdateRequest(), 10), 0u);
+  const RequestCost cost = CountUpdateCost(UserTimesAd(), request, limits);
+  ASSERT_TRUE(cost.status.ok()) << cost.status;
+  EXPECT_EQ(cost.features, 2u * 16 + 3 * 9);
+  limits.max_features_per_request = cost.features;
+  EXPECT_TRUE(CountUpdateCost(UserTimesAd(), request, limits).status.ok());
+  limits.max_features_per_request = cost.features - 1;
+  EXPECT_FALSE(CountUpdateCost(UserTimesAd(), request, limits).status.ok());
+  // Counting stops at the first total past the limit.
+  limits.max_features_per_request = 15;
+  EXPECT_EQ(CountUpdateCost(UserTimesAd(), request, limits).features, 16u);
+  limits.max_features_per_request = 32;
+  EXPECT_EQ(CountUpdateCost(UserTimesAd(), request, limits).features, 32u + 9);
+  EXPECT_EQ(CountUpdateCost(UserTimesAd(), v1::UpdateRequest(), Limits{}).features, 0u);
 }
 
 // Packed features count as Feature messages do (a value of 0 drops one), so
@@ -151,9 +155,9 @@ TEST(RequestCost, PackedFeaturesCountInEveryForm) {
   // 5 + 3 + 15 + 1 = 24.
   Limits limits;
   limits.max_features_after_interactions = 24;
-  EXPECT_TRUE(CheckPredictCost(UserTimesAd(), request, limits).ok());
+  EXPECT_TRUE(CountPredictCost(UserTimesAd(), request, limits).status.ok());
   limits.max_features_after_interactions = 23;
-  EXPECT_EQ(CheckPredictCost(UserTimesAd(), request, limits).message(),
+  EXPECT_EQ(CountPredictCost(UserTimesAd(), request, limits).status.message(),
             "candidates[0] (with the context) yields 24 features after interactions; the limit "
             "is 23 (max_features_after_interactions)");
 
@@ -162,7 +166,7 @@ TEST(RequestCost, PackedFeaturesCountInEveryForm) {
   big->set_name("ad");
   big->add_keys(1);
   for (int i = 0; i < 1'000'000; ++i) big->add_key_values(1);
-  const absl::Status s = CheckUpdateCost(UserTimesAd(), update, Limits{});
+  const absl::Status s = CountUpdateCost(UserTimesAd(), update, Limits{}).status;
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(s.message(),
             "examples[0].example yields 1000001 features after interactions; the limit is 65536 "

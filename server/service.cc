@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
@@ -44,20 +45,20 @@ std::string ModelKey(const Request& request) {
   return request.model();
 }
 
-// Whether work placed by a RunHere (ClickdService::Unary) goes to the
-// executor as light work: only a small Update (ClickdService::PlaceUpdate).
-template <typename Placement>
-bool IsLight(const Placement&) {
-  return false;
-}
-bool IsLight(const ClickdService::UpdatePlacement& placement) { return placement.light; }
-
 // A unary call's work, run: DEADLINE_EXCEEDED if the deadline passed
-// before it started, an exception turned into a status (Guarded).
+// before it started, an exception turned into a status (Guarded). Work
+// that takes the call's plan gets it (ClickdService::Unary).
 template <typename Call, typename Work>
 absl::Status WorkStatus(Call& call, const grpc::CallbackServerContext* context,
-                        std::string_view method, Work& work) {
-  auto run = [&] { return work(call.request(), call.response()); };
+                        std::string_view method, Work& work, const CallPlan& plan) {
+  auto run = [&] {
+    if constexpr (std::is_invocable_v<Work&, decltype(call.request()), decltype(call.response()),
+                                      const CallPlan&>) {
+      return work(call.request(), call.response(), plan);
+    } else {
+      return work(call.request(), call.response());
+    }
+  };
   return DeadlinePassed(context) ? DeadlinePassedError() : Guarded(method, run);
 }
 
@@ -102,18 +103,24 @@ void ClickdService::RunCallWork(std::string_view key, std::function<void()> run,
   if (absl::Status s = executor_->Submit(key, {std::move(run), refuse, light}); !s.ok()) refuse(s);
 }
 
-ClickdService::UpdatePlacement ClickdService::PlaceUpdate(const v1::UpdateRequest& request) {
+CallPlacement ClickdService::PlaceUpdate(const v1::UpdateRequest& request) {
   const uint64_t bound = limits_.max_inline_update_features;
   if (executor_ == nullptr || bound == 0) return {};
-  std::shared_ptr<ServedModel> served = registry_->Get(request.model());
-  if (served == nullptr) return {};  // NotFound, on a worker
-  if (UpdateFeatureTotal(served->model().config().hashing, request, bound) > bound) return {};
-  if (writer_ != &local_writer_ || served->durable()) return {InlineLease(), /*light=*/true};
-  // Checked before the slot, so the slot is never taken only to be given
-  // back. A long call on this model that starts in between can still make
-  // this message wait for it: that is rare, and bounded by the limits.
-  if (!executor_->KeyIsLight(request.model())) return {InlineLease(), /*light=*/true};
-  return {InlineLease::TryAcquire(&inline_slot_), /*light=*/true};
+  CallPlan plan;
+  plan.served = registry_->Get(request.model());
+  if (plan.served == nullptr) return {};  // NotFound, on a worker
+  plan.cost = CountUpdateCost(plan.served->model().config().hashing, request, limits_);
+  if (!plan.cost->status.ok() || plan.cost->features > bound) {
+    return {InlineLease(), /*light=*/false, std::move(plan)};
+  }
+  const bool here = writer_ == &local_writer_ && !plan.served->durable() &&
+                    // Checked before the slot, so the slot is never taken
+                    // only to be given back. A long call on this model that
+                    // starts in between can still make this message wait for
+                    // it: that is rare, and bounded by the limits.
+                    executor_->KeyIsLight(request.model());
+  return {here ? InlineLease::TryAcquire(&inline_slot_) : InlineLease(), /*light=*/true,
+          std::move(plan)};
 }
 
 void ClickdService::RecordRequest(std::string_view method, absl::StatusCode code,
@@ -157,9 +164,11 @@ std::shared_ptr<UnaryCall<ClickdService, Request, Response>> ClickdService::Star
 
 template <typename Call, typename Work>
 void ClickdService::RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
-                            std::string_view method, std::string_view key, bool light, Work work) {
-  auto run_call = [call, context, method, work = std::move(work)]() mutable {
-    call->Finish(WorkStatus(*call, context, method, work));
+                            std::string_view method, std::string_view key, bool light,
+                            CallPlan plan, Work work) {
+  auto run_call = [call, context, method, plan = std::move(plan),
+                   work = std::move(work)]() mutable {
+    call->Finish(WorkStatus(*call, context, method, work, plan));
   };
   RunCallWork(
       key, std::move(run_call), [call](const absl::Status& refused) { call->Finish(refused); },
@@ -178,11 +187,12 @@ grpc::ServerUnaryReactor* ClickdService::Unary(grpc::CallbackServerContext* cont
     // Held while the work runs here: it may hold a slot (server/inline_lease.h),
     // given back before the call is answered, so that the caller's next call
     // can take it.
-    const auto here = run_here(call->request());
-    if (here) {
-      status_here = WorkStatus(*call, context, method, work);
+    CallPlacement placed = run_here(call->request());
+    if (placed) {
+      status_here = WorkStatus(*call, context, method, work, placed.plan);
     } else {
-      RunCall(call, context, method, key_of(call->request()), IsLight(here), std::move(work));
+      RunCall(call, context, method, key_of(call->request()), placed.light, std::move(placed.plan),
+              std::move(work));
     }
   }
   if (status_here.has_value()) call->Finish(*status_here);
@@ -200,15 +210,17 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ClickdService::Lookup(const std::st
 }
 
 absl::Status ClickdService::ScorePredictRequest(const v1::PredictRequest& request,
-                                                v1::PredictResponse* response) {
-  auto served = Lookup(request.model(), "model");
+                                                v1::PredictResponse* response,
+                                                const CallPlan& plan) {
+  auto served = plan.served != nullptr ? plan.served : Lookup(request.model(), "model");
   if (!served.ok()) return served.status();
   // Kept per thread so that its buffers are reused; a large request's are
   // not kept for the thread's next one.
   thread_local HashedCandidates hashed;
   absl::Cleanup release = [] { ReleaseLargeHashBuffers(&hashed); };
   ScoringModel scorer;
-  if (absl::Status s = PlanPredict(**served, request, limits_, &hashed, &scorer); !s.ok()) {
+  if (absl::Status s = PlanPredict(**served, request, limits_, plan.counted(), &hashed, &scorer);
+      !s.ok()) {
     return s;
   }
   if (request.min_model_version() > 0) {
@@ -272,8 +284,10 @@ absl::Status ClickdService::ApplyFeedback(const v1::FeedbackRequest& request,
 
 absl::Status ClickdService::ApplyUpdate(ServedModel& served, const v1::UpdateRequest& request,
                                         v1::UpdateResponse* response,
-                                        std::vector<ScoredExample>* scored) {
-  absl::StatusOr<ValidatedUpdate> update = ValidateUpdateRequest(served.model(), request, limits_);
+                                        std::vector<ScoredExample>* scored,
+                                        const RequestCost* counted) {
+  absl::StatusOr<ValidatedUpdate> update =
+      ValidateUpdateRequest(served.model(), request, limits_, counted);
   if (!update.ok()) return update.status();
   absl::StatusOr<ModelWriter::Learned> learned =
       writer_->Learn(served, update->batch, request.idempotency_key());
@@ -286,7 +300,8 @@ grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* co
                                                  const Bytes* request, Bytes* response) {
   return Unary<v1::PredictRequest, v1::PredictResponse>(
       context, "Predict", request, response, NoKey,
-      [this, context](const v1::PredictRequest& req, v1::PredictResponse* resp) -> absl::Status {
+      [this, context](const v1::PredictRequest& req, v1::PredictResponse* resp,
+                      const CallPlan& plan) -> absl::Status {
         // Logging impressions changes the model (the join buffer, and the
         // fake-negative policies learn at once): it takes Feedback's role.
         if (req.log_impressions()) {
@@ -294,35 +309,40 @@ grpc::ServerUnaryReactor* ClickdService::Predict(grpc::CallbackServerContext* co
             return absl::Status(s.code(), absl::StrCat("log_impressions: ", s.message()));
           }
         }
-        return ScorePredictRequest(req, resp);
+        return ScorePredictRequest(req, resp, plan);
       },
-      [this](const v1::PredictRequest& req) { return ScoresInline(req); });
+      [this](const v1::PredictRequest& req) { return PlacePredict(req); });
 }
 
-InlineLease ClickdService::ScoresInline(const v1::PredictRequest& request) {
+CallPlacement ClickdService::PlacePredict(const v1::PredictRequest& request) {
   if (executor_ == nullptr) return {};
   // Logging impressions writes the update log: never on a gRPC thread.
   if (request.log_impressions()) return {};
-  std::shared_ptr<ServedModel> served = registry_->Get(request.model());
-  if (served == nullptr) {  // NotFound, answered at once
-    return limits_.max_inline_predict_features > 0 ? InlineLease::Here() : InlineLease();
+  const uint64_t small = limits_.max_inline_predict_features;
+  CallPlan plan;
+  plan.served = registry_->Get(request.model());
+  if (plan.served == nullptr) {  // NotFound, answered at once
+    return {small > 0 ? InlineLease::Here() : InlineLease()};
   }
   // A replica behind min_model_version waits for it: never on a gRPC thread.
-  if (request.min_model_version() > 0 && request.min_model_version() > writer_->Version(*served)) {
-    return {};
+  if (request.min_model_version() > 0 &&
+      request.min_model_version() > writer_->Version(*plan.served)) {
+    return {InlineLease(), /*light=*/false, std::move(plan)};
   }
-  // The request's cost against the inline bounds, counted once as the
-  // per-request limit counts it (server/request_cost.h; a single example's
-  // count is never more than the total).
-  const uint64_t small = limits_.max_inline_predict_features;
-  const uint64_t quiet = limits_.max_quiet_inline_predict_features;
-  const uint64_t total =
-      PredictFeatureTotal(served->model().config().hashing, request, std::max(small, quiet));
-  if (small > 0 && total <= small) return InlineLease::Here();
+  // The request's cost, counted once for both the limits and the inline
+  // bounds (server/request_cost.h; a single example's count is never more
+  // than the total). A request over a limit is refused here at once.
+  plan.cost = CountPredictCost(plan.served->model().config().hashing, request, limits_);
+  const uint64_t total = plan.cost->features;
+  if (!plan.cost->status.ok() || (small > 0 && total <= small)) {
+    return {InlineLease::Here(), /*light=*/false, std::move(plan)};
+  }
   // A larger one only while the workers would be idle anyway, and one at a
   // time (InlineLease).
-  if (quiet == 0 || total > quiet || !executor_->idle()) return {};
-  return InlineLease::TryAcquire(&inline_slot_);
+  const uint64_t quiet = limits_.max_quiet_inline_predict_features;
+  const bool may_run_here = quiet > 0 && total <= quiet && executor_->idle();
+  return {may_run_here ? InlineLease::TryAcquire(&inline_slot_) : InlineLease(), /*light=*/false,
+          std::move(plan)};
 }
 
 grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* context,
@@ -330,14 +350,15 @@ grpc::ServerUnaryReactor* ClickdService::Update(grpc::CallbackServerContext* con
   if (writer_->LearnsAsynchronously()) return UpdateWithoutWaiting(context, request, response);
   return Unary<v1::UpdateRequest, v1::UpdateResponse>(
       context, "Update", request, response, ModelKey<v1::UpdateRequest>,
-      [this, context](const v1::UpdateRequest& req, v1::UpdateResponse* resp) -> absl::Status {
-        auto served = Lookup(req.model(), "model");
+      [this, context](const v1::UpdateRequest& req, v1::UpdateResponse* resp,
+                      const CallPlan& plan) -> absl::Status {
+        auto served = plan.served != nullptr ? plan.served : Lookup(req.model(), "model");
         if (!served.ok()) return served.status();
         std::vector<ScoredExample> scored;
         // Refused whole if it waits past its deadline for the model's
         // learners (core/base/call_deadline.h).
         CallDeadline deadline(context->deadline());
-        return ApplyUpdate(**served, req, resp, &scored);
+        return ApplyUpdate(**served, req, resp, &scored, plan.counted());
       },
       [this](const v1::UpdateRequest& req) { return PlaceUpdate(req); });
 }
@@ -348,18 +369,19 @@ grpc::ServerUnaryReactor* ClickdService::UpdateWithoutWaiting(grpc::CallbackServ
   std::shared_ptr<UpdateCall> call =
       StartCall<v1::UpdateRequest, v1::UpdateResponse>(context, "Update", request, response);
   if (call->finished()) return call->reactor();
-  auto run = [this, call, context] {
+  CallPlacement placed = SendsInline(call->request());
+  auto run = [this, call, context, plan = std::move(placed.plan)] {
     if (DeadlinePassed(context)) {
       call->Finish(DeadlinePassedError());
       return;
     }
-    auto start = [&] { return StartUpdate(call); };
+    auto start = [&] { return StartUpdate(call, plan); };
     if (absl::Status s = Guarded("Update", start); !s.ok()) call->Finish(s);
   };
   // Only checking and encoding run here, not learning: a small message is
   // sent from the gRPC thread that received it (saving the hand-over to a
   // worker), one at a time like the other inline work.
-  if (InlineLease here = SendsInline(call->request()); here) {
+  if (placed) {
     run();
     return call->reactor();
   }
@@ -369,21 +391,25 @@ grpc::ServerUnaryReactor* ClickdService::UpdateWithoutWaiting(grpc::CallbackServ
   return call->reactor();
 }
 
-InlineLease ClickdService::SendsInline(const v1::UpdateRequest& request) {
+CallPlacement ClickdService::SendsInline(const v1::UpdateRequest& request) {
   const uint64_t bound = limits_.max_inline_update_features;
   if (executor_ == nullptr || bound == 0) return {};
-  std::shared_ptr<ServedModel> served = registry_->Get(request.model());
-  if (served == nullptr) return {};  // NotFound, on a worker
-  if (UpdateFeatureTotal(served->model().config().hashing, request, bound) > bound) return {};
-  return InlineLease::TryAcquire(&inline_slot_);
+  CallPlan plan;
+  plan.served = registry_->Get(request.model());
+  if (plan.served == nullptr) return {};  // NotFound, on a worker
+  plan.cost = CountUpdateCost(plan.served->model().config().hashing, request, limits_);
+  const bool small = plan.cost->status.ok() && plan.cost->features <= bound;
+  return {small ? InlineLease::TryAcquire(&inline_slot_) : InlineLease(), /*light=*/true,
+          std::move(plan)};
 }
 
-absl::Status ClickdService::StartUpdate(const std::shared_ptr<UpdateCall>& call) {
+absl::Status ClickdService::StartUpdate(const std::shared_ptr<UpdateCall>& call,
+                                        const CallPlan& plan) {
   const v1::UpdateRequest& request = call->request();
-  auto served = Lookup(request.model(), "model");
+  auto served = plan.served != nullptr ? plan.served : Lookup(request.model(), "model");
   if (!served.ok()) return served.status();
   absl::StatusOr<ValidatedUpdate> update =
-      ValidateUpdateRequest((*served)->model(), request, limits_);
+      ValidateUpdateRequest((*served)->model(), request, limits_, plan.counted());
   if (!update.ok()) return update.status();
   const size_t limit = executor_ != nullptr ? executor_->options().max_queued : 1024;
   if (const size_t n = updates_in_flight_.fetch_add(1) + 1; n > limit) {
@@ -524,7 +550,7 @@ grpc::ServerUnaryReactor* ClickdService::GetModel(grpc::CallbackServerContext* c
     GetModelWithDigest(this, context, call);
     return call->reactor();
   }
-  RunCall(call, context, "GetModel", /*key=*/"", /*light=*/false,
+  RunCall(call, context, "GetModel", /*key=*/"", /*light=*/false, CallPlan(),
           [this](const v1::GetModelRequest& req, v1::GetModelResponse* resp) -> absl::Status {
             auto served = Lookup(req.model(), "model");
             if (!served.ok()) return served.status();

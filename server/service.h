@@ -50,6 +50,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -61,6 +62,7 @@
 #include "server/limits.h"
 #include "server/metrics/rpc_metrics.h"
 #include "server/model_writer.h"
+#include "server/request_cost.h"
 #include "server/snapshotter.h"
 #include "server/stream_idle.h"
 #include "server/stream_limit.h"
@@ -81,9 +83,31 @@ using RawClickdService = v1::Clickd::WithRawCallbackMethod_Predict<
                                     v1::Clickd::WithRawCallbackMethod_FeedbackStream<
                                         v1::Clickd::Service>>>>>>>>>>>;
 
+// What placing a call learned of its request, carried to the call's work
+// so that the model is looked up and the request's features counted once
+// per call.
+struct CallPlan {
+  // The model the request names, if it was looked up (null: not looked up,
+  // or not found; the work looks it up and answers NOT_FOUND).
+  std::shared_ptr<ServedModel> served;
+  // The request's cost against the limits, counted for `served`.
+  std::optional<RequestCost> cost;
+  const RequestCost* counted() const { return cost.has_value() ? &*cost : nullptr; }
+};
+
+// Where a unary call's work runs (ClickdService::Unary), and its plan.
+struct CallPlacement {
+  // Held: the work runs on the gRPC thread that received the call. Else on
+  // a worker, as light work (Executor::Task::light) if `light`.
+  InlineLease here;
+  bool light = false;
+  CallPlan plan;
+  explicit operator bool() const { return static_cast<bool>(here); }
+};
+
 // The default of ClickdService::Unary: every call's work goes to the executor.
 struct RunOnExecutor {
-  bool operator()(const google::protobuf::Message&) const { return false; }
+  CallPlacement operator()(const google::protobuf::Message&) const { return {}; }
 };
 
 // What a ClickdService is built from. Every pointer, if set, must outlive
@@ -144,8 +168,10 @@ class ClickdService final : public RawClickdService {
 
   // Validates and learns one UpdateRequest (a unary call or one stream
   // message) on `served`; all or nothing. Appends the pre-update scores.
+  // `counted`, if set, is the request's cost counted where it was placed.
   absl::Status ApplyUpdate(ServedModel& served, const v1::UpdateRequest& request,
-                           v1::UpdateResponse* response, std::vector<ScoredExample>* scored);
+                           v1::UpdateResponse* response, std::vector<ScoredExample>* scored,
+                           const RequestCost* counted = nullptr);
 
   // A unary Update on a writer that learns asynchronously (a replica):
   // validated on a worker, which then moves on; the call is answered when
@@ -153,22 +179,23 @@ class ClickdService final : public RawClickdService {
   using UpdateCall = UnaryCall<ClickdService, v1::UpdateRequest, v1::UpdateResponse>;
   grpc::ServerUnaryReactor* UpdateWithoutWaiting(grpc::CallbackServerContext* context,
                                                  const Bytes* request, Bytes* response);
-  absl::Status StartUpdate(const std::shared_ptr<UpdateCall>& call);
+  absl::Status StartUpdate(const std::shared_ptr<UpdateCall>& call, const CallPlan& plan);
   // Whether UpdateWithoutWaiting checks and sends `request` on the gRPC
   // thread that received it: if it is small (max_inline_update_features)
   // and no other inline work holds inline_slot_. Not PlaceUpdate: under
   // replication a stream message still waits for its record on the thread
   // that learns it, which must then be a worker, never a gRPC thread.
-  InlineLease SendsInline(const v1::UpdateRequest& request);
+  CallPlacement SendsInline(const v1::UpdateRequest& request);
 
   // Remembers a scored Predict's candidates as impressions; the first id.
   absl::StatusOr<uint64_t> LogImpressions(ServedModel& served, const HashedCandidates& hashed,
                                           absl::Span<const CandidateScore> scores);
   // Validates and applies one FeedbackRequest.
   absl::Status ApplyFeedback(const v1::FeedbackRequest& request, v1::FeedbackResponse* response);
-  // Validates and scores one PredictRequest.
-  absl::Status ScorePredictRequest(const v1::PredictRequest& request,
-                                   v1::PredictResponse* response);
+  // Validates and scores one PredictRequest, on the model and at the cost
+  // its placement found, if it looked.
+  absl::Status ScorePredictRequest(const v1::PredictRequest& request, v1::PredictResponse* response,
+                                   const CallPlan& plan = {});
 
   // What GetModel and ListModels say of `served`: its ModelInfo and, on a
   // replica, the replica's health.
@@ -219,12 +246,7 @@ class ClickdService final : public RawClickdService {
   // worker, as light work if it is that small. The hand-over to a worker
   // and back costs one stream about a tenth of its throughput; at most one
   // gRPC thread is busy this way, so the others keep serving.
-  struct UpdatePlacement {
-    InlineLease here;
-    bool light = false;
-    explicit operator bool() const { return static_cast<bool>(here); }
-  };
-  UpdatePlacement PlaceUpdate(const v1::UpdateRequest& request);
+  CallPlacement PlaceUpdate(const v1::UpdateRequest& request);
 
   // Records a finished call of `method` (its name in clickd.v1.Clickd) in
   // the request metrics, if any.
@@ -244,10 +266,11 @@ class ClickdService final : public RawClickdService {
 
  private:
   // Runs a unary call of `method`: checks access, parses the request, then
-  // on the executor under key_of(request) (or right here if
-  // run_here(request)) checks the deadline, runs work(request, response),
-  // records the call and finishes it with work's status and the serialized
-  // response.
+  // on the executor under key_of(request) (or right here if the
+  // CallPlacement run_here(request) says so) checks the deadline, runs
+  // work(request, response), or work(request, response, plan) if work
+  // takes the placement's CallPlan, records the call and finishes it with work's
+  // status and the serialized response.
   template <typename Request, typename Response, typename KeyOf, typename Work,
             typename RunHere = RunOnExecutor>
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* context, std::string_view method,
@@ -266,14 +289,14 @@ class ClickdService final : public RawClickdService {
   // deadline first and turns exceptions into statuses.
   template <typename Call, typename Work>
   void RunCall(std::shared_ptr<Call> call, grpc::CallbackServerContext* context,
-               std::string_view method, std::string_view key, bool light, Work work);
+               std::string_view method, std::string_view key, bool light, CallPlan plan, Work work);
 
   // Whether a Predict is scored on the gRPC thread that received it: if
   // it is small (Limits::max_inline_predict_features), or if it is at most
   // Limits::max_quiet_inline_predict_features while the executor is idle
   // and no stream message or other such Predict runs here (holding
   // inline_slot_).
-  InlineLease ScoresInline(const v1::PredictRequest& request);
+  CallPlacement PlacePredict(const v1::PredictRequest& request);
 
   ModelRegistry* const registry_;
   LocalModelWriter local_writer_;
@@ -284,7 +307,7 @@ class ClickdService final : public RawClickdService {
   Snapshotter* const snapshotter_;
   Executor* const executor_;
   const auth::AccessControl access_;
-  // Held while a large Predict is scored (ScoresInline), or a stream
+  // Held while a large Predict is scored (PlacePredict), or a stream
   // message learned (PlaceUpdate), on a gRPC thread.
   std::atomic<bool> inline_slot_{false};
   // Updates sent to the replicated log and not yet answered: at most the

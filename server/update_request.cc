@@ -31,10 +31,10 @@ absl::Status CheckIdempotencyKey(const std::string& key, const Limits& limits) {
 namespace {
 
 // Step 1: counts the examples (plain ones and impressions' candidates) and
-// checks the count, the idempotency key and the cost against the limits,
-// before anything is converted.
-absl::StatusOr<size_t> CheckUpdateLimits(const HashingConfig& hashing,
-                                         const v1::UpdateRequest& request, const Limits& limits) {
+// checks the count, the idempotency key and the cost (`cost`, counted by
+// the caller) against the limits, before anything is converted.
+absl::StatusOr<size_t> CheckUpdateLimits(const v1::UpdateRequest& request, const RequestCost& cost,
+                                         const Limits& limits) {
   size_t total = request.examples_size();
   for (const v1::Impression& imp : request.impressions()) total += imp.candidates_size();
   if (total == 0) return absl::InvalidArgumentError("examples and impressions are both empty");
@@ -43,19 +43,19 @@ absl::StatusOr<size_t> CheckUpdateLimits(const HashingConfig& hashing,
     return absl::ResourceExhaustedError(absl::StrCat(
         "the update has ", total, " examples; the limit is ", limits.max_examples_per_update));
   }
-  if (absl::Status s = CheckUpdateCost(hashing, request, limits); !s.ok()) return s;
+  if (!cost.status.ok()) return cost.status;
   return total;
 }
 
 // Step 1b: each variant learns every example in a store of its own, so a
 // model with variants does (and may grow its tables by) 1 + variants times
-// the request's features: counted against the same per-request limit.
-absl::Status CheckVariantsCost(const ModelConfig& config, const v1::UpdateRequest& request,
-                               const Limits& limits) {
+// the request's features (`features`, within the limit by step 1): counted
+// against the same per-request limit.
+absl::Status CheckVariantsCost(const ModelConfig& config, uint64_t features, const Limits& limits) {
   if (config.variants.empty()) return absl::OkStatus();
   const uint64_t stores = 1 + config.variants.size();
   const uint64_t cap = limits.max_features_per_request / stores;
-  if (UpdateFeatureTotal(config.hashing, request, cap) <= cap) return absl::OkStatus();
+  if (features <= cap) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "the request's examples yield more than ", cap,
       " features after interactions; each of the model's ", stores, " stores (the primary and ",
@@ -202,10 +202,15 @@ absl::Status CheckDenseWork(const Model& model, const ValidatedUpdate& update,
 
 absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
                                                       const v1::UpdateRequest& request,
-                                                      const Limits& limits) {
-  absl::StatusOr<size_t> total = CheckUpdateLimits(model.config().hashing, request, limits);
+                                                      const Limits& limits,
+                                                      const RequestCost* counted) {
+  const RequestCost cost =
+      counted != nullptr ? *counted : CountUpdateCost(model.config().hashing, request, limits);
+  absl::StatusOr<size_t> total = CheckUpdateLimits(request, cost, limits);
   if (!total.ok()) return total.status();
-  if (absl::Status s = CheckVariantsCost(model.config(), request, limits); !s.ok()) return s;
+  if (absl::Status s = CheckVariantsCost(model.config(), cost.features, limits); !s.ok()) {
+    return s;
+  }
   ValidatedUpdate update;
   if (absl::Status s = ConvertUpdate(request, *total, limits, &update); !s.ok()) return s;
   if (absl::Status s = CheckLabels(model, request, update); !s.ok()) return s;

@@ -25,6 +25,7 @@
 #include "core/model/model.h"
 #include "core/model/serving.h"
 #include "server/limits.h"
+#include "server/request_cost.h"
 
 namespace clickd {
 
@@ -49,10 +50,13 @@ struct ValidatedUpdate {
 // Limits::max_idempotency_key_bytes of printable ASCII; empty is none.
 absl::Status CheckIdempotencyKey(const std::string& key, const Limits& limits);
 
-// Validates `request` for learning on `model` (see above).
+// Validates `request` for learning on `model` (see above). `counted`, if
+// set, is the request's cost as CountUpdateCost counted it for this model
+// (where the call was placed), so that it is not counted again.
 absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
                                                       const v1::UpdateRequest& request,
-                                                      const Limits& limits);
+                                                      const Limits& limits,
+                                                      const RequestCost* counted = nullptr);
 
 }  // namespace clickd
 

@@ -28,12 +28,18 @@ class StreamUpdater {
       : service_(service), context_(context) {}
 
   // Validates and learns one message (all or nothing); `response` gets
-  // what a unary Update would answer.
-  absl::Status Apply(const v1::UpdateRequest& request, v1::UpdateResponse* response) {
+  // what a unary Update would answer. `plan` is what placing it learned.
+  absl::Status Apply(const v1::UpdateRequest& request, const CallPlan& plan,
+                     v1::UpdateResponse* response) {
     if (DeadlinePassed(context_)) return DeadlinePassedError();
     if (absl::Status s = CheckModel(request.model()); !s.ok()) return s;
     scored_.clear();
-    auto apply = [&] { return service_->ApplyUpdate(*served_, request, response, &scored_); };
+    // The cost was counted for the model the placement found, which may be
+    // an incarnation this stream does not learn into.
+    const RequestCost* counted = plan.served == served_ ? plan.counted() : nullptr;
+    auto apply = [&] {
+      return service_->ApplyUpdate(*served_, request, response, &scored_, counted);
+    };
     absl::Status status = Guarded("an update stream", apply);
     if (!status.ok()) return status;
     for (const ScoredExample& s : scored_) metrics_->Add(s.margin, s.label, s.importance);
@@ -49,24 +55,31 @@ class StreamUpdater {
   // one at a time, in order; `request` must live until `then` runs.
   template <typename Then>
   void ApplyThen(const v1::UpdateRequest& request, Then then) {
-    bool light = false;
-    v1::UpdateResponse response;
-    if (std::optional<absl::Status> s = ApplyIfPlacedHere(request, &response, &light)) {
-      then(*s, &response);
+    CallPlacement placed = service_->PlaceUpdate(request);
+    if (placed) {
+      v1::UpdateResponse response;
+      absl::Status s;
+      {
+        // Given back before `then`, so that the stream's next message,
+        // which may be read as soon as `then` runs, can take it.
+        const InlineLease here = std::move(placed.here);
+        s = Apply(request, placed.plan, &response);
+      }
+      then(s, &response);
       return;
     }
     service_->RunCallWork(
         request.model(),
-        [this, &request, then] {
+        [this, &request, then, plan = std::move(placed.plan)] {
           v1::UpdateResponse response;
-          const absl::Status s = Apply(request, &response);
+          const absl::Status s = Apply(request, plan, &response);
           then(s, &response);
         },
         [then](const absl::Status& refused) {
           v1::UpdateResponse none;
           then(refused, &none);
         },
-        light);
+        placed.light);
   }
 
   // The error that ends a stream at its current message.
@@ -88,18 +101,6 @@ class StreamUpdater {
   }
 
  private:
-  // Applies `request` right here if the service places it here and returns
-  // its status, with the inline slot free again, so that the stream's next
-  // message, which may be read as soon as this returns, can take it. Else
-  // nullopt, and *light says how to hand the message to a worker.
-  std::optional<absl::Status> ApplyIfPlacedHere(const v1::UpdateRequest& request,
-                                                v1::UpdateResponse* response, bool* light) {
-    const ClickdService::UpdatePlacement placement = service_->PlaceUpdate(request);
-    *light = placement.light;
-    if (!placement.here) return std::nullopt;
-    return Apply(request, response);
-  }
-
   absl::Status CheckModel(const std::string& name) {
     if (served_ == nullptr) {
       auto served = service_->Lookup(name, "model");

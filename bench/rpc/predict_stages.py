@@ -1,4 +1,6 @@
-"""Per-call instructions by stage from predict_stages.sh's callgrind dumps.
+"""Per-call instructions by stage from predict_stages.sh's (and
+update_stages.sh's) callgrind dumps: cases named update_* use the Update
+stages, the others the Predict stages.
 
 Usage: predict_stages.py INDEX (lines: case calls dump-path).
 Each stage is the inclusive cost of the functions matching its pattern,
@@ -14,9 +16,12 @@ import sys
 STAGES = [
     ("parse the request (protobuf, onto the call's arena)", r"clickd::ParseRequest\("),
     ("  of which protobuf's UTF-8 check of strings", r"google::protobuf::internal::VerifyUTF8\("),
-    ("ScoresInline (decides where to score)", r"ClickdService::ScoresInline\("),
+    # Named ScoresInline before issue 34's one plan per call, PlacePredict after.
+    ("place the call (ScoresInline / PlacePredict)", r"ClickdService::(ScoresInline|PlacePredict)\("),
+    ("  of which counting the features (PredictFeatureTotal / CountPredictCost)",
+     r"clickd::(PredictFeatureTotal|CountPredictCost)\("),
     ("ScorePredictRequest, all of it", r"ClickdService::ScorePredictRequest\("),
-    ("  CheckPredictCost (both calls: ScoresInline's too)", r"clickd::CheckPredictCost\("),
+    ("  counting them again (CheckPredictCost; gone after the plan)", r"clickd::CheckPredictCost\("),
     ("  before: ToExample (convert, copy names, StrCat paths)", r"clickd::ToExample\("),
     ("  before: CheckDenseValues", r"clickd::CheckDenseValues\("),
     ("  before: ScoreCandidates(Example) (hash + model)",
@@ -33,7 +38,28 @@ STAGES = [
     ("malloc + free (all callers)", r"malloc\.c:(malloc|free) "),
 ]
 # Stages that do not overlap and lie outside one another, for "the rest".
-TOP_LEVEL = [0, 2, 3, 13, 14]  # parse, ScoresInline, ScorePredictRequest, serialize, free
+TOP_LEVEL = [0, 2, 4, 14, 15]  # parse, place, ScorePredictRequest, serialize, free
+
+UPDATE_STAGES = [
+    ("parse the request (protobuf, onto the call's arena)", r"clickd::ParseRequest\("),
+    ("place the call (PlaceUpdate)", r"ClickdService::PlaceUpdate\("),
+    ("  of which counting the features (UpdateFeatureTotal / CountUpdateCost)",
+     r"clickd::(UpdateFeatureTotal|CountUpdateCost)\("),
+    ("ApplyUpdate, all of it", r"\?\?\?:clickd::ClickdService::ApplyUpdate\("),
+    ("  ValidateUpdateRequest (limits, convert, labels, dense)", r"clickd::ValidateUpdateRequest\("),
+    ("    of which counting again (CheckUpdateCost; gone after the plan)",
+     r"clickd::CheckUpdateCost\("),
+    ("    of which ToExample (proto to Example: copies names)", r"clickd::ToExample\("),
+    ("  ServedModel::LearnBatch (hash, commit, learn)", r"\?\?\?:clickd::ServedModel::LearnBatch\("),
+    ("    of which HashBatch (hash the Examples)", r"clickd::HashBatch\("),
+    ("    of which LearnHashedBatch (the model's steps)", r"clickd::LearnHashedBatch\("),
+    ("serialize the response", r"clickd::SerializeResponse\("),
+    ("free the call (request, response, arena)",
+     r"_Sp_counted_ptr_inplace<clickd::UnaryCall<clickd::ClickdService, "
+     r"clickd::v1::UpdateRequest.*_M_dispose"),
+    ("malloc + free (all callers)", r"malloc\.c:(malloc|free) "),
+]
+UPDATE_TOP_LEVEL = [0, 1, 3, 10, 11]  # parse, place, ApplyUpdate, serialize, free
 
 
 def totals(path):
@@ -44,11 +70,11 @@ def totals(path):
     raise ValueError(path)
 
 
-def inclusive(path):
+def inclusive(path, stages):
     text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
                           capture_output=True, text=True, check=True).stdout
     out = []
-    for _, pattern in STAGES:
+    for _, pattern in stages:
         out.append(sum(int(line.split()[0].replace(",", "")) for line in text.splitlines()
                        if re.search(pattern, line)))
     return out
@@ -64,13 +90,15 @@ def main():
             health = per_call
             print(f"health: {per_call:,.0f} instructions per call")
             continue
-        parts = [v / calls for v in inclusive(path)]
+        stages, top = ((UPDATE_STAGES, UPDATE_TOP_LEVEL) if name.startswith("update_")
+                       else (STAGES, TOP_LEVEL))
+        parts = [v / calls for v in inclusive(path, stages)]
         ratio = f" ({per_call / health:.2f}x health)" if health else ""
         print(f"{name}: {per_call:,.0f} instructions per call{ratio}")
-        for (label, _), v in zip(STAGES, parts):
-            print(f"  {label:<58} {v:>12,.0f}")
-        rest = per_call - sum(parts[i] for i in TOP_LEVEL)
-        print(f"  {'the rest (gRPC, metrics, access check, threads)':<58} {rest:>12,.0f}")
+        for (label, _), v in zip(stages, parts):
+            print(f"  {label:<76} {v:>12,.0f}")
+        rest = per_call - sum(parts[i] for i in top)
+        print(f"  {'the rest (gRPC, metrics, access check, threads)':<76} {rest:>12,.0f}")
 
 
 if __name__ == "__main__":
