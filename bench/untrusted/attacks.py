@@ -49,6 +49,10 @@ def stubs(out):
 
 ADMIN_TOKEN = "neighbour-admin-token-0123456789"
 AUTH = [("authorization", "Bearer " + ADMIN_TOKEN)]
+PREDICT_TOKEN = "attacker-predict-token-0123456789"
+# Attacks run with --auth_tokens_file (an admin token for the neighbour and
+# the setup, a predict-role token for N4a's attacker); the others without.
+WITH_TOKENS = {"N2", "N4a"}
 _, HARD_NOFILE = resource.getrlimit(resource.RLIMIT_NOFILE)
 
 
@@ -179,7 +183,8 @@ class Neighbour(threading.Thread):
 
     def finish(self):
         self.stop_event.set()
-        self.join(timeout=10)
+        if self.is_alive():
+            self.join(timeout=10)
         self.channel.close()
 
 
@@ -239,7 +244,7 @@ def create(ctx, config):
     ctx.stub.CreateModel(ctx.pb.CreateModelRequest(config=config), timeout=30, metadata=AUTH)
 
 
-def fill(ctx, model, coordinates, per_update=65536, offset=0):
+def fill(ctx, model, coordinates, per_update=50000, offset=0):
     for start in range(offset, offset + coordinates, per_update):
         request = ctx.pb.UpdateRequest(model=model)
         le = request.examples.add(label=1)
@@ -249,10 +254,11 @@ def fill(ctx, model, coordinates, per_update=65536, offset=0):
 
 def n4_setup(ctx):
     create(ctx, ctx.pb.ModelConfig(name="victim"))
-    fill(ctx, "victim", 2_000_000)
+    fill(ctx, "victim", 4_000_000)
 
 
 def n4_state_digest(ctx):
+    caller = ctx.attacker_auth
     stop, lock = time.monotonic() + 5, threading.Lock()
     digests, update_ms, errors = [], [], []
 
@@ -261,7 +267,7 @@ def n4_state_digest(ctx):
             start = time.monotonic()
             try:
                 ctx.stub.GetModel(ctx.pb.GetModelRequest(model="victim", state_digest=True),
-                                  timeout=30, metadata=AUTH)
+                                  timeout=30, metadata=caller)
                 with lock:
                     digests.append(time.monotonic() - start)
             except grpc.RpcError as e:
@@ -286,8 +292,8 @@ def n4_state_digest(ctx):
         t.start()
     for t in threads:
         t.join(timeout=40)
-    return (f"8 callers x 5 s on 2M coordinates: {len(digests)} digests (median "
-            f"{percentile(digests, 0.5):.2f} s), errors {sorted(set(errors)) or 'none'}; "
+    median = f" (median {percentile(digests, 0.5):.2f} s)" if digests else ""
+    return (f"8 callers x 5 s on 4M coordinates: {len(digests)} digests{median}, errors {sorted(set(errors)) or 'none'}; "
             f"an Update on that model: max {max(update_ms, default=0):.0f} ms")
 
 
@@ -461,7 +467,7 @@ def n12_setup(ctx):
 
 def n12_dense(ctx):
     request = ctx.pb.UpdateRequest(model="victim")
-    for _ in range(5):
+    for _ in range(8):
         le = request.examples.add(label=1)
         le.example.dense.add(namespace="emb", values=[0.01 * (i % 7) for i in range(1024)])
     predict = ctx.pb.PredictRequest(model="victim")
@@ -488,7 +494,7 @@ def n12_dense(ctx):
             pass
         waits.append(time.monotonic() - start)
     thread.join(timeout=70)
-    return (f"an Update of 5 examples, ada_full at d = 1024: {result.get('update')} in "
+    return (f"an Update of 8 examples, ada_full at d = 1024: {result.get('update')} in "
             f"{result.get('seconds', 0):.2f} s; a Predict on that model during it waited up to "
             f"{max(waits, default=0):.2f} s")
 
@@ -515,6 +521,34 @@ def n7_ids(ctx):
             f"{ctx.pb.FeedbackStatus.Name(reply.statuses[0])}")
 
 
+def n14_setup(ctx):
+    ctx.n14_stat = os.stat(ctx.n14_tokens)
+    ctx.stub.ListModels(ctx.pb.ListModelsRequest(), timeout=10,
+                        metadata=[("authorization", "Bearer " + OLD)])
+
+
+def n14_tokens(ctx):
+    before = ctx.n14_stat
+    with open(ctx.n14_tokens, "r+") as f:  # in place: same inode, same size
+        f.write(f"admin {ADMIN_TOKEN}\npredict {NEW}\n")
+    os.utime(ctx.n14_tokens, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(ctx.n14_tokens)
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino, before.st_size, before.st_mtime_ns)
+    result, start = "OK", time.monotonic()
+    while time.monotonic() - start < 5 and result == "OK":
+        time.sleep(0.25)
+        try:
+            ctx.stub.ListModels(ctx.pb.ListModelsRequest(), timeout=10,
+                                metadata=[("authorization", "Bearer " + OLD)])
+        except grpc.RpcError as e:
+            result = f"{code(e)} after {time.monotonic() - start:.2f} s"
+    return ("tokens file rewritten (same size, inode and mtime) without the revoked token, "
+            f"reload every 1 s: the revoked token's ListModels: {result}"
+            + (" (still OK after 5 s)" if result == "OK" else ""))
+
+
+OLD, NEW = "revoked-token-0123456789ab", "replaced-token-012345678ab"
 MB = 8 << 20
 ATTACKS = [
     # name, what, flags before, flags after (None: as before), setup, attack
@@ -522,8 +556,10 @@ ATTACKS = [
      n1_idle_connections),
     ("N2", "40 streams without credentials, 8 MiB messages, all but the last byte", [], None, None,
      n2_partial_messages),
-    ("N4", "GetModel state_digest, 8 callers for 5 s", ["--max_features_per_example=65536"], None,
-     n4_setup, n4_state_digest),
+    ("N4a", "GetModel state_digest, 8 predict-role callers for 5 s",
+     ["--max_features_per_example=65536"], None, n4_setup, n4_state_digest),
+    ("N4b", "GetModel state_digest, 8 admin callers for 5 s (no tokens: every caller is admin)",
+     ["--max_features_per_example=65536"], None, n4_setup, n4_state_digest),
     ("N5", "Predict with explain_top_k 100, 4 callers for 5 s", [], None, n5_setup,
      n5_explanations),
     ("N9", "Updates to a model with 8 variants",
@@ -536,9 +572,11 @@ ATTACKS = [
     ("N11c", "/metrics: slowloris (a byte every 250 ms)", [], None, None, n11_slowloris),
     ("N11d", "/metrics: 200 idle or half-sent connections, then a scrape", [], None, None,
      n11_idle),
-    ("N12", "ada_full Update at d = 1024, 5 examples", ["--worker_threads=2"], None, n12_setup,
+    ("N12", "ada_full Update at d = 1024, 8 examples", ["--worker_threads=2"], None, n12_setup,
      n12_dense),
     ("N7", "impression ids of m82 and m347 (correctness)", [], None, n7_setup, n7_ids),
+    ("N14", "a revoked token, the tokens file rewritten with its mtime restored (correctness)",
+     ["--auth_reload_interval_seconds=1"], None, n14_setup, n14_tokens),
 ]
 
 
@@ -551,11 +589,20 @@ def run_one(binary, side, attack, pb, pb_grpc, tokens):
     flags = list(flags) + (list(after_flags or []) if side == "after" else [])
     metrics_port = free_port()
     flags += [f"--metrics_port={metrics_port}"]
+    if name in WITH_TOKENS:
+        flags += [f"--auth_tokens_file={tokens}"]
     if name == "N2":
-        flags += [f"--auth_tokens_file={tokens}", f"--max_message_bytes={MB + 1024}"]
+        flags += [f"--max_message_bytes={MB + 1024}"]
+    if name == "N14":
+        n14_tokens_file = tokens + ".n14"
+        with open(n14_tokens_file, "w") as f:
+            f.write(f"admin {ADMIN_TOKEN}\npredict {OLD}\n")
+        flags += [f"--auth_tokens_file={n14_tokens_file}"]
     ctx = Context()
     ctx.server = Server(binary, flags, soft_nofile=1024 if name == "N1" else None)
     ctx.metrics_port, ctx.pb = metrics_port, pb
+    ctx.n14_tokens = tokens + ".n14"
+    ctx.attacker_auth = [("authorization", "Bearer " + PREDICT_TOKEN)] if name == "N4a" else AUTH
     ctx.channel = ctx.server.channel()
     ctx.stub = pb_grpc.ClickdStub(ctx.channel)
     row = {"attack": name, "what": what, "side": side, "binary": binary, "flags": flags}
@@ -632,7 +679,7 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (HARD_NOFILE, HARD_NOFILE))
     tokens = os.path.join(args.out, "tokens")
     with open(tokens, "w") as f:
-        f.write(f"admin {ADMIN_TOKEN}\n")
+        f.write(f"admin {ADMIN_TOKEN}\npredict {PREDICT_TOKEN}\n")
     only = set(filter(None, args.only.split(",")))
     rows = []
     with open("/proc/loadavg") as f:
