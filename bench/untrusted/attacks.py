@@ -633,10 +633,12 @@ def run_one(binary, side, attack, pb, pb_grpc, tokens):
         if not alive:
             row["outcome"] += f"; the server exited {ctx.server.proc.returncode}"
     finally:
-        neighbour.finish()
-        sampler.stop_event.set()
-        ctx.channel.close()
-        row["exit"] = ctx.server.stop()
+        try:
+            neighbour.finish()
+            sampler.stop_event.set()
+            ctx.channel.close()
+        finally:
+            row["exit"] = ctx.server.stop()
     return row
 
 
@@ -644,12 +646,12 @@ def fmt_latency(window):
     if not window["calls"]:
         return "no calls"
     failed = f", {window['failed']} failed" if window["failed"] else ""
-    return f"{window['p50_ms']:.1f} / {window['p99_ms']:.1f}{failed}"
+    return f"{window['p50_ms']:.1f} / {window['p99_ms']:.1f} ({window['calls']}{failed})"
 
 
 def table(rows):
-    out = ["| attack | binary | RSS before -> peak (MB) | neighbour p50 / p99 before (ms) | "
-           "neighbour p50 / p99 during (ms) | outcome |", "|---|---|---|---|---|---|"]
+    out = ["| attack | binary | RSS before -> peak (MB) | neighbour p50 / p99 before, ms (calls) | "
+           "neighbour p50 / p99 during, ms (calls) | outcome |", "|---|---|---|---|---|---|"]
     for r in rows:
         if "rss_before_mb" not in r:
             out.append(f"| {r['attack']}: {r['what']} | {r['side']} | | | | {r.get('outcome', '')} |")
