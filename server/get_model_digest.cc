@@ -25,9 +25,10 @@ struct DigestAlarm {
   grpc::Alarm alarm;  // cancelled when destroyed
 };
 
-// What the digest's second step needs. The copy must go before the model
-// it copies: members are destroyed in reverse order.
+// What the digest's steps need. The copy must go before the model it
+// copies: members are destroyed in reverse order.
 struct DigestWork {
+  StreamLimit::Ticket place;  // one of --max_concurrent_digests
   std::shared_ptr<ServedModel> served;
   std::unique_ptr<Model::StateCopy> copy;
   v1::ModelInfo info;
@@ -41,6 +42,15 @@ absl::Status OutOfMemory() {
 
 void GetModelWithDigest(ClickdService* service, grpc::CallbackServerContext* context,
                         std::shared_ptr<GetModelCall> call) {
+  // Taken before anything is copied or queued, and held until the copy is
+  // freed: the digests' memory is at most this many copies.
+  absl::StatusOr<StreamLimit::Ticket> place = service->StartDigest();
+  if (!place.ok()) {
+    call->Finish(place.status());
+    return;
+  }
+  auto work = std::make_shared<DigestWork>();
+  work->place = *std::move(place);
   const SystemClock::time_point deadline = context->deadline();
   std::shared_ptr<DigestAlarm> alarm;
   if (deadline != SystemClock::time_point::max()) {
@@ -55,14 +65,13 @@ void GetModelWithDigest(ClickdService* service, grpc::CallbackServerContext* con
   auto refuse = [call](const absl::Status& status) { call->Finish(status); };
   service->RunCallWork(
       model,
-      [service, call, alarm, model, deadline, refuse] {
+      [service, call, alarm, work, model, deadline, refuse] {
         if (call->finished()) return;  // the deadline came first
         auto served = service->Lookup(model, "model");
         if (!served.ok()) {
           call->Finish(served.status());
           return;
         }
-        auto work = std::make_shared<DigestWork>();
         work->info = service->Describe(**served);
         work->served = *std::move(served);
         try {
@@ -93,6 +102,7 @@ void GetModelWithDigest(ClickdService* service, grpc::CallbackServerContext* con
                 digest = OutOfMemory();
               }
               work->copy.reset();  // its memory goes before the response is written
+              work->place = StreamLimit::Ticket();
               if (!digest.ok()) {
                 call->Finish(digest.status());
                 return;

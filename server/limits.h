@@ -68,6 +68,10 @@ struct Limits : ExampleLimits {
   // cancelled (server/stream_idle.h), so idle streams do not hold
   // max_open_streams' places.
   int stream_idle_timeout_seconds = 120;
+  // GetModel state_digests computed at once, server-wide: each holds a
+  // point-in-time copy of its model's coordinates until it is done, so
+  // this bounds their memory at this many copies (server/get_model_digest.h).
+  uint64_t max_concurrent_digests = 1;
 };
 
 }  // namespace clickd

@@ -50,6 +50,10 @@ ABSL_FLAG(uint64_t, max_open_streams, 256,
           "streaming calls (UpdateStream, UpdateStreamAcked, FeedbackStream) open at once, "
           "server-wide; each holds at most one message of --max_message_bytes, and a stream "
           "beyond the limit is refused when it opens");
+ABSL_FLAG(uint64_t, max_concurrent_digests, 1,
+          "GetModel state_digests computed at once, server-wide; each holds a copy of its "
+          "model's coordinates while it runs, and one beyond the limit is refused with "
+          "RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, handshake_timeout_seconds, 10,
           "a connection that has not completed its TLS handshake and sent its HTTP/2 settings "
           "within this time is closed (it holds a file descriptor)");
@@ -281,6 +285,7 @@ absl::Status CheckServingFlags() {
       {"max_quiet_inline_predict_features", absl::GetFlag(FLAGS_max_quiet_inline_predict_features),
        0, 1 << 20},
       {"max_open_streams", absl::GetFlag(FLAGS_max_open_streams), 1, 1'000'000},
+      {"max_concurrent_digests", absl::GetFlag(FLAGS_max_concurrent_digests), 1, 64},
       {"max_inline_update_features", absl::GetFlag(FLAGS_max_inline_update_features), 0, 1 << 20},
   };
   for (const auto& r : unsigned_ranges) {
@@ -303,6 +308,7 @@ Limits LimitsFromFlags() {
   limits.max_quiet_inline_predict_features = absl::GetFlag(FLAGS_max_quiet_inline_predict_features);
   limits.max_inline_update_features = absl::GetFlag(FLAGS_max_inline_update_features);
   limits.max_open_streams = absl::GetFlag(FLAGS_max_open_streams);
+  limits.max_concurrent_digests = absl::GetFlag(FLAGS_max_concurrent_digests);
   limits.max_model_fixed_bytes = absl::GetFlag(FLAGS_max_model_fixed_bytes);
   limits.max_dense_work_per_update = absl::GetFlag(FLAGS_max_dense_work_per_update);
   limits.handshake_timeout_seconds = absl::GetFlag(FLAGS_handshake_timeout_seconds);

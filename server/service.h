@@ -220,6 +220,13 @@ class ClickdService final : public RawClickdService {
   // between steps stops.
   bool Draining() const { return executor_ != nullptr && executor_->draining(); }
 
+  // A place for one GetModel state_digest, held until the ticket is
+  // destroyed; RESOURCE_EXHAUSTED once Limits::max_concurrent_digests run
+  // (each holds a copy of its model's coordinates: get_model_digest.h).
+  absl::StatusOr<StreamLimit::Ticket> StartDigest() {
+    return running_digests_.Open("GetModel state_digest");
+  }
+
   // Admits a new stream of `method` (UpdateStream, UpdateStreamAcked,
   // FeedbackStream): checks access (CheckAccess), then takes a place held
   // until the ticket is destroyed; RESOURCE_EXHAUSTED once
@@ -314,6 +321,8 @@ class ClickdService final : public RawClickdService {
   // executor's queue bound (--max_queued_calls), as if they still waited.
   std::atomic<size_t> updates_in_flight_{0};
   StreamLimit open_streams_{limits_.max_open_streams};
+  StreamLimit running_digests_{limits_.max_concurrent_digests, "state_digests at once",
+                               "max_concurrent_digests"};
   StreamIdleWatch idle_streams_{std::chrono::seconds(limits_.stream_idle_timeout_seconds)};
 };
 

@@ -6,6 +6,10 @@
 // without bound. A stream beyond the limit is refused when it opens, with
 // RESOURCE_EXHAUSTED naming the limit; streams already open go on.
 //
+// The same counting bounds other calls that hold memory while they run
+// (GetModel's state_digests, --max_concurrent_digests): `holders` names
+// what is counted and `flag` the limit in the refusal.
+//
 // Thread safety: Open may race with itself and with tickets' releases; a
 // ticket is owned by the one stream that got it.
 #ifndef CLICKD_SERVER_STREAM_LIMIT_H_
@@ -25,7 +29,9 @@ namespace clickd {
 class StreamLimit {
  public:
   // At most `max` open streams (0: none at all).
-  explicit StreamLimit(uint64_t max) : max_(max) {}
+  explicit StreamLimit(uint64_t max, std::string_view holders = "open streams",
+                       std::string_view flag = "max_open_streams")
+      : max_(max), holders_(holders.data(), holders.size()), flag_(flag.data(), flag.size()) {}
 
   StreamLimit(const StreamLimit&) = delete;
   StreamLimit& operator=(const StreamLimit&) = delete;
@@ -65,9 +71,9 @@ class StreamLimit {
     uint64_t open = open_.load(std::memory_order_relaxed);
     do {
       if (open >= max_) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            absl::string_view(method.data(), method.size()), ": too many open streams: ", open,
-            " are open; the limit is ", max_, " (max_open_streams)"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat(absl::string_view(method.data(), method.size()), ": too many ", holders_,
+                         ": ", open, " are open; the limit is ", max_, " (", flag_, ")"));
       }
     } while (!open_.compare_exchange_weak(open, open + 1, std::memory_order_acq_rel,
                                           std::memory_order_relaxed));
@@ -78,6 +84,10 @@ class StreamLimit {
 
  private:
   const uint64_t max_;
+  // Literals, which outlive the limit (absl's string_view: Debian's absl
+  // does not take std::string_view in StrCat).
+  const absl::string_view holders_;
+  const absl::string_view flag_;
   std::atomic<uint64_t> open_{0};
 };
 

@@ -649,6 +649,14 @@ TEST(DigestCost, DigestHoldsNoLearnerAndStopsAtItsDeadlineAndAtShutdown) {
     std::future<grpc::Status> digest =
         std::async(std::launch::async, [&] { return Digest(*stub, "default", kLong); });
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // A second digest while the first runs is refused before it copies
+    // anything (--max_concurrent_digests, 1 by default): admin callers
+    // cannot stack copies of the model (issue 33, N4 as admin).
+    const grpc::Status second = Digest(*stub, "default", kLong);
+    EXPECT_EQ(second.error_code(), StatusCode::RESOURCE_EXHAUSTED) << second.error_message();
+    EXPECT_EQ(second.error_message(),
+              "GetModel state_digest: too many state_digests at once: 1 are open; the limit is 1 "
+              "(max_concurrent_digests)");
     start = std::chrono::steady_clock::now();
     EXPECT_TRUE(small_update().ok());
     const double update_seconds = SecondsSince(start);
