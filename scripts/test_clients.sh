@@ -2,7 +2,10 @@
 # Builds and tests the Go and Java clients (client/go, client/java) against
 # the real clickd of build/release (scripts/build.sh release first), offline
 # from the caches scripts/install_client_deps.sh fills:
-#   - Go: code generated from proto/, gofmt and go vet clean, go test
+#   - Go: code generated from proto/, gofmt and go vet clean, go test; then
+#     the embedded replica's binding (build tag clickd_embedded, cgo) against
+#     build/release/embedded/libclickd_embedded.so, one nats-server and one
+#     clickd replica
 #   - Java: mvn test (compiles with -Xlint:all -Werror), JUnit against clickd
 #   - the cross-language digest check: the same examples learned through the
 #     Go, Java and Python clients, each in the features and the keys form,
@@ -36,7 +39,10 @@ echo "-- Go client"
   unformatted=$(gofmt -l .)
   [ -z "$unformatted" ] || { echo "gofmt: $unformatted" >&2; exit 1; }
   go vet ./...
+  go vet -tags clickd_embedded ./...
   go test -count=1 -timeout 300s ./...
+  CLICKD_EMBEDDED_LIB="$root/build/release/embedded/libclickd_embedded.so" \
+    go test -count=1 -timeout 120s -tags clickd_embedded -run '^TestEmbedded' .
 )
 
 echo "-- Java client"
