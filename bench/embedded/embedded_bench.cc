@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/marshalling.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -50,6 +52,9 @@ ABSL_FLAG(int, embedded_calls, 50000, "Predicts in-process in the latency phase"
 ABSL_FLAG(double, seconds, 3, "seconds of each throughput run");
 ABSL_FLAG(int, fresh_rate, 500, "Updates per second of the freshness writer");
 ABSL_FLAG(double, fresh_seconds, 5, "seconds of the freshness phase");
+ABSL_FLAG(std::vector<std::string>, then_run, {},
+          "commands run after the latency phase, each with --nats_url=URLS --server=ADDRESS "
+          "appended (run.sh: the Go and Python bindings' latency against this deployment)");
 
 namespace clickd {
 namespace {
@@ -185,6 +190,16 @@ int Run() {
                grpc_latency.Summary(), embedded_latency.Summary(),
                grpc_latency.Percentile(0.5) / std::max(1e-9, embedded_latency.Percentile(0.5)),
                LoadAverage());
+  for (const std::string& command : absl::GetFlag(FLAGS_then_run)) {
+    std::fflush(stdout);
+    const int status = std::system(
+        absl::StrCat(command, " --nats_url=", (*nats)->Urls(), " --server=", (*server)->address())
+            .c_str());
+    if (status != 0) {
+      std::fprintf(stderr, "embedded_bench: %s failed (status %d)\n", command.c_str(), status);
+      return 1;
+    }
+  }
 
   // Throughput on one calling thread.
   const double seconds = absl::GetFlag(FLAGS_seconds);
