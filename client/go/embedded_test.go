@@ -196,6 +196,18 @@ func TestEmbeddedReplica(t *testing.T) {
 			Wire: wire, Seed: seed, MinModelVersion: version, RequestID: "go-embedded",
 			Uncertainty: true, ExplainTopK: 3})
 	}
+	// A request of over 16 KiB (the library keeps its messages for the
+	// next call only below that), then a small one without the extras.
+	var many []clickd.Example
+	for a := 0; a < 1000; a++ {
+		many = append(many, clickd.Example{clickd.NS("ad", clickd.Name(fmt.Sprintf("a%d", a%25)),
+			clickd.Name(fmt.Sprintf("campaign=%d", a)), clickd.ID(uint64(a)))})
+	}
+	if n := proto.Size(clickd.PredictArgs{Model: "default", Candidates: many}.Proto()); n <= 16<<10 {
+		t.Fatalf("the large request has %d bytes", n)
+	}
+	samePredict(t, r, c, clickd.PredictArgs{Model: "default", Context: user, Candidates: many, Uncertainty: true})
+	samePredict(t, r, c, clickd.PredictArgs{Model: "default", Candidates: cands[:3], MinModelVersion: version})
 	if mine, theirs := must(r.StateDigest(ctx, "default")), must(c.StateDigest(ctx, "default")); mine != theirs || len(mine) != 16 {
 		t.Fatalf("state digest %q (embedded) vs %q (server)", mine, theirs)
 	}
