@@ -6,7 +6,8 @@
 #     the embedded replica's binding (build tag clickd_embedded, cgo) against
 #     build/release/embedded/libclickd_embedded.so, one nats-server and one
 #     clickd replica
-#   - Java: mvn test (compiles with -Xlint:all -Werror), JUnit against clickd
+#   - Java: mvn test (compiles with -Xlint:all -Werror), JUnit against clickd,
+#     EmbeddedReplicaTest (JNA) against libclickd_embedded.so as the Go one
 #   - the cross-language digest check: the same examples learned through the
 #     Go, Java and Python clients, each in the features and the keys form,
 #     leave one state digest
@@ -46,7 +47,8 @@ echo "-- Go client"
 )
 
 echo "-- Java client"
-(cd client/java && mvn -B -q -o -Dstyle.color=never test -Dclickd.binary="$CLICKD_BINARY" 2>&1 | sed "s/\x1b\[[0-9;]*m//g" | tail -40)
+(cd client/java && mvn -B -q -o -Dstyle.color=never test -Dclickd.binary="$CLICKD_BINARY" \
+  -Dclickd.embedded.lib="$root/build/release/embedded/libclickd_embedded.so" 2>&1 | sed "s/\x1b\[[0-9;]*m//g" | tail -40)
 [ -s "$CLICKD_DIGEST_DIR/java" ] || { echo "test_clients: the Java tests failed" >&2; exit 1; }
 
 # One clickd for the Python digest and the examples, on a port the kernel picks.
