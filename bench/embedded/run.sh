@@ -12,10 +12,11 @@
 # an open-loop writer. Between latency and throughput it runs, against the
 # same deployment and model, the Go binding's latency
 # (client/go/examples/embedded_latency, built here with -tags
-# clickd_embedded from the module cache) and the Python binding's
-# (python_latency.py). Output: bench/out/embedded/run.txt and results.json.
+# clickd_embedded from the module cache), the Python binding's
+# (python_latency.py) and the Java binding's (EmbeddedLatency in
+# client/java, compiled here offline). Output: bench/out/embedded/run.txt and results.json.
 # Environment: BUILD_DIR (build/release), WORK_DIR (bench/out/embedded/data),
-# BINDINGS=0 to skip the Go and Python parts.
+# BINDINGS=0 to skip the Go, Python and Java parts.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build/release}
@@ -38,7 +39,10 @@ if [ "${BINDINGS:-1}" != 0 ]; then
   export CLICKD_EMBEDDED_LIB=$lib PATH="$PATH:/usr/local/go/bin"
   (cd client/go && ./generate.sh && GOFLAGS=-mod=readonly GOPROXY=off \
     go build -tags clickd_embedded -o "$(realpath -m "../../$out/embedded_latency")" ./examples/embedded_latency)
-  then_run=("--then_run=$out/embedded_latency,env PYTHONPATH=$build/client/python/stubs:client/python /usr/bin/python3 bench/embedded/python_latency.py")
+  (cd client/java && mvn -B -q -o -Dstyle.color=never compile dependency:build-classpath \
+    -Dmdep.outputFile=target/classpath.txt >&2)
+  jcp="$PWD/client/java/target/classes:$(cat client/java/target/classpath.txt)"
+  then_run=("--then_run=$out/embedded_latency,env PYTHONPATH=$build/client/python/stubs:client/python /usr/bin/python3 bench/embedded/python_latency.py,java -cp $jcp dev.clickd.client.examples.EmbeddedLatency")
 fi
 "$bench" --work_dir="$work" --clickd="$build/server/clickd" --out="$out/results.json" "${then_run[@]}" "$@"
 rm -rf "$work"
