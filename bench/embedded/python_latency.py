@@ -105,6 +105,8 @@ def measure(client, url, version, args):
     context = {"user": ["u7"], "site": ["s3"]}
     request = clickd.predict_request("default", cands, context)
     serialized = request.SerializeToString()
+    seed = client.get_model("default").config.hashing.seed
+    keyed = clickd.predict_request("default", cands, context, wire="keys", seed=seed)
     n = args.calls
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
@@ -112,6 +114,7 @@ def measure(client, url, version, args):
         ("gRPC, request built once", timed(lambda: client.predict(request), n // 10)),
         ("embedded, request built once", timed(lambda: embedded.predict(request), n)),
         ("embedded, serialized once", timed(lambda: embedded.predict(serialized), n)),
+        ("embedded, keys form, built once", timed(lambda: embedded.predict(keyed), n)),
         ("gRPC, built on each call",
          timed(lambda: client.predict("default", cands, context), n // 10)),
         ("embedded, built on each call",

@@ -83,9 +83,16 @@ func main() {
 		}
 		args[i] = a
 	}
+	info, err := client.GetModel(ctx, *model, false)
+	if err != nil {
+		log.Fatal(err)
+	}
 	reqs := make([]*pb.PredictRequest, len(args))
+	keyed := make([]*pb.PredictRequest, len(args)) // hashed here: the keys wire form
 	for i, a := range args {
 		reqs[i] = a.Proto()
+		a.Wire, a.Seed = clickd.WireKeys, info.GetConfig().GetHashing().GetSeed()
+		keyed[i] = a.Proto()
 	}
 	first, err := client.Predict(ctx, reqs[0])
 	if err != nil {
@@ -107,14 +114,17 @@ func main() {
 	}
 	grpcOnce := timed(*grpcCalls, *maxTime, func(i int) { check(client.Predict(ctx, reqs[i%len(reqs)])) })
 	embeddedOnce := timed(*calls, *maxTime, func(i int) { check(replica.Predict(ctx, reqs[i%len(reqs)])) })
+	embeddedKeys := timed(*calls, *maxTime, func(i int) { check(replica.Predict(ctx, keyed[i%len(keyed)])) })
 	embeddedBuilt := timed(*calls, *maxTime, func(i int) { check(replica.Predict(ctx, args[i%len(args)].Proto())) })
 	fmt.Printf("Go, Predict 1 x %d, one caller (load %s):\n", *candidates, load())
 	fmt.Printf("  gRPC Client.Predict, request built once      p50 %8.2f us  p99 %8.2f us\n", grpcOnce.P50, grpcOnce.P99)
 	fmt.Printf("  EmbeddedReplica.Predict, request built once  p50 %8.2f us  p99 %8.2f us\n", embeddedOnce.P50, embeddedOnce.P99)
+	fmt.Printf("  EmbeddedReplica.Predict, keys form, built once p50 %7.2f us  p99 %8.2f us\n", embeddedKeys.P50, embeddedKeys.P99)
 	fmt.Printf("  EmbeddedReplica.Predict, built on each call  p50 %8.2f us  p99 %8.2f us\n", embeddedBuilt.P50, embeddedBuilt.P99)
 	out, _ := json.Marshal(map[string]any{"candidates": *candidates,
 		"go_grpc_p50_us": grpcOnce.P50, "go_grpc_p99_us": grpcOnce.P99,
 		"go_embedded_p50_us": embeddedOnce.P50, "go_embedded_p99_us": embeddedOnce.P99,
+		"go_embedded_keys_p50_us": embeddedKeys.P50, "go_embedded_keys_p99_us": embeddedKeys.P99,
 		"go_embedded_built_p50_us": embeddedBuilt.P50, "go_embedded_built_p99_us": embeddedBuilt.P99})
 	fmt.Println(string(out))
 }
