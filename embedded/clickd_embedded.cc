@@ -24,18 +24,19 @@ namespace {
 // again and again: clearing a message keeps its candidates' and
 // predictions' messages for the next call, which saves the few hundred
 // mallocs and frees of a 40-candidate call, half its time here
-// (docs/embedded.md). What a request of more than kScratchBytes (serialized)
-// left is dropped after its call, so a thread keeps at most the messages
-// of one request of 16 KiB.
+// (docs/embedded.md). What a call whose request or response was over
+// kScratchBytes (serialized) left is dropped after it, so a thread keeps
+// at most the messages of a 16 KiB request and a 16 KiB response (a small
+// request with many explanations can have a large response).
 constexpr size_t kScratchBytes = 16 << 10;
 
 struct Scratch {
   clickd::v1::PredictRequest request;
   clickd::v1::PredictResponse response;
 
-  // After a call whose request had `request_bytes`.
-  void Trim(size_t request_bytes) {
-    if (request_bytes > kScratchBytes) {
+  // After a call whose request and response had these sizes.
+  void Trim(size_t request_bytes, size_t response_bytes) {
+    if (request_bytes > kScratchBytes || response_bytes > kScratchBytes) {
       clickd::v1::PredictRequest().Swap(&request);
       clickd::v1::PredictResponse().Swap(&response);
     }
@@ -113,7 +114,8 @@ int clickd_embedded_predict(clickd_embedded* replica, const void* request, size_
     Scratch& scratch = ThreadScratch();
     clickd::v1::PredictRequest* parsed = &scratch.request;
     clickd::v1::PredictResponse* answer = &scratch.response;
-    absl::Cleanup trim = [&] { scratch.Trim(request_len); };
+    size_t size = 0;  // the response's, once known
+    absl::Cleanup trim = [&] { scratch.Trim(request_len, size); };
     if (request_len > static_cast<size_t>(INT32_MAX) ||
         !parsed->ParseFromArray(request, static_cast<int>(request_len))) {
       return absl::InvalidArgumentError(
@@ -121,7 +123,7 @@ int clickd_embedded_predict(clickd_embedded* replica, const void* request, size_
     }
     answer->Clear();
     if (absl::Status s = replica->replica->Predict(*parsed, answer); !s.ok()) return s;
-    const size_t size = answer->ByteSizeLong();
+    size = answer->ByteSizeLong();
     auto* out = static_cast<uint8_t*>(std::malloc(size == 0 ? 1 : size));
     if (out == nullptr) return absl::ResourceExhaustedError("out of memory for the response");
     answer->SerializeWithCachedSizesToArray(out);
