@@ -40,48 +40,107 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// natsServer is one nats-server with JetStream on loopback ($CLICKD_NATS_SERVER,
-// else /usr/local/bin/nats-server); it returns the client URL and the
-// monitoring address.
-func natsServer(t *testing.T) (url, monitor string) {
+// natsNode is one nats-server of natsCluster, stopped by PID.
+type natsNode struct {
+	url, monitor string
+	cmd          *exec.Cmd
+	exited       chan struct{}
+}
+
+// kill9 kills the node by PID (SIGKILL) and waits for it.
+func (n *natsNode) kill9() {
+	_ = n.cmd.Process.Kill()
+	<-n.exited
+}
+
+// natsCluster starts n nats-servers with JetStream on loopback
+// ($CLICKD_NATS_SERVER, else /usr/local/bin/nats-server): one runs
+// unclustered; more form one cluster (as tests/nats_cluster.cc configures
+// them) whose JetStream meta group has a leader when this returns.
+func natsCluster(t *testing.T, n int) []*natsNode {
 	t.Helper()
 	bin := os.Getenv("CLICKD_NATS_SERVER")
 	if bin == "" {
 		bin = "/usr/local/bin/nats-server"
 	}
-	port, mport := freePort(t), freePort(t)
-	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", fmt.Sprint(port), "-m", fmt.Sprint(mport),
-		"-js", "-sd", t.TempDir())
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s (bash scripts/install_nats.sh installs it): %v", bin, err)
+	dir := t.TempDir()
+	type ports struct{ client, monitor, cluster int }
+	all := make([]ports, n)
+	for i := range all {
+		all[i] = ports{freePort(t), freePort(t), freePort(t)}
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+	nodes := make([]*natsNode, n)
+	for i, p := range all {
+		config := fmt.Sprintf("server_name: n%d\nlisten: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n"+
+			"jetstream {\n  store_dir: \"%s/n%d\"\n}\n", i, p.client, p.monitor, dir, i)
+		if n > 1 {
+			var routes []string
+			for j, q := range all {
+				if j != i {
+					routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", q.cluster))
+				}
+			}
+			config += fmt.Sprintf("cluster {\n  name: go-embedded\n  listen: 127.0.0.1:%d\n  routes: [%s]\n}\n",
+				p.cluster, strings.Join(routes, ", "))
 		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 500*time.Millisecond); err == nil {
-			c.Close()
-			return fmt.Sprintf("nats://127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", mport)
+		path := fmt.Sprintf("%s/n%d.conf", dir, i)
+		noErr(t, os.WriteFile(path, []byte(config), 0o644))
+		cmd := exec.Command(bin, "-c", path)
+		out := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s (bash scripts/install_nats.sh installs it): %v", bin, err)
 		}
-		select {
-		case <-exited:
-			t.Fatalf("nats-server exited: %s", out.String())
-		case <-time.After(50 * time.Millisecond):
+		node := &natsNode{url: fmt.Sprintf("nats://127.0.0.1:%d", p.client),
+			monitor: fmt.Sprintf("127.0.0.1:%d", p.monitor), cmd: cmd, exited: make(chan struct{})}
+		go func() { _ = cmd.Wait(); close(node.exited) }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-node.exited:
+			case <-time.After(15 * time.Second):
+				_ = cmd.Process.Kill()
+				<-node.exited
+			}
+		})
+		nodes[i] = node
+	}
+	// Ready: every node answers its monitoring port, and a clustered
+	// JetStream has elected its meta leader.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, node := range nodes {
+		for {
+			var jsz struct {
+				Meta *struct {
+					Leader string `json:"leader"`
+				} `json:"meta_cluster"`
+			}
+			if resp, err := http.Get("http://" + node.monitor + "/jsz"); err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&jsz)
+				resp.Body.Close()
+				if err == nil && (n == 1 || (jsz.Meta != nil && jsz.Meta.Leader != "")) {
+					break
+				}
+			}
+			select {
+			case <-node.exited:
+				t.Fatalf("nats-server %s exited", node.url)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the NATS cluster was not ready within 30 s")
+			}
 		}
 	}
-	t.Fatalf("nats-server was not listening within 20 s: %s", out.String())
-	return "", ""
+	return nodes
+}
+
+func natsURLs(nodes []*natsNode) string {
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.url)
+	}
+	return strings.Join(urls, ",")
 }
 
 // natsConnections names the client connections nats-server's monitoring
@@ -174,7 +233,8 @@ func samePredict(t *testing.T, r *clickd.EmbeddedReplica, c *clickd.Client, args
 }
 
 func TestEmbeddedReplica(t *testing.T) {
-	url, monitor := natsServer(t)
+	nodes := natsCluster(t, 1)
+	url, monitor := nodes[0].url, nodes[0].monitor
 	s := startServer(t, "--data_dir="+t.TempDir(), "--replication=jetstream", "--nats_url="+url,
 		"--nats_replicas=1", "--replica_id=go0", "--snapshot_interval=1h", "--nats_min_server_version=")
 	c := dial(t, s.Address)
@@ -314,4 +374,64 @@ func TestEmbeddedReplica(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/libclickd_embedded.so") {
 		t.Fatalf("a missing library: %v", err)
 	}
+}
+
+// TestEmbeddedReplicaNatsCluster: through a 3-node NATS cluster, with the
+// node it is connected to killed (-9) while it follows the log, the
+// embedded replica moves to another node and catches up with the server.
+func TestEmbeddedReplicaNatsCluster(t *testing.T) {
+	nodes := natsCluster(t, 3)
+	urls := natsURLs(nodes)
+	s := startServer(t, "--data_dir="+t.TempDir(), "--replication=jetstream", "--nats_url="+urls,
+		"--nats_replicas=3", "--replica_id=go0", "--snapshot_interval=1h", "--nats_min_server_version=")
+	c := dial(t, s.Address)
+	version := teach(t, c, "default", 0, 10)
+	r := openEmbedded(t, urls, "CLICKD")
+	noErr(t, r.WaitForVersion(version, 30*time.Second))
+	cands := []clickd.Example{{clickd.NS("ad", clickd.Name("a1"))}, {clickd.NS("ad", clickd.Name("a2"), clickd.ID(3))}}
+	samePredict(t, r, c, clickd.PredictArgs{Model: "default", Candidates: cands, MinModelVersion: version})
+
+	// Kill the node the embedded replica is connected to.
+	victim := -1
+	for i, n := range nodes {
+		if embeddedConnected(t, n.monitor) {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no NATS node lists the embedded replica's connection")
+	}
+	nodes[victim].kill9()
+	// Keyed Updates, sent again until the cluster (two nodes of three) takes them.
+	var later uint64
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 10; i < 20; i++ {
+		for {
+			var examples []clickd.Labeled
+			for k := 0; k < 10; k++ {
+				examples = append(examples, clickd.Labeled{Example: clickd.Example{
+					clickd.NS("user", clickd.Name(fmt.Sprintf("u%d", (i*7+k)%50))),
+					clickd.NS("ad", clickd.Name(fmt.Sprintf("a%d", (i+k)%20)))}, Label: float32((i + k) % 2)})
+			}
+			resp, err := c.Update(ctx, clickd.UpdateArgs{Model: "default", Examples: examples,
+				IdempotencyKey: fmt.Sprintf("go-cluster-%d", i)}.Proto())
+			if err == nil {
+				later = max(later, resp.ModelVersion)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Update %d after killing a NATS node: %v", i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	noErr(t, r.WaitForVersion(later, 30*time.Second))
+	samePredict(t, r, c, clickd.PredictArgs{Model: "default", Candidates: cands, MinModelVersion: later})
+	if mine, theirs := must(r.StateDigest(ctx, "default")), must(c.StateDigest(ctx, "default")); mine != theirs {
+		t.Fatalf("state digest %q (embedded) vs %q (server)", mine, theirs)
+	}
+	if st := must(r.Stats()); !st.NatsConnected || st.Bootstraps != 1 || st.Broken != "" {
+		t.Fatalf("stats after a NATS node was killed: %+v", st)
+	}
+	noErr(t, r.Close())
 }
