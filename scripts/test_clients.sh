@@ -2,8 +2,12 @@
 # Builds and tests the Go and Java clients (client/go, client/java) against
 # the real clickd of build/release (scripts/build.sh release first), offline
 # from the caches scripts/install_client_deps.sh fills:
-#   - Go: code generated from proto/, gofmt and go vet clean, go test
-#   - Java: mvn test (compiles with -Xlint:all -Werror), JUnit against clickd
+#   - Go: code generated from proto/, gofmt and go vet clean, go test; then
+#     the embedded replica's binding (build tag clickd_embedded, cgo) against
+#     build/release/embedded/libclickd_embedded.so, one nats-server and one
+#     clickd replica
+#   - Java: mvn test (compiles with -Xlint:all -Werror), JUnit against clickd,
+#     EmbeddedReplicaTest (JNA) against libclickd_embedded.so as the Go one
 #   - the cross-language digest check: the same examples learned through the
 #     Go, Java and Python clients, each in the features and the keys form,
 #     leave one state digest
@@ -36,11 +40,15 @@ echo "-- Go client"
   unformatted=$(gofmt -l .)
   [ -z "$unformatted" ] || { echo "gofmt: $unformatted" >&2; exit 1; }
   go vet ./...
+  go vet -tags clickd_embedded ./...
   go test -count=1 -timeout 300s ./...
+  CLICKD_EMBEDDED_LIB="$root/build/release/embedded/libclickd_embedded.so" \
+    go test -count=1 -timeout 120s -tags clickd_embedded -run '^TestEmbedded' .
 )
 
 echo "-- Java client"
-(cd client/java && mvn -B -q -o -Dstyle.color=never test -Dclickd.binary="$CLICKD_BINARY" 2>&1 | sed "s/\x1b\[[0-9;]*m//g" | tail -40)
+(cd client/java && mvn -B -q -o -Dstyle.color=never test -Dclickd.binary="$CLICKD_BINARY" \
+  -Dclickd.embedded.lib="$root/build/release/embedded/libclickd_embedded.so" 2>&1 | sed "s/\x1b\[[0-9;]*m//g" | tail -40)
 [ -s "$CLICKD_DIGEST_DIR/java" ] || { echo "test_clients: the Java tests failed" >&2; exit 1; }
 
 # One clickd for the Python digest and the examples, on a port the kernel picks.

@@ -7,7 +7,10 @@
 // teaches the default model --updates Updates of 100 click-like examples,
 // opens an embedded replica in this process, and measures:
 //   latency    Predict of 1 context + --candidates candidates, one caller,
-//              closed loop: p50/p99 in-process and over gRPC (one channel);
+//              closed loop: p50/p99 in-process, through the C ABI the
+//              bindings load (serialized in and out), and over gRPC (one
+//              channel); then each --then_run command (run.sh: the Go and
+//              Python bindings' latency against this deployment);
 //   throughput candidates/s of one thread calling the embedded replica in a
 //              loop, against one closed-loop gRPC caller (whose server
 //              uses the other core too: the ratio favours gRPC);
@@ -22,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -32,10 +36,12 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/marshalling.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/clickd_client.h"
+#include "embedded/clickd_embedded.h"
 #include "embedded/embedded_replica.h"
 #include "tests/nats_cluster.h"
 #include "tests/server_process.h"
@@ -50,6 +56,9 @@ ABSL_FLAG(int, embedded_calls, 50000, "Predicts in-process in the latency phase"
 ABSL_FLAG(double, seconds, 3, "seconds of each throughput run");
 ABSL_FLAG(int, fresh_rate, 500, "Updates per second of the freshness writer");
 ABSL_FLAG(double, fresh_seconds, 5, "seconds of the freshness phase");
+ABSL_FLAG(std::vector<std::string>, then_run, {},
+          "commands run after the latency phase, each with --nats_url=URLS --server=ADDRESS "
+          "appended (run.sh: the Go and Python bindings' latency against this deployment)");
 
 namespace clickd {
 namespace {
@@ -185,6 +194,43 @@ int Run() {
                grpc_latency.Summary(), embedded_latency.Summary(),
                grpc_latency.Percentile(0.5) / std::max(1e-9, embedded_latency.Percentile(0.5)),
                LoadAverage());
+  // The C ABI the bindings load: the same requests serialized, each answer
+  // serialized and freed, on a handle of its own.
+  Samples c_abi_latency;
+  {
+    clickd_embedded* handle = nullptr;
+    if (clickd_embedded_open((*nats)->Urls().c_str(), "CLICKD", nullptr, 60'000, &handle,
+                             nullptr) != 0 ||
+        clickd_embedded_wait_for_version(handle, version, 60'000, nullptr) != 0) {
+      std::fprintf(stderr, "embedded_bench: the C ABI's replica did not open\n");
+      return 1;
+    }
+    std::vector<std::string> serialized;
+    for (const v1::PredictRequest& r : pool) serialized.push_back(r.SerializeAsString());
+    for (int i = 0; i < absl::GetFlag(FLAGS_embedded_calls); ++i) {
+      const std::string& bytes = serialized[i % serialized.size()];
+      void* out = nullptr;
+      size_t out_len = 0;
+      const auto start = Clock::now();
+      const int code =
+          clickd_embedded_predict(handle, bytes.data(), bytes.size(), &out, &out_len, nullptr);
+      clickd_embedded_free(out);
+      if (code == 0) c_abi_latency.values.push_back(MicrosSince(start));
+    }
+    clickd_embedded_close(handle);
+  }
+  absl::PrintF("latency 1x%d through the C ABI (serialized in and out): %s  (%s)\n", candidates,
+               c_abi_latency.Summary(), LoadAverage());
+  for (const std::string& command : absl::GetFlag(FLAGS_then_run)) {
+    std::fflush(stdout);
+    const int status = std::system(
+        absl::StrCat(command, " --nats_url=", (*nats)->Urls(), " --server=", (*server)->address())
+            .c_str());
+    if (status != 0) {
+      std::fprintf(stderr, "embedded_bench: %s failed (status %d)\n", command.c_str(), status);
+      return 1;
+    }
+  }
 
   // Throughput on one calling thread.
   const double seconds = absl::GetFlag(FLAGS_seconds);
@@ -276,11 +322,12 @@ int Run() {
     std::ofstream file(out);
     file << absl::StrFormat(
         R"({"candidates": %d, "grpc_p50_us": %.2f, "grpc_p99_us": %.2f, "embedded_p50_us": %.3f, )"
-        R"("embedded_p99_us": %.3f, "grpc_candidates_per_s": %.0f, "embedded_candidates_per_s": %.0f, )"
+        R"("embedded_p99_us": %.3f, "c_abi_p50_us": %.3f, "c_abi_p99_us": %.3f, "grpc_candidates_per_s": %.0f, "embedded_candidates_per_s": %.0f, )"
         R"("fresh_updates_per_s": %.0f, "fresh_p50_us": %.0f, "fresh_p99_us": %.0f})"
         "\n",
         candidates, grpc_latency.Percentile(0.5), grpc_latency.Percentile(0.99),
-        embedded_latency.Percentile(0.5), embedded_latency.Percentile(0.99), over_grpc, in_process,
+        embedded_latency.Percentile(0.5), embedded_latency.Percentile(0.99),
+        c_abi_latency.Percentile(0.5), c_abi_latency.Percentile(0.99), over_grpc, in_process,
         acked.size() / elapsed, freshness.Percentile(0.5), freshness.Percentile(0.99));
   }
   embedded->reset();

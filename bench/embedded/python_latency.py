@@ -11,6 +11,10 @@ Starts one nats-server with JetStream and one clickd replica on 127.0.0.1
 caller, closed loop: the request built once (a PredictRequest passed whole)
 and built from shorthands on every call, over gRPC and in-process. Prints
 p50/p99 in microseconds and the load average.
+
+With --nats_url and --server it starts nothing and trains nothing: it
+measures against that deployment (embedded_bench --then_run does this in
+bench/embedded/run.sh).
 """
 
 import argparse
@@ -45,11 +49,20 @@ def timed(call, n):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--clickd", required=True)
+    ap.add_argument("--clickd", help="the clickd binary (without --nats_url and --server)")
+    ap.add_argument("--nats_url", help="a running deployment's NATS servers")
+    ap.add_argument("--server", help="a running deployment's clickd replica, host:port")
     ap.add_argument("--nats_server", default="/usr/local/bin/nats-server")
     ap.add_argument("--candidates", type=int, default=40)
     ap.add_argument("--calls", type=int, default=20000)
     args = ap.parse_args()
+    if args.nats_url and args.server:
+        with clickd.Client(args.server, timeout=10) as client:
+            version = client.predict("default", [{"ad": ["a1"]}]).model_version
+            measure(client, args.nats_url, version, args)
+        return 0
+    if not args.clickd:
+        ap.error("--clickd is required without --nats_url and --server")
     os.environ["CLICKD_BINARY"] = args.clickd
     work = tempfile.mkdtemp(prefix="embedded_py_")
     with socket.socket() as s:
@@ -72,28 +85,7 @@ def main():
                               "site": [f"s{rng.randrange(100)}"]}, float(rng.random() < 0.05))
                             for _ in range(100)]
                 version = max(version, client.update("default", examples).model_version)
-            embedded = clickd.EmbeddedReplica(url)
-            embedded.wait_for_version(version, timeout=60)
-            cands = [{"ad": [f"a{rng.randrange(1000)}"]} for _ in range(args.candidates)]
-            context = {"user": ["u7"], "site": ["s3"]}
-            request = clickd.predict_request("default", cands, context)
-            serialized = request.SerializeToString()
-            n = args.calls
-            with open("/proc/loadavg") as f:
-                load = " ".join(f.read().split()[:3])
-            rows = [
-                ("gRPC, request built once", timed(lambda: client.predict(request), n // 10)),
-                ("embedded, request built once", timed(lambda: embedded.predict(request), n)),
-                ("embedded, serialized once", timed(lambda: embedded.predict(serialized), n)),
-                ("gRPC, built on each call",
-                 timed(lambda: client.predict("default", cands, context), n // 10)),
-                ("embedded, built on each call",
-                 timed(lambda: embedded.predict("default", cands, context), n)),
-            ]
-            print(f"Predict 1 x {args.candidates} from Python, one caller (load {load}):")
-            for name, (p50, p99) in rows:
-                print(f"  {name:32s} p50 {p50:8.1f} us  p99 {p99:8.1f} us")
-            embedded.close()
+            measure(client, url, version, args)
     finally:
         replica.stop()
         replica.close()
@@ -101,6 +93,37 @@ def main():
         nats.wait(timeout=20)
         subprocess.run(["rm", "-rf", work], check=False)
     return 0
+
+
+def measure(client, url, version, args):
+    """Prints p50/p99 of Predict over gRPC (client) and in-process (an
+    embedded replica of the deployment at url, once it applied version)."""
+    rng = random.Random(2)
+    embedded = clickd.EmbeddedReplica(url)
+    embedded.wait_for_version(version, timeout=60)
+    cands = [{"ad": [f"a{rng.randrange(1000)}"]} for _ in range(args.candidates)]
+    context = {"user": ["u7"], "site": ["s3"]}
+    request = clickd.predict_request("default", cands, context)
+    serialized = request.SerializeToString()
+    seed = client.get_model("default").config.hashing.seed
+    keyed = clickd.predict_request("default", cands, context, wire="keys", seed=seed)
+    n = args.calls
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    rows = [
+        ("gRPC, request built once", timed(lambda: client.predict(request), n // 10)),
+        ("embedded, request built once", timed(lambda: embedded.predict(request), n)),
+        ("embedded, serialized once", timed(lambda: embedded.predict(serialized), n)),
+        ("embedded, keys form, built once", timed(lambda: embedded.predict(keyed), n)),
+        ("gRPC, built on each call",
+         timed(lambda: client.predict("default", cands, context), n // 10)),
+        ("embedded, built on each call",
+         timed(lambda: embedded.predict("default", cands, context), n)),
+    ]
+    print(f"Predict 1 x {args.candidates} from Python, one caller (load {load}):")
+    for name, (p50, p99) in rows:
+        print(f"  {name:32s} p50 {p50:8.1f} us  p99 {p99:8.1f} us")
+    embedded.close()
 
 
 if __name__ == "__main__":
