@@ -101,14 +101,27 @@ class EmbeddedReplica:
     def predict(self, model, candidates: Iterable[Any] = (), context: Any = None, *,
                 min_model_version: int = 0, request_id: str = "", wire: str = "features",
                 seed: Optional[int] = None, log_impressions: bool = False,
-                uncertainty: bool = False, explain_top_k: int = 0) -> pb.PredictResponse:
+                uncertainty: bool = False, explain_top_k: int = 0,
+                timeout: Optional[float] = None,
+                wait_for_ready: bool = False) -> pb.PredictResponse:
         """Scores candidates as Client.predict does; returns the same PredictResponse.
 
-        ``model`` may also be a whole PredictRequest, or one already
+        Takes Client.predict's arguments, so that switching is a one-line
+        change. ``model`` may also be a whole PredictRequest, or one already
         serialized (bytes): a caller that sends the same request shape
         again skips Python's protobuf serialization, most of this call's
-        cost (docs/embedded.md).
+        cost (docs/embedded.md). In this process the only wait is for
+        ``min_model_version``: ``timeout`` bounds it (DeadlineExceededError,
+        as over gRPC; without it, the library's own 1 s bound), and
+        ``wait_for_ready`` has nothing to wait for (the replica is ready once
+        made).
         """
+        del wait_for_ready  # nothing to connect to: the model is in this process
+        if timeout is not None:
+            wanted = (model.min_model_version if isinstance(model, pb.PredictRequest)
+                      else min_model_version)
+            if wanted > 0 and wanted > self.applied_version():
+                self.wait_for_version(wanted, timeout)
         # SerializePartialToString: proto3 has no required fields, so the
         # IsInitialized walk SerializeToString adds (a quarter of its time
         # with Debian's protobuf) can only say yes.

@@ -127,3 +127,22 @@ def test_a_missing_log_is_not_found_and_not_created(deployment):
     url, _ = deployment
     with pytest.raises(clickd.NotFoundError, match="NOSUCH_LOG"):
         clickd.EmbeddedReplica(url, "NOSUCH", library=LIBRARY, catch_up_timeout=5)
+
+
+def test_client_predict_arguments_switch_in_one_line(trained):
+    """The same call, Client.predict's keywords included, works on both."""
+    url, client, version = trained
+    with clickd.EmbeddedReplica(url, library=LIBRARY) as replica:
+        replica.wait_for_version(version, timeout=30)
+        kwargs = dict(context={"user": ["u3"]}, min_model_version=version, request_id="r1",
+                      uncertainty=True, explain_top_k=2, timeout=5.0, wait_for_ready=True)
+        mine = replica.predict("default", candidates(), **kwargs)
+        theirs = client.predict("default", candidates(), **kwargs)
+        assert mine == theirs
+        # timeout, not the library's own 1 s bound, sets how long a version
+        # the log has not reached is waited for (a wait is never shorter).
+        started = time.monotonic()
+        with pytest.raises(clickd.DeadlineExceededError):
+            replica.predict("default", candidates(),
+                            min_model_version=replica.applied_version() + 1000, timeout=2.5)
+        assert time.monotonic() - started >= 2.4
