@@ -296,6 +296,21 @@ class ShardedStore {
     return doomed.size();
   }
 
+  // Calls fn() holding shard s's reader lock (ReadShared) or writer lock
+  // (WriteExclusive): for state a model keeps beside each shard's
+  // coordinates and guards with the same lock (a factorization's factor
+  // rows, core/model/factorization.h). `fn` must not call back into the store.
+  template <typename Fn>
+  void ReadShared(int s, Fn&& fn) const {
+    ReaderMutexLock lock(&shards_[s].mu);
+    fn();
+  }
+  template <typename Fn>
+  void WriteExclusive(int s, Fn&& fn) {
+    MutexLock lock(&shards_[s].mu);
+    fn();
+  }
+
   // Calls fn(key, const State&) for every coordinate in ascending key order.
   // Each shard is copied under its reader lock, so the view of one shard is
   // consistent; writers to other shards are not blocked meanwhile.
