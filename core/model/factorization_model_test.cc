@@ -2,8 +2,10 @@
 // (docs/factorization.md): the pairwise margin is part of Learn's and
 // Predict's margins, a shared context scores as the merged example, and
 // the factors are part of the state that snapshots and digests carry.
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -245,6 +247,52 @@ INSTANTIATE_TEST_SUITE_P(FmAndFfm, FactorModel, ::testing::Values(Kind::kFm, Kin
                          [](const auto& info) {
                            return info.param == Kind::kFm ? std::string("Fm") : std::string("Ffm");
                          });
+
+// The keys of a state's factor rows.
+std::vector<uint64_t> FactorKeys(const Model::State& state) {
+  std::vector<uint64_t> keys;
+  const size_t record = sizeof(uint64_t) + state.factor_size;
+  for (size_t at = 0; at < state.factors.size(); at += record) {
+    uint64_t key;
+    std::memcpy(&key, state.factors.data() + at, sizeof(key));
+    keys.push_back(key);
+  }
+  return keys;
+}
+
+TEST(FactorModelTtl, ATtlEvictsAFactorRowWithItsCoordinate) {
+  ModelConfig config = Config(Kind::kFfm);
+  config.memory.ttl_rounds = 800;
+  auto model = Make(config);
+  auto twin = Make(config);
+  std::vector<HashedFeature> once;
+  model->hasher().Hash(Ex(1000, 1000, 1000), &once);
+  model->Learn(once, 1.0, 1.0);
+  twin->Learn(once, 1.0, 1.0);
+  std::vector<uint64_t> keys = FactorKeys(model->ExportState());
+  ASSERT_EQ(keys.size(), 3u);
+  const uint64_t user = keys[0];
+  std::vector<HashedFeature> f;
+  for (int i = 0; i < 3000; ++i) {
+    f.clear();
+    model->hasher().Hash(Ex(i % 7, i % 5, i % 3), &f);
+    model->Learn(f, i % 4 == 0 ? 1.0 : 0.0, 1.0);
+    twin->Learn(f, i % 4 == 0 ? 1.0 : 0.0, 1.0);
+  }
+  keys = FactorKeys(model->ExportState());
+  EXPECT_EQ(std::count(keys.begin(), keys.end(), user), 0);
+  EXPECT_EQ(keys.size(), 7u + 5u + 3u);
+  EXPECT_GT(model->Stats().coordinates_expired, 0u);
+  EXPECT_EQ(StateDigest(*model), StateDigest(*twin));
+  // A restored model evicts alike, and the budget stays refused.
+  auto restored = Make(config);
+  ASSERT_TRUE(restored->ImportState(model->ExportState()).ok());
+  EXPECT_EQ(StateDigest(*restored), StateDigest(*model));
+  config.memory.max_bytes = 1 << 20;
+  const absl::Status refused = ValidateModelConfig(config);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("memory.max_bytes"), std::string::npos) << refused;
+}
 
 TEST(FactorModelDigest, AModelWithoutFactorsSerializesAsBefore) {
   auto model = Make(Config(Kind::kNone));

@@ -189,6 +189,17 @@ class LinearModel final : public Model {
   void ReserveFor(absl::Span<const HashedFeature> features) override {
     if (config().admission.policy != AdmissionOptions::Policy::kAll) return;
     store_.ReserveFor(features);
+    if (factorization_ == nullptr) return;
+    // Room for a factor row per field feature, each shard's table under its
+    // writer lock.
+    std::vector<size_t> per_shard(static_cast<size_t>(store_.num_shards()), 0);
+    for (const HashedFeature& f : features) {
+      if (f.field != kNoField) ++per_shard[static_cast<size_t>(store_.ShardIndex(f.key))];
+    }
+    for (int s = 0; s < store_.num_shards(); ++s) {
+      const size_t n = per_shard[static_cast<size_t>(s)];
+      if (n != 0) store_.WriteExclusive(s, [&] { factor_tables_[s]->Reserve(n); });
+    }
   }
 
   // Every shard locked once for the batch, and each example's coordinates
@@ -762,9 +773,16 @@ class LinearModel final : public Model {
   void ExpireDue(uint64_t round) {
     ttl_.ForEachDue(round, [&](int s) {
       const uint32_t now = ttl_.EpochAt(round);
-      store_.EvictWhere(s, [now](const CoordinateState& state) {
-        return !TtlSchedule::Kept(Optimizer::Age(state.stamp, now));
-      });
+      // A coordinate's factor row goes with it: a key seen again starts
+      // from its initial factors.
+      store_.EvictWhere(
+          s,
+          [now](const CoordinateState& state) {
+            return !TtlSchedule::Kept(Optimizer::Age(state.stamp, now));
+          },
+          [&](uint64_t key) {
+            if (factorization_ != nullptr) factor_tables_[s]->Erase(key);
+          });
     });
   }
 
@@ -798,9 +816,9 @@ class LinearModel final : public Model {
   // of factor rows per shard of store_, each guarded by that shard's lock
   // (taken by the store's WithKeys*Locked, WithAllLocked, ReadShared and
   // WriteExclusive, which the analysis cannot follow). A key's row is made
-  // when a step first learns it as a field feature; a model with factors
-  // has no budget or TTL (ValidateFactorization), so no coordinate is
-  // evicted from under its row.
+  // when a step first learns it as a field feature and erased when the
+  // TTL evicts its coordinate (ExpireDue). A model with factors has no
+  // memory budget (ValidateFactorization), whose evictions would not.
   const std::unique_ptr<const Factorization> factorization_;
   std::vector<std::unique_ptr<FactorTable>> factor_tables_;
   mutable Mutex round_mu_;
