@@ -7,6 +7,7 @@
 // ValidateTrainingBatch) is learned on a real Model; then every margin, every
 // float of the exported coordinates and round, and the margin of an unseen
 // feature must be finite, or the target aborts.
+// Factorization models too (FM and FFM, their hyperparameters extreme).
 // Dense learners too: a dense block beside the sparse optimizer, or a dense
 // learner for the whole model (the first runs found a NaN in dense
 // metagrad's covariance update after gradients of 1e21; corpus file
@@ -127,6 +128,17 @@ ModelConfig AnyConfig(FuzzedDataProvider& in) {
                                              "ada_full_da", "ada_fd",      "ada_fd_da",
                                              "ons",         "fd_son",      "metagrad"};
     d.type = *ParseDenseOptimizerType(in.PickValueInArray(kDense));
+  }
+  // Factors (docs/factorization.md) between the two namespaces, or within
+  // one: extreme values, labels and importances must never make a factor
+  // or its AdaGrad sum non-finite (StateIsFinite checks the factors too).
+  if (in.ConsumeBool()) {
+    FactorizationConfig& f = c.factorization;
+    f.kind = in.ConsumeBool() ? FactorizationConfig::Kind::kFfm : FactorizationConfig::Kind::kFm;
+    f.dim = in.ConsumeIntegralInRange<int>(1, 4);
+    f.fields =
+        in.ConsumeBool() ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"};
+    for (double* p : {&f.eta, &f.l2, &f.init_scale}) MaybeSet(in, p);
   }
   c.num_shards = 2;
   return c;

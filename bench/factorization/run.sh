@@ -31,6 +31,8 @@ runs=(
   "linear+true_crosses|--optimizer=ftrl --interactions=user:ad,site:ad,device:ad"
   "linear+true_crosses_alpha0.05|--optimizer=ftrl --alpha=0.05 --interactions=user:ad,site:ad,device:ad"
   "linear+true_crosses_alpha0.3|--optimizer=ftrl --alpha=0.3 --interactions=user:ad,site:ad,device:ad"
+  "fm|--optimizer=ftrl --factorization=fm --factor_fields=user,site,device,ad"
+  "ffm|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad"
 )
 for run in "${runs[@]}"; do
   name=${run%%|*}

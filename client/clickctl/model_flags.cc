@@ -50,6 +50,14 @@ ABSL_FLAG(uint64_t, hash_seed, 0, "feature hash seed");
 ABSL_FLAG(bool, bias, true, "add a bias feature");
 ABSL_FLAG(std::string, interactions, "", "namespace crosses, e.g. user:ad,user:ad:page");
 ABSL_FLAG(int, shards, 16, "store shards");
+ABSL_FLAG(std::string, factorization, "",
+          "pairwise latent factors: fm or ffm between the features of --factor_fields "
+          "(docs/factorization.md); empty: none");
+ABSL_FLAG(std::optional<int>, factor_dim, std::nullopt,
+          "--factorization: the latent size, 1..64 (default 4)");
+ABSL_FLAG(std::string, factor_fields, "",
+          "--factorization: the namespaces whose features get latent vectors (FFM's fields, "
+          "in order), e.g. user,ad,site");
 ABSL_FLAG(double, admission_probability, 1.0,
           "admit a feature the model does not hold yet at a sighting with this probability, "
           "in (0, 1]; 1: every feature at once (docs/admission.md)");
@@ -196,6 +204,9 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.bias = absl::GetFlag(FLAGS_bias);
   v.interactions = absl::GetFlag(FLAGS_interactions);
   v.shards = absl::GetFlag(FLAGS_shards);
+  v.factorization = absl::GetFlag(FLAGS_factorization);
+  v.factor_dim = absl::GetFlag(FLAGS_factor_dim);
+  v.factor_fields = absl::GetFlag(FLAGS_factor_fields);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
   v.admission = absl::GetFlag(FLAGS_admission);
   v.admission_min_count = absl::GetFlag(FLAGS_admission_min_count);
@@ -225,6 +236,29 @@ ModelFlagValues ModelFlagValuesFromFlags() {
 std::set<std::string> FeedbackFlagNames() {
   return {"feedback_ttl_seconds", "feedback_max_buffer_bytes", "feedback_policy"};
 }
+
+namespace {
+
+// --factorization, --factor_dim and --factor_fields; errors name the flag.
+absl::StatusOr<FactorizationConfig> BuildFactorization(const ModelFlagValues& v) {
+  FactorizationConfig f;
+  if (v.factorization.empty()) {
+    if (v.factor_dim.has_value() || !v.factor_fields.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          v.factor_dim.has_value() ? "--factor_dim" : "--factor_fields", " needs --factorization"));
+    }
+    return f;
+  }
+  if (absl::Status s = ParseFactorizationKind(v.factorization, &f.kind); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--factorization=", v.factorization, ": ", s.message()));
+  }
+  if (v.factor_dim.has_value()) f.dim = *v.factor_dim;
+  if (!v.factor_fields.empty()) f.fields = absl::StrSplit(v.factor_fields, ',');
+  return f;
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const std::string& text) {
   std::vector<std::vector<std::string>> out;
@@ -483,6 +517,9 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   if (!interactions.ok()) return interactions.status();
   config.hashing.interactions = *std::move(interactions);
   config.num_shards = v.shards;
+  auto factorization = BuildFactorization(v);
+  if (!factorization.ok()) return factorization.status();
+  config.factorization = *std::move(factorization);
   auto admission = BuildAdmission(v);
   if (!admission.ok()) return admission.status();
   config.admission = *admission;

@@ -37,6 +37,11 @@ struct ModelFlagValues {
   bool bias = true;
   std::string interactions;  // "user:ad,user:ad:page"
   int shards = 16;
+  // ModelConfig.factorization (docs/factorization.md): off while
+  // `factorization` is empty; the other two need it.
+  std::string factorization;      // "", "fm" or "ffm"
+  std::optional<int> factor_dim;  // unset: FactorizationConfig's default
+  std::string factor_fields;      // "user,ad,site"
   double admission_probability = 1.0;
   std::string admission;  // "" or "poisson" (by admission_probability), "all", "bloom"
   uint64_t admission_min_count = 2;

@@ -294,3 +294,35 @@ TEST(ModelFlags, BadFeedbackValuesNameTheFlag) {
 
 }  // namespace
 }  // namespace clickd
+
+namespace clickd {
+namespace {
+
+TEST(ModelFlags, Factorization) {
+  ModelFlagValues v;
+  EXPECT_FALSE(BuildModelConfig(v)->factorization.enabled());
+  v.factorization = "ffm";
+  v.factor_fields = "user,ad,site";
+  v.factor_dim = 8;
+  auto config = BuildModelConfig(v);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->factorization.kind, FactorizationConfig::Kind::kFfm);
+  EXPECT_EQ(config->factorization.dim, 8);
+  EXPECT_EQ(config->factorization.fields, (std::vector<std::string>{"user", "ad", "site"}));
+  v.factor_dim = 0;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("factorization.dim is 0"),
+            std::string::npos);
+  v.factor_dim.reset();
+  EXPECT_EQ(BuildModelConfig(v)->factorization.dim, 4);
+  v.factorization = "fwfm";
+  EXPECT_NE(BuildModelConfig(v).status().message().find("--factorization=fwfm"), std::string::npos);
+  v = ModelFlagValues{};
+  v.factor_dim = 4;
+  EXPECT_EQ(BuildModelConfig(v).status().message(), "--factor_dim needs --factorization");
+  v = ModelFlagValues{};
+  v.factor_fields = "user";
+  EXPECT_EQ(BuildModelConfig(v).status().message(), "--factor_fields needs --factorization");
+}
+
+}  // namespace
+}  // namespace clickd

@@ -178,6 +178,16 @@ float* FactorTable::FindOrInsert(uint64_t key) {
   return rows_.data() + it->second * stride_;
 }
 
+void FactorTable::Clear() {
+  index_.clear();
+  rows_.clear();
+  free_.clear();
+}
+
+void FactorTable::Assign(uint64_t key, const float* row) {
+  std::copy(row, row + stride_, FindOrInsert(key));
+}
+
 void FactorTable::Erase(uint64_t key) {
   auto it = index_.find(key);
   if (it == index_.end()) return;

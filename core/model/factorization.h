@@ -124,6 +124,22 @@ class FactorTable {
   // Forgets `key`'s row (its coordinate was evicted): a key seen again
   // starts from its initial factors.
   void Erase(uint64_t key);
+  // Makes room for `n` more rows, so that as many FindOrInsert calls
+  // allocate nothing (Model::ReserveFor); may throw std::bad_alloc,
+  // changing no row.
+  void Reserve(size_t n) {
+    index_.reserve(index_.size() + n);
+    rows_.reserve(rows_.size() + n * stride_);
+  }
+  // Removes every row.
+  void Clear();
+  // Sets `key`'s row to the stride() floats at `row` (a restore).
+  void Assign(uint64_t key, const float* row);
+  // Calls fn(key, const float* row) for every row, in no order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [key, index] : index_) fn(key, rows_.data() + index * stride_);
+  }
   size_t size() const { return index_.size(); }
   size_t stride() const { return stride_; }
 

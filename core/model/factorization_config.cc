@@ -100,11 +100,13 @@ absl::Status ValidateFactorizationConfig(const ModelConfig& config) {
     return absl::InvalidArgumentError(absl::StrCat(
         "factorization is not available with variants; the config has ", config.variants.size()));
   }
-  if (config.memory.encoding != StateEncoding::kFloat || config.memory.ttl_rounds != 0 ||
-      config.memory.max_bytes != 0) {
+  // A TTL evicts a coordinate's factor row with it; the budget neither
+  // counts nor evicts factor rows yet, and the compact encoding has no
+  // room for them.
+  if (config.memory.encoding != StateEncoding::kFloat || config.memory.max_bytes != 0) {
     return absl::InvalidArgumentError(
-        "factorization needs memory unset (encoding float, no max_bytes, no ttl_rounds): its "
-        "factor rows are not counted by the budget yet");
+        "factorization needs memory.encoding float and no memory.max_bytes: its factor rows "
+        "are not counted by the budget yet");
   }
   return absl::OkStatus();
 }

@@ -96,18 +96,3 @@ TEST(FactorizationConfig, ParsesKindNames) {
 
 }  // namespace
 }  // namespace clickd
-
-namespace clickd {
-namespace {
-
-TEST(FactorizationConfig, CreateModelRefusesFactorsItWouldNotLearn) {
-  ModelConfig config;
-  config.factorization.kind = FactorizationConfig::Kind::kFm;
-  config.factorization.fields = {"user"};
-  auto model = CreateModel(config);
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(model.status().message()), ::testing::HasSubstr("factorization.kind fm"));
-}
-
-}  // namespace
-}  // namespace clickd

@@ -29,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/base/mutex.h"
 #include "core/model/eviction_rank.h"
+#include "core/model/factorization.h"
 #include "core/model/model.h"
 #include "core/model/ttl_schedule.h"
 #include "core/optim/compact_ftrl.h"
@@ -84,7 +85,15 @@ class LinearModel final : public Model {
         store_(this->config().num_shards, this->config().memory.max_bytes),
         ttl_(kStamped<Optimizer> ? this->config().memory.ttl_rounds : 0, this->config().num_shards,
              kStampModulus),
-        admission_(this->config().admission) {}
+        admission_(this->config().admission),
+        factorization_(this->config().factorization.enabled()
+                           ? std::make_unique<Factorization>(this->config().factorization)
+                           : nullptr) {
+    if (factorization_ == nullptr) return;
+    for (int s = 0; s < store_.num_shards(); ++s) {
+      factor_tables_.push_back(std::make_unique<FactorTable>(*factorization_));
+    }
+  }
 
   double Margin(absl::Span<const HashedFeature> features) const override {
     double margin;
@@ -102,30 +111,31 @@ class LinearModel final : public Model {
       // Under the shard locks, as a learner advances it under its own.
       const RoundContext round = CurrentRound();
       for (size_t l = 0; l < lists.size(); ++l) {
-        double margin = 0;
-        if constexpr (kBatchWeights) {
-          // A list's weights computed together (FtrlProximal::WeightsWithRoots:
-          // the same bits as Weight), a missing state's skipped as below.
-          thread_local std::vector<const CoordinateState*> states;
-          thread_local std::vector<double> weights;
-          const absl::Span<const HashedFeature> list = lists[l];
-          states.resize(list.size());
-          weights.resize(list.size());
-          for (size_t i = 0; i < list.size(); ++i) states[i] = lookup(list[i].key);
-          static const CoordinateState kFresh{};
-          optimizer_.WeightsWithRoots(
-              list.size(), [&](size_t i) { return states[i] != nullptr ? states[i] : &kFresh; },
-              round, weights.data(), nullptr);
-          for (size_t i = 0; i < list.size(); ++i) {
-            if (states[i] != nullptr) margin += weights[i] * list[i].value;
-          }
-        } else {
-          for (const HashedFeature& f : lists[l]) {
-            const CoordinateState* state = lookup(f.key);
-            if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
-          }
-        }
+        double margin = LinearMargin(lookup, lists[l], round);
+        if (factorization_ != nullptr) margin += PairwiseMarginOf(lists[l]);
         out[l] = margin;
+      }
+    });
+  }
+
+  // Linear margins as Margins; each candidate's adds the pairwise margin of
+  // it and the context merged (Factorization::CandidateMargin), with the
+  // context's sums computed once.
+  void SharedContextMargins(absl::Span<const absl::Span<const HashedFeature>> lists,
+                            absl::Span<double> out) const override {
+    if (factorization_ == nullptr || lists.empty()) return Margins(lists, out);
+    store_.WithKeysReadLocked(lists, [&](auto&& lookup) {
+      const RoundContext round = CurrentRound();
+      for (size_t l = 0; l < lists.size(); ++l) out[l] = LinearMargin(lookup, lists[l], round);
+      thread_local std::vector<FactorTerm> context_terms;
+      thread_local std::vector<FactorTerm> candidate_terms;
+      thread_local Factorization::Sums context;
+      thread_local Factorization::Sums scratch;
+      HeldFactorTerms(lists[0], &context_terms);
+      factorization_->ComputeSums(context_terms, &context, /*keep_keys=*/true);
+      for (size_t l = 1; l < lists.size(); ++l) {
+        HeldFactorTerms(lists[l], &candidate_terms);
+        out[l] += factorization_->CandidateMargin(context, candidate_terms, &scratch);
       }
     });
   }
@@ -179,6 +189,17 @@ class LinearModel final : public Model {
   void ReserveFor(absl::Span<const HashedFeature> features) override {
     if (config().admission.policy != AdmissionOptions::Policy::kAll) return;
     store_.ReserveFor(features);
+    if (factorization_ == nullptr) return;
+    // Room for a factor row per field feature, each shard's table under its
+    // writer lock.
+    std::vector<size_t> per_shard(static_cast<size_t>(store_.num_shards()), 0);
+    for (const HashedFeature& f : features) {
+      if (f.field != kNoField) ++per_shard[static_cast<size_t>(store_.ShardIndex(f.key))];
+    }
+    for (int s = 0; s < store_.num_shards(); ++s) {
+      const size_t n = per_shard[static_cast<size_t>(s)];
+      if (n != 0) store_.WriteExclusive(s, [&] { factor_tables_[s]->Reserve(n); });
+    }
   }
 
   // Every shard locked once for the batch, and each example's coordinates
@@ -207,7 +228,7 @@ class LinearModel final : public Model {
     ModelStats stats;
     stats.updates = CurrentRound().t;
     stats.coordinates = store.coordinates;
-    stats.bytes = store.bytes;
+    stats.bytes = store.bytes + FactorBytes();
     stats.coordinates_evicted = store.evicted;
     stats.coordinates_expired = store.expired;
     // A slot's bytes: a compact slot keeps 4 bytes of the key.
@@ -233,6 +254,7 @@ class LinearModel final : public Model {
     });
     if (dense_block() != nullptr) out.dense_state = dense_block()->SerializeState();
     if (KeepsAdmissionState()) out.admission = admission_.Encode();
+    ExportFactors(&out);
     return out;
   }
 
@@ -243,6 +265,8 @@ class LinearModel final : public Model {
     if (dense_block() != nullptr) header.dense_state = dense_block()->SerializeState();
     // Learners are held off now, so the filter agrees with the coordinates.
     if (KeepsAdmissionState()) header.admission = admission_.Encode();
+    // The factor rows are copied whole now (no copy-on-write for them).
+    ExportFactors(&header);
     if (store_.BeginCopy()) return std::make_unique<CoordinateCopy>(*this, std::move(header));
     // Another copy is open: copy every shard now, while learners are held off.
     return std::make_unique<CoordinateCopy>(*this, std::move(header), store_.CopyAll());
@@ -267,6 +291,7 @@ class LinearModel final : public Model {
     // model as it was.
     absl::StatusOr<std::unique_ptr<FeatureAdmission>> admission = DecodeAdmission(in.admission);
     if (!admission.ok()) return admission.status();
+    if (absl::Status s = CheckFactors(in); !s.ok()) return s;
     if (dense_block() != nullptr) {
       if (absl::Status s = dense_block()->RestoreState(in.dense_state); !s.ok()) return s;
     }
@@ -278,6 +303,7 @@ class LinearModel final : public Model {
       std::memcpy(&out.second, record + sizeof(uint64_t), sizeof(CoordinateState));
       return out;
     });
+    ImportFactors(in);
     MutexLock lock(&round_mu_);
     round_ = in.round;
     return absl::OkStatus();
@@ -290,11 +316,177 @@ class LinearModel final : public Model {
     out += state.coordinates;
     out += state.dense_state;
     out += state.admission;
+    // Empty without factors: such a model's bytes are what they were.
+    out += state.factors;
     return out;
   }
 
  private:
   using Table = TableFor<Optimizer>;
+
+  // A list's linear margin under WithKeysReadLocked's lookup, at `round`.
+  template <typename Lookup>
+  double LinearMargin(Lookup& lookup, absl::Span<const HashedFeature> features,
+                      const RoundContext& round) const {
+    double margin = 0;
+    if constexpr (kBatchWeights) {
+      // A list's weights computed together (FtrlProximal::WeightsWithRoots:
+      // the same bits as Weight), a missing state's skipped as below.
+      thread_local std::vector<const CoordinateState*> states;
+      thread_local std::vector<double> weights;
+      states.resize(features.size());
+      weights.resize(features.size());
+      for (size_t i = 0; i < features.size(); ++i) states[i] = lookup(features[i].key);
+      static const CoordinateState kFresh{};
+      optimizer_.WeightsWithRoots(
+          features.size(), [&](size_t i) { return states[i] != nullptr ? states[i] : &kFresh; },
+          round, weights.data(), nullptr);
+      for (size_t i = 0; i < features.size(); ++i) {
+        if (states[i] != nullptr) margin += weights[i] * features[i].value;
+      }
+    } else {
+      for (const HashedFeature& f : features) {
+        const CoordinateState* state = lookup(f.key);
+        if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
+      }
+    }
+    return margin;
+  }
+
+  // The field features of `features` whose factor rows the model holds, as
+  // terms; the caller holds their shards' locks (reader or writer). A
+  // feature without a row has no factors yet and takes no part, as a
+  // coordinate not held adds nothing to the linear margin.
+  void HeldFactorTerms(absl::Span<const HashedFeature> features,
+                       std::vector<FactorTerm>* terms) const {
+    terms->clear();
+    for (const HashedFeature& f : features) {
+      if (f.field == kNoField) continue;
+      const float* row = factor_tables_[store_.ShardIndex(f.key)]->Find(f.key);
+      // The terms of a read are only read (FactorTerm holds a mutable row
+      // for Factorization::Step).
+      if (row != nullptr) terms->push_back({f.key, f.value, f.field, const_cast<float*>(row)});
+    }
+  }
+
+  // The pairwise margin of one list, under its shards' reader locks.
+  double PairwiseMarginOf(absl::Span<const HashedFeature> features) const {
+    thread_local std::vector<FactorTerm> terms;
+    thread_local Factorization::Sums sums;
+    HeldFactorTerms(features, &terms);
+    factorization_->ComputeSums(terms, &sums);
+    return factorization_->PairwiseMargin(sums);
+  }
+
+  // A step's terms: every field feature of `features` (those admitted),
+  // each given its initial row if new, under the step's writer locks.
+  // Rows are inserted first and found after, since an insert may move the
+  // rows of its table.
+  void StepFactorTerms(absl::Span<const HashedFeature> features, std::vector<FactorTerm>* terms) {
+    terms->clear();
+    for (const HashedFeature& f : features) {
+      if (f.field != kNoField) factor_tables_[store_.ShardIndex(f.key)]->FindOrInsert(f.key);
+    }
+    for (const HashedFeature& f : features) {
+      if (f.field == kNoField) continue;
+      terms->push_back(
+          {f.key, f.value, f.field, factor_tables_[store_.ShardIndex(f.key)]->Find(f.key)});
+    }
+  }
+
+  // Sets state->factors and factor_size (ExportState's layout), each
+  // shard's rows read under its reader lock.
+  void ExportFactors(State* state) const {
+    if (factorization_ == nullptr) return;
+    const size_t stride = factorization_->row_floats() * size_t{2};
+    std::vector<uint64_t> keys;
+    std::vector<float> rows;
+    for (int s = 0; s < store_.num_shards(); ++s) {
+      store_.ReadShared(s, [&] {
+        factor_tables_[s]->ForEach([&](uint64_t key, const float* row) {
+          keys.push_back(key);
+          rows.insert(rows.end(), row, row + stride);
+        });
+      });
+    }
+    std::vector<size_t> order(keys.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+    state->factor_size = static_cast<uint32_t>(stride * sizeof(float));
+    state->factors.clear();
+    state->factors.reserve(keys.size() * (sizeof(uint64_t) + state->factor_size));
+    for (size_t i : order) {
+      AppendBytes(&state->factors, keys[i]);
+      state->factors.append(reinterpret_cast<const char*>(rows.data() + i * stride),
+                            state->factor_size);
+    }
+  }
+
+  // Checks an imported state's factors against this model: DataLoss if
+  // they do not fit. Changes nothing.
+  absl::Status CheckFactors(const State& in) const {
+    if (factorization_ == nullptr) {
+      if (in.factor_size != 0 || !in.factors.empty()) {
+        return absl::DataLossError("the state has factors; this model has none");
+      }
+      return absl::OkStatus();
+    }
+    const uint32_t size = static_cast<uint32_t>(factorization_->row_floats() * 2 * sizeof(float));
+    if (in.factors.empty() && in.factor_size == 0) return absl::OkStatus();
+    const size_t record = sizeof(uint64_t) + size;
+    if (in.factor_size != size || in.factors.size() % record != 0) {
+      return absl::DataLossError(absl::StrCat("state of ", in.factor_size,
+                                              "-byte factor rows does not fit this model's ", size,
+                                              "-byte ones"));
+    }
+    uint64_t previous = 0;
+    for (size_t at = 0; at < in.factors.size(); at += record) {
+      uint64_t key;
+      std::memcpy(&key, in.factors.data() + at, sizeof(key));
+      if (at != 0 && key <= previous) {
+        return absl::DataLossError("the state's factor rows are not in ascending key order");
+      }
+      previous = key;
+    }
+    return absl::OkStatus();
+  }
+
+  // Replaces every factor row with the state's (checked by CheckFactors),
+  // each shard under its writer lock.
+  void ImportFactors(const State& in) {
+    if (factorization_ == nullptr) return;
+    const size_t stride = factorization_->row_floats() * size_t{2};
+    const size_t record = sizeof(uint64_t) + stride * sizeof(float);
+    std::vector<std::vector<size_t>> by_shard(static_cast<size_t>(store_.num_shards()));
+    for (size_t at = 0; at < in.factors.size(); at += record) {
+      uint64_t key;
+      std::memcpy(&key, in.factors.data() + at, sizeof(key));
+      by_shard[static_cast<size_t>(store_.ShardIndex(key))].push_back(at);
+    }
+    std::vector<float> row(stride);
+    for (int s = 0; s < store_.num_shards(); ++s) {
+      store_.WriteExclusive(s, [&] {
+        FactorTable& table = *factor_tables_[s];
+        table.Clear();
+        for (size_t at : by_shard[static_cast<size_t>(s)]) {
+          uint64_t key;
+          std::memcpy(&key, in.factors.data() + at, sizeof(key));
+          std::memcpy(row.data(), in.factors.data() + at + sizeof(key), stride * sizeof(float));
+          table.Assign(key, row.data());
+        }
+      });
+    }
+  }
+
+  // The factor rows' memory: each row's floats and key.
+  uint64_t FactorBytes() const {
+    if (factorization_ == nullptr) return 0;
+    uint64_t rows = 0;
+    for (int s = 0; s < store_.num_shards(); ++s) {
+      store_.ReadShared(s, [&] { rows += factor_tables_[s]->size(); });
+    }
+    return rows * (sizeof(uint64_t) + factorization_->row_floats() * 2 * sizeof(float));
+  }
   // Whether the optimizer computes many weights together, bit for bit as
   // one by one (FtrlProximal::WeightsWithRoots).
   static constexpr bool kBatchWeights =
@@ -501,6 +693,14 @@ class LinearModel final : public Model {
     }
     for (size_t i = 0; i < states.size(); ++i) margin += weights[i] * features[i].value;
     if (block != nullptr) margin += block->Margin(*dense);
+    // The factors' pairwise margin, at the factors before the step.
+    thread_local std::vector<FactorTerm> terms;
+    thread_local Factorization::Sums sums;
+    if (factorization_ != nullptr) {
+      StepFactorTerms(features, &terms);
+      factorization_->ComputeSums(terms, &sums);
+      margin += factorization_->PairwiseMargin(sums);
+    }
     const double dloss = LossGradient(config().loss, margin, label) * importance;
     // The last line of the numeric invariant (core/optim/numeric_bounds.h):
     // each coordinate's gradient is clamped and each state saturated, which
@@ -549,6 +749,8 @@ class LinearModel final : public Model {
         SaturateState(*states[i]);
       }
     }
+    // The factors step on the same loss gradient.
+    if (factorization_ != nullptr) factorization_->Step(terms, sums, dloss);
     // Under the shard locks, so that a concurrent learner of the same
     // keys sees the dense part of this step too (lock order: shards, then
     // the dense block's).
@@ -571,9 +773,16 @@ class LinearModel final : public Model {
   void ExpireDue(uint64_t round) {
     ttl_.ForEachDue(round, [&](int s) {
       const uint32_t now = ttl_.EpochAt(round);
-      store_.EvictWhere(s, [now](const CoordinateState& state) {
-        return !TtlSchedule::Kept(Optimizer::Age(state.stamp, now));
-      });
+      // A coordinate's factor row goes with it: a key seen again starts
+      // from its initial factors.
+      store_.EvictWhere(
+          s,
+          [now](const CoordinateState& state) {
+            return !TtlSchedule::Kept(Optimizer::Age(state.stamp, now));
+          },
+          [&](uint64_t key) {
+            if (factorization_ != nullptr) factor_tables_[s]->Erase(key);
+          });
     });
   }
 
@@ -603,6 +812,15 @@ class LinearModel final : public Model {
   // Which features not stored yet get a coordinate (config().admission);
   // with policy kAll, Learn never asks it.
   FeatureAdmission admission_;
+  // The factorization (config().factorization), or null; with one, a table
+  // of factor rows per shard of store_, each guarded by that shard's lock
+  // (taken by the store's WithKeys*Locked, WithAllLocked, ReadShared and
+  // WriteExclusive, which the analysis cannot follow). A key's row is made
+  // when a step first learns it as a field feature and erased when the
+  // TTL evicts its coordinate (ExpireDue). A model with factors has no
+  // memory budget (ValidateFactorization), whose evictions would not.
+  const std::unique_ptr<const Factorization> factorization_;
+  std::vector<std::unique_ptr<FactorTable>> factor_tables_;
   mutable Mutex round_mu_;
   RoundContext round_ ABSL_GUARDED_BY(round_mu_);
 };

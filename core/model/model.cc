@@ -256,19 +256,16 @@ bool StateIsFinite(const Model::State& state) {
   for (size_t at = 0; at + record <= bytes.size(); at += record) {
     if (!FloatsAreFinite(bytes.substr(at + sizeof(uint64_t), state.state_size))) return false;
   }
+  const size_t factor_record = sizeof(uint64_t) + state.factor_size;
+  const std::string_view factors = state.factors;
+  for (size_t at = 0; at + factor_record <= factors.size(); at += factor_record) {
+    if (!FloatsAreFinite(factors.substr(at + sizeof(uint64_t), state.factor_size))) return false;
+  }
   return true;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config) {
   if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;
-  // The factors' math is core/model/factorization.h; a model that learns,
-  // snapshots and replicates them is not built yet, and a model that
-  // silently ignored them would be wrong.
-  if (config.factorization.enabled()) {
-    return absl::UnimplementedError(absl::StrCat(
-        "factorization.kind ", std::string(FactorizationKindName(config.factorization.kind)),
-        ": models with factors are not served yet (docs/factorization.md)"));
-  }
   if (config.optimizer.type == OptimizerType::kDense) {
     auto block = DenseBlock::Create(config.dense_namespaces, config.dense_optimizer,
                                     1 << config.hashing.bits);

@@ -64,6 +64,20 @@ class Model {
   virtual void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
                        absl::Span<double> out) const = 0;
 
+  // Scores candidates against a shared context: lists[0] is the context's
+  // features, lists[1..] each candidate's (folded, merged, keys unique in
+  // each list). Sets out (out.size() == lists.size()) so that out[0] +
+  // out[i] is the sparse margin of the context and candidate i merged, as
+  // an update that merges them learns it. A linear margin is additive, so
+  // the default is Margins (bit for bit). A model with a factorization
+  // adds the pairwise terms: the context's field sums are computed once
+  // and each candidate costs O(its features * F * k)
+  // (Factorization::CandidateMargin); out[0] is then the context's linear
+  // margin only.
+  virtual void SharedContextMargins(absl::Span<const absl::Span<const HashedFeature>> lists,
+                                    absl::Span<double> out) const {
+    Margins(lists, out);
+  }
   // Returns the uncertainty score of McMahan et al. 2013, section 5:
   // u(x) = sum_i |x_i| eta_i, with eta_i coordinate i's current rate as its
   // optimizer's LearningRate defines it (FTRL: alpha / (beta + sqrt(n_i)));
@@ -153,6 +167,13 @@ class Model {
     // a restored model would admit features a model that never restarted
     // keeps out.
     std::string admission;
+    // A model with a factorization (config.factorization): every factor row
+    // as (8-byte little-endian key, 2 * Factorization::row_floats() floats:
+    // the factors, then their AdaGrad sums) records in ascending key order.
+    // Empty otherwise, so a model without factors serializes as before.
+    // factor_size: the bytes of one record's floats (0 without factors).
+    uint32_t factor_size = 0;
+    std::string factors;
   };
   virtual State ExportState() const = 0;
 
@@ -223,8 +244,8 @@ class Model {
   std::unique_ptr<DenseBlock> dense_;  // set once by CreateModel
 };
 
-// True if the state's round sum and every float of every coordinate's
-// State are finite (every State is floats only; core/optim/numeric_bounds.h).
+// True if the state's round sum, every float of every coordinate's
+// State and every factor are finite (every State is floats only; core/optim/numeric_bounds.h).
 // The dense block's state is not inspected. For tests and fuzzers of the
 // numeric invariant.
 bool StateIsFinite(const Model::State& state);

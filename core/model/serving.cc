@@ -20,10 +20,21 @@ std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& c
       model.Margin(hashed_context.features) + (block ? block->MarginOf(context) : 0.0);
   std::vector<CandidateScore> scores;
   scores.reserve(candidates.size());
+  const bool factored = model.config().factorization.enabled();
   for (const Example& candidate : candidates) {
     hasher.HashCandidate(hashed_context, candidate, &part);
-    const double margin =
-        context_margin + model.Margin(part) + (block ? block->MarginOf(candidate) : 0.0);
+    double margin;
+    if (factored) {
+      // The pairwise terms are not additive: the context and the candidate
+      // are scored together (Model::SharedContextMargins).
+      const absl::Span<const HashedFeature> lists[2] = {hashed_context.features, part};
+      double sparse[2];
+      model.SharedContextMargins(lists, sparse);
+      margin = sparse[0] + (block ? block->MarginOf(context) : 0.0) + sparse[1] +
+               (block ? block->MarginOf(candidate) : 0.0);
+    } else {
+      margin = context_margin + model.Margin(part) + (block ? block->MarginOf(candidate) : 0.0);
+    }
     scores.push_back({Link(loss, margin), margin});
   }
   return scores;
@@ -48,7 +59,9 @@ std::vector<CandidateScore> ScoreCandidates(const Model& model, const HashedCand
     begin = end;
   }
   margins.resize(n + 1);
-  model.Margins(lists, absl::MakeSpan(margins));
+  // Margins for a linear model (additive); with factors, each candidate's
+  // margin also holds its pairwise terms with the context.
+  model.SharedContextMargins(lists, absl::MakeSpan(margins));
   // The same expressions as the Example form, so that the sums round alike.
   const DenseBlock* block = model.dense_block();
   auto dense_margin = [&](size_t k) {

@@ -19,10 +19,10 @@ struct HashStateDeleter {
 
 // The length of `state` as Model::SerializeState lays it out for a model
 // without variants (LinearModel: round, coordinates, dense state,
-// admission; DenseModel: round and dense state, the others empty).
+// admission, factors; DenseModel: round and dense state, the others empty).
 uint64_t MemberBytes(const Model::State& state) {
   return sizeof(state.round) + state.coordinates.size() + state.dense_state.size() +
-         state.admission.size();
+         state.admission.size() + state.factors.size();
 }
 
 class Hasher {
@@ -49,7 +49,7 @@ class Hasher {
     const std::string_view round(reinterpret_cast<const char*>(&state.round), sizeof(state.round));
     for (std::string_view part :
          {round, std::string_view(state.coordinates), std::string_view(state.dense_state),
-          std::string_view(state.admission)}) {
+          std::string_view(state.admission), std::string_view(state.factors)}) {
       if (absl::Status s = Add(part); !s.ok()) return s;
     }
     return absl::OkStatus();

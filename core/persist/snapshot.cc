@@ -109,8 +109,9 @@ constexpr uint32_t kFeedbackSection = 2;
 constexpr uint32_t kIdempotencySection = 4;
 constexpr uint32_t kCalibrationSection = 8;
 constexpr uint32_t kAdmissionSection = 16;
+constexpr uint32_t kFactorsSection = 32;
 // Any other bit is a section this build cannot read: refused, never skipped.
-constexpr uint32_t kKnownSections = 31;
+constexpr uint32_t kKnownSections = 63;
 
 // Whether the config's admission policy (the primary's or a variant's)
 // keeps counts in the learned state: exactly then the snapshot holds the
@@ -135,7 +136,7 @@ bool HasCalibration(const SnapshotContents& c) {
 // in the current config encoding).
 uint32_t FormatVersionFor(const SnapshotContents& c) {
   if (c.config.feedback.enabled() || !c.idempotency.empty() || HasCalibration(c) ||
-      KeepsAdmissionState(c.config)) {
+      KeepsAdmissionState(c.config) || c.config.factorization.enabled()) {
     return 4;
   }
   return c.state.variants.empty() ? 2 : 3;
@@ -146,7 +147,8 @@ uint32_t SectionsOf(const SnapshotContents& c) {
          (c.config.feedback.enabled() ? kFeedbackSection : 0) |
          (c.idempotency.empty() ? 0 : kIdempotencySection) |
          (HasCalibration(c) ? kCalibrationSection : 0) |
-         (KeepsAdmissionState(c.config) ? kAdmissionSection : 0);
+         (KeepsAdmissionState(c.config) ? kAdmissionSection : 0) |
+         (c.config.factorization.enabled() ? kFactorsSection : 0);
 }
 
 // One checked piece: length u64, then the bytes.
@@ -209,6 +211,14 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
     for (const Model::State& v : c.state.variants) {
       if (absl::Status s = EmitBytes(v.admission, emit); !s.ok()) return s;
     }
+  }
+  // The factor rows (Model::State::factors): their record size, then the
+  // records.
+  if (sections & kFactorsSection) {
+    std::string factors;
+    coding::PutFixed32(&factors, c.state.factor_size);
+    factors += c.state.factors;
+    if (absl::Status s = EmitBytes(factors, emit); !s.ok()) return s;
   }
   piece.assign(kFooterMagic);
   std::string totals;
@@ -392,7 +402,8 @@ absl::StatusOr<uint32_t> ReadSections(Decoder* in, const ModelConfig& config) {
   if (((sections & kFeedbackSection) != 0) != config.feedback.enabled() ||
       ((sections & kVariantsSection) != 0) != !config.variants.empty() ||
       ((sections & kCalibrationSection) != 0 && !config.calibration.enabled) ||
-      ((sections & kAdmissionSection) != 0) != KeepsAdmissionState(config)) {
+      ((sections & kAdmissionSection) != 0) != KeepsAdmissionState(config) ||
+      ((sections & kFactorsSection) != 0) != config.factorization.enabled()) {
     return Corrupt("section bits do not match the model's config");
   }
   return sections;
@@ -440,6 +451,29 @@ absl::Status ReadAdmissions(Decoder* in, const ModelConfig& config, Model::State
       return s;
     }
   }
+  return absl::OkStatus();
+}
+
+// Reads the factors section: the record size the config gives (a key and
+// twice Factorization::row_floats() floats), then whole records.
+absl::Status ReadFactors(Decoder* in, const ModelConfig& config, Model::State* state) {
+  std::string bytes;
+  if (absl::Status s = ReadBytes(in, "factors", &bytes); !s.ok()) return s;
+  Decoder piece(bytes);
+  uint32_t factor_size = 0;
+  if (!piece.GetFixed32(&factor_size)) return Corrupt("factors section truncated");
+  const FactorizationConfig& f = config.factorization;
+  const uint64_t floats =
+      uint64_t{2} * static_cast<uint64_t>(f.dim) *
+      (f.kind == FactorizationConfig::Kind::kFfm ? static_cast<uint64_t>(f.fields.size()) : 1);
+  const uint64_t record = sizeof(uint64_t) + factor_size;
+  if (factor_size != floats * sizeof(float) || piece.remaining().size() % record != 0) {
+    return Corrupt(absl::StrCat("factors section: ", factor_size, "-byte rows in ",
+                                piece.remaining().size(), " bytes; the config's rows are ",
+                                floats * sizeof(float), " bytes"));
+  }
+  state->factor_size = factor_size;
+  state->factors.assign(piece.remaining());
   return absl::OkStatus();
 }
 
@@ -492,6 +526,9 @@ absl::StatusOr<SnapshotContents> DecodeSnapshot(std::string_view bytes) {
   }
   if (sections & kAdmissionSection) {
     if (absl::Status s = ReadAdmissions(&in, out.config, &out.state); !s.ok()) return s;
+  }
+  if (sections & kFactorsSection) {
+    if (absl::Status s = ReadFactors(&in, out.config, &out.state); !s.ok()) return s;
   }
   if (absl::Status s = ReadFooter(&in, *count); !s.ok()) return s;
   return out;

@@ -489,10 +489,10 @@ TEST(Snapshot, SectionBitsRefuseCalibrationWithoutTheConfigAndUnknownSections) {
   ASSERT_TRUE(as_keys.ok()) << as_keys.status();
   EXPECT_EQ(as_keys->idempotency, contents.calibration);
   const auto unknown =
-      DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 8 | 32)).status();
+      DecodeSnapshot(WithSectionBits(calibrated, calibrated_plain, 8 | 64)).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(unknown.message(),
-            "snapshot is corrupt: section bits 40 name sections this build does not know (a "
+            "snapshot is corrupt: section bits 72 name sections this build does not know (a "
             "newer build's?)");
 }
 
@@ -560,6 +560,54 @@ TEST(Snapshot, BloomFilterRoundTripsAndDamageIsDataLoss) {
   EXPECT_TRUE(absl::StrContains(s.message(), "admission filter")) << s;
   // A model without the filter keeps writing format 2.
   EXPECT_EQ(EncodeSnapshot(ContentsOf(*TrainedModel(ModelConfig{}, 5), 3))[8], 2);
+}
+
+// A model with factors (docs/factorization.md) writes format 4 with the
+// factors section: the restored model is the model, the section's damage
+// is DataLoss naming it, and its bit must agree with the config.
+TEST(Snapshot, FactorsRoundTripInTheirSectionAndDamageIsDataLoss) {
+  ModelConfig config;
+  config.factorization.kind = FactorizationConfig::Kind::kFfm;
+  config.factorization.fields = {"u"};
+  auto model = TrainedModel(config, 600);
+  const SnapshotContents contents = ContentsOf(*model, 4);
+  ASSERT_FALSE(contents.state.factors.empty());
+  const std::string bytes = EncodeSnapshot(contents);
+  EXPECT_EQ(bytes[8], 4);
+  auto decoded = DecodeSnapshot(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->state.factors, contents.state.factors);
+  auto restored = *CreateModel(decoded->config);
+  ASSERT_TRUE(restored->ImportState(decoded->state).ok());
+  EXPECT_EQ(restored->SerializeState(), model->SerializeState());
+  // The section (length u64, record size u32, records, crc) comes last,
+  // before the footer.
+  const size_t section = contents.state.factors.size() + 8 + 4 + 4;
+  const size_t first = bytes.size() - 20 - section;
+  for (size_t i = first; i < first + section; i += 13) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x08;
+    const auto s = DecodeSnapshot(damaged).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << "flip at " << i;
+    EXPECT_TRUE(absl::StrContains(s.message(), "factors")) << s;
+  }
+  // Rows of another size than the config's, behind a valid CRC.
+  SnapshotContents bad = contents;
+  bad.state.factor_size += 4;
+  const auto s = DecodeSnapshot(EncodeSnapshot(bad)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(s.message(), "factors section")) << s;
+  // The same state under a config without factors is written as format 2
+  // without them; a model with no rows yet has an empty section.
+  SnapshotContents linear = contents;
+  linear.config.factorization = FactorizationConfig{};
+  linear.state.factors.clear();
+  linear.state.factor_size = 0;
+  EXPECT_EQ(EncodeSnapshot(linear)[8], 2);
+  SnapshotContents zero = contents;
+  zero.state.factors.clear();
+  const std::string empty_section = EncodeSnapshot(zero);
+  EXPECT_TRUE(DecodeSnapshot(empty_section).ok());
 }
 
 // A model with a TTL: its config is written in encoding version 12 (one

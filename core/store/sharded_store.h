@@ -272,10 +272,16 @@ class ShardedStore {
   };
 
   // Evicts the coordinates of shard s for which stale(state) is true,
-  // keeping their states for an open copy as the budget's evictions do.
-  // Returns how many it evicted (counted in StoreStats.expired).
+  // keeping their states for an open copy as the budget's evictions do,
+  // and calls on_evicted(key) for each under the shard's writer lock (for
+  // state a model keeps beside the coordinate: its factor row). Returns how
+  // many it evicted (counted in StoreStats.expired).
   template <typename Stale>
   uint64_t EvictWhere(int s, Stale&& stale) {
+    return EvictWhere(s, stale, [](uint64_t) {});
+  }
+  template <typename Stale, typename OnEvicted>
+  uint64_t EvictWhere(int s, Stale&& stale, OnEvicted&& on_evicted) {
     Shard& shard = shards_[s];
     MutexLock lock(&shard.mu);
     Map& map = shard.map;
@@ -290,10 +296,26 @@ class ShardedStore {
       const uint64_t key = doomed[i];
       KeepForCopy(shard, key, false, *map.Find(key));
       map.Erase(key);
+      on_evicted(key);
     }
     if (!doomed.empty()) map.Shrink();
     expired_.fetch_add(doomed.size(), std::memory_order_relaxed);
     return doomed.size();
+  }
+
+  // Calls fn() holding shard s's reader lock (ReadShared) or writer lock
+  // (WriteExclusive): for state a model keeps beside each shard's
+  // coordinates and guards with the same lock (a factorization's factor
+  // rows, core/model/factorization.h). `fn` must not call back into the store.
+  template <typename Fn>
+  void ReadShared(int s, Fn&& fn) const {
+    ReaderMutexLock lock(&shards_[s].mu);
+    fn();
+  }
+  template <typename Fn>
+  void WriteExclusive(int s, Fn&& fn) {
+    MutexLock lock(&shards_[s].mu);
+    fn();
   }
 
   // Calls fn(key, const State&) for every coordinate in ascending key order.
