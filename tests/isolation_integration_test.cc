@@ -330,7 +330,9 @@ std::future<grpc::Status> StartLongUpdate(const ServerProcess& server, const std
 }
 
 TEST(ClickdIsolation, BusyModelFreezesNeitherOtherModelsNorHealthNorGetModel) {
-  auto server = StartServer(LongUpdateFlags());
+  // Two digests of A wait at once below (--max_concurrent_digests is 1 by
+  // default).
+  auto server = StartServer(LongUpdateFlags({"--max_concurrent_digests=2"}));
   ASSERT_NE(server, nullptr);
   Client client(*server);
   ASSERT_TRUE(client.CreateModel(ModelWith("a", {{"user", "ad", "site"}})).ok());
