@@ -5,27 +5,20 @@
 // with candidates as the merged example, and a snapshot plus a SIGKILL
 // restart (snapshot with the factors section, then update-log replay) is
 // the same model: equal state_digest and equal predictions.
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
+#include "tests/restartable_server.h"
 #include "tests/test_util.h"
 
 namespace clickd {
 namespace {
 
 using ::clickd::testing::CommandResult;
-using ::clickd::testing::RunCommand;
-using ::clickd::testing::ServerOptions;
-using ::clickd::testing::ServerProcess;
+using ::clickd::testing::RestartableServer;
 
 void AddId(v1::Example* example, const std::string& ns, uint64_t id) {
   auto* n = example->add_namespaces();
@@ -76,48 +69,8 @@ v1::PredictRequest Merged(uint64_t user) {
   return p;
 }
 
-class Server {
- public:
-  Server() : dir_(absl::StrCat(::testing::TempDir(), "/factorization_test_", getpid())) {
-    std::filesystem::remove_all(dir_);
-  }
-
-  bool Start() {
-    ServerOptions options;
-    options.flags = {"--data_dir=" + dir_, "--snapshot_interval=0"};
-    auto server = ServerProcess::Start(std::move(options));
-    EXPECT_TRUE(server.ok()) << server.status();
-    if (!server.ok()) return false;
-    server_ = *std::move(server);
-    auto client = ClickdClient::Create(server_->address());
-    EXPECT_TRUE(client.ok()) << client.status();
-    if (!client.ok()) return false;
-    client_ = *std::move(client);
-    return true;
-  }
-
-  void Kill() {
-    client_.reset();
-    server_->Signal(SIGKILL);
-    EXPECT_TRUE(server_->WaitForExit(std::chrono::seconds(20)).has_value());
-    server_.reset();
-  }
-
-  CommandResult Clickctl(const std::string& args) {
-    return RunCommand(absl::StrCat(CLICKCTL_PATH, " ", args, " --server=", server_->address()),
-                      absl::Seconds(120));
-  }
-
-  ClickdClient& client() { return *client_; }
-
- private:
-  const std::string dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ClickdClient> client_;
-};
-
 TEST(Factorization, AnFfmModelLearnsServesSnapshotsAndRestartsToTheSameState) {
-  Server server;
+  RestartableServer server("factorization_test");
   ASSERT_TRUE(server.Start());
   const CommandResult refused = server.Clickctl(
       "models create --json --model=bad --factorization=ffm --factor_fields=user,ad "

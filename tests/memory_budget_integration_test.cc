@@ -11,29 +11,19 @@
 // new ads stays bounded, /metrics counts the expiries, and a SIGKILL
 // restart (snapshot with the states' stamps, then log replay) is the same
 // model.
-#include <httplib.h>
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <filesystem>
-#include <optional>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "client/clickd_client.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
+#include "tests/restartable_server.h"
 #include "tests/test_util.h"
 
 namespace clickd {
 namespace {
 
 using ::clickd::testing::CommandResult;
-using ::clickd::testing::RunCommand;
-using ::clickd::testing::ServerOptions;
-using ::clickd::testing::ServerProcess;
+using ::clickd::testing::RestartableServer;
 
 constexpr uint64_t kBudget = 64 << 10;
 
@@ -53,78 +43,6 @@ v1::UpdateRequest Batch(int batch, const std::string& model = "small") {
   }
   return r;
 }
-
-std::optional<double> Sample(const std::string& body, const std::string& series) {
-  const std::string prefix = series + " ";
-  std::istringstream lines(body);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(prefix, 0) == 0) return std::stod(line.substr(prefix.size()));
-  }
-  return std::nullopt;
-}
-
-// A clickd on a data directory of its own (one per test), which a test
-// starts, kills with SIGKILL and starts again on the same directory.
-class RestartableServer {
- public:
-  explicit RestartableServer(const std::string& name)
-      : dir_(absl::StrCat(::testing::TempDir(), "/", name, "_", getpid())) {
-    std::filesystem::remove_all(dir_);
-  }
-
-  // Starts the server on free ports, and a client of it; false (with the
-  // failure reported) if either fails.
-  bool Start() {
-    auto port = testing::FindFreePort();
-    EXPECT_TRUE(port.ok()) << port.status();
-    if (!port.ok()) return false;
-    metrics_port_ = *port;
-    ServerOptions options;
-    options.flags = {"--data_dir=" + dir_, "--snapshot_interval=0",
-                     absl::StrCat("--metrics_port=", metrics_port_)};
-    auto server = ServerProcess::Start(std::move(options));
-    EXPECT_TRUE(server.ok()) << server.status();
-    if (!server.ok()) return false;
-    server_ = *std::move(server);
-    auto client = ClickdClient::Create(server_->address());
-    EXPECT_TRUE(client.ok()) << client.status();
-    if (!client.ok()) return false;
-    client_ = *std::move(client);
-    return true;
-  }
-
-  // SIGKILL, and waits for the process to end.
-  void Kill() {
-    client_.reset();
-    server_->Signal(SIGKILL);
-    EXPECT_TRUE(server_->WaitForExit(std::chrono::seconds(20)).has_value());
-    server_.reset();
-  }
-
-  // `clickctl ARGS --server=...`.
-  CommandResult Clickctl(const std::string& args) {
-    return RunCommand(absl::StrCat(CLICKCTL_PATH, " ", args, " --server=", server_->address()),
-                      absl::Seconds(120));
-  }
-
-  ClickdClient& client() { return *client_; }
-
-  // The series' value on /metrics, if it is there.
-  std::optional<double> Metric(const std::string& series) {
-    httplib::Client http("127.0.0.1", metrics_port_);
-    http.set_read_timeout(10);
-    auto response = http.Get("/metrics");
-    EXPECT_TRUE(response) << httplib::to_string(response.error());
-    if (!response) return std::nullopt;
-    return Sample(response->body, series);
-  }
-
- private:
-  const std::string dir_;
-  int metrics_port_ = 0;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<ClickdClient> client_;
-};
 
 TEST(MemoryBudget, StaysWithinItsBudgetAndRestartsToTheSameState) {
   RestartableServer server("memory_budget_test");
