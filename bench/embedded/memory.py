@@ -20,18 +20,12 @@ tables) and the clickd replica's own RSS.
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "client", "python", "tests"))
-import clickd  # noqa: E402
-from clickd.v1 import clickd_pb2 as pb  # noqa: E402
-from server import Server  # noqa: E402
+import clickd
+from clickd.v1 import clickd_pb2 as pb
+from one_node import one_node_deployment
 
 # Run in a fresh interpreter: RSS before and after opening the replica.
 MEASURE = r"""
@@ -60,19 +54,7 @@ def rss_of(pid):
 
 
 def one(args, coordinates):
-    work = tempfile.mkdtemp(prefix="embedded_mem_")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    nats = subprocess.Popen([args.nats_server, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd",
-                             os.path.join(work, "nats")], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
-    url = f"nats://127.0.0.1:{port}"
-    time.sleep(1)
-    replica = Server([f"--data_dir={work}/r0", "--replication=jetstream", f"--nats_url={url}",
-                      "--nats_replicas=1", "--snapshot_interval=1h",
-                      "--nats_min_server_version="]).start(ready_timeout=60)
-    try:
+    with one_node_deployment(args.nats_server, "embedded_mem_") as (url, replica):
         with clickd.Client(replica.address, timeout=60) as client:
             version = 0
             per_example, per_update = 100, 500
@@ -100,12 +82,6 @@ def one(args, coordinates):
                 "embedded_rss_delta_trimmed": measured["trimmed"] - measured["before"],
                 "embedded_rss": measured["after"], "library_rss": measured["before"],
                 "bootstraps": measured["stats"]["bootstraps"]}
-    finally:
-        replica.stop()
-        replica.close()
-        os.kill(nats.pid, signal.SIGTERM)
-        nats.wait(timeout=20)
-        subprocess.run(["rm", "-rf", work], check=False)
 
 
 def main():

@@ -20,17 +20,11 @@ bench/embedded/run.sh).
 import argparse
 import os
 import random
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "client", "python", "tests"))
-import clickd  # noqa: E402
-from server import Server  # noqa: E402
+import clickd
+from one_node import one_node_deployment
 
 
 def percentiles(samples):
@@ -64,19 +58,7 @@ def main():
     if not args.clickd:
         ap.error("--clickd is required without --nats_url and --server")
     os.environ["CLICKD_BINARY"] = args.clickd
-    work = tempfile.mkdtemp(prefix="embedded_py_")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    nats = subprocess.Popen([args.nats_server, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd",
-                             os.path.join(work, "nats")], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
-    url = f"nats://127.0.0.1:{port}"
-    time.sleep(1)
-    replica = Server([f"--data_dir={work}/r0", "--replication=jetstream", f"--nats_url={url}",
-                      "--nats_replicas=1", "--snapshot_interval=1h",
-                      "--nats_min_server_version="]).start(ready_timeout=60)
-    try:
+    with one_node_deployment(args.nats_server, "embedded_py_") as (url, replica):
         rng = random.Random(1)
         with clickd.Client(replica.address, timeout=10) as client:
             version = 0
@@ -86,12 +68,6 @@ def main():
                             for _ in range(100)]
                 version = max(version, client.update("default", examples).model_version)
             measure(client, url, version, args)
-    finally:
-        replica.stop()
-        replica.close()
-        os.kill(nats.pid, signal.SIGTERM)
-        nats.wait(timeout=20)
-        subprocess.run(["rm", "-rf", work], check=False)
     return 0
 
 

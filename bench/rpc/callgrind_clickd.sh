@@ -3,7 +3,8 @@
 # DUMP_DIR/server.PID, its output in $out/clickd_callgrind.log; stops it by
 # PID on exit. Defines $server, $clickd_pid and loadgen() (clickctl loadgen
 # against it, JSON, no warmup), and returns once it answers a health check.
-# stop_clickd stops whichever clickd $clickd_pid names.
+# stop_clickd stops whichever clickd $clickd_pid names; stage_phase (below)
+# records one case for predict_stages.sh and update_stages.sh.
 #
 #   start_clickd_under_callgrind DUMP_DIR SCRIPT_NAME
 start_clickd_under_callgrind() {
@@ -34,4 +35,19 @@ stop_clickd() {
 
 loadgen() {
   "$clickctl" loadgen --server="$server" --json --warmup_s=0 --duration_s=600 "$@"
+}
+
+# stage_phase NAME CALLS ARGS...: zeroes the counters, sends CALLS calls of
+# `clickctl loadgen ARGS` (none may fail), dumps the counters as NAME and
+# appends "NAME CALLS DUMP" to $out/index.txt (what predict_stages.py reads).
+stage_phase() {
+  local name=$1 calls=$2
+  shift 2
+  callgrind_control -z "$clickd_pid" > /dev/null 2>&1
+  local line
+  line=$(loadgen --max_requests="$calls" --deadline_ms=60000 "$@" | tail -1)
+  callgrind_control -d "$name" "$clickd_pid" > /dev/null 2>&1
+  /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['errors']==0, r" "$line"
+  echo "$name $calls $(grep -l "^desc: Trigger: dump $name\$" "$out"/server.* | head -1)" \
+    >> "$out/index.txt"
 }

@@ -42,19 +42,8 @@ echo "build: $build ($label)"
 loadgen --method=update_stream --candidate_features=40 --batch_size=100 --max_requests=300 \
   --deadline_ms=600000 --request_seed=8 > /dev/null
 
-: > "$out/index.txt"
-phase() {
-  local name=$1 calls=$2
-  shift 2
-  callgrind_control -z "$clickd_pid" > /dev/null 2>&1
-  local line
-  line=$(loadgen --max_requests="$calls" --deadline_ms=60000 "$@" | tail -1)
-  callgrind_control -d "$name" "$clickd_pid" > /dev/null 2>&1
-  /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['errors']==0, r" "$line"
-  echo "$name $calls $(grep -l "^desc: Trigger: dump $name\$" "$out"/server.* | head -1)" \
-    >> "$out/index.txt"
-}
-phase health 2000 --method=health
+: > "$out/index.txt"  # stage_phase appends to it
+stage_phase health 2000 --method=health
 # WIRE: how the Predicts carry their features (clickctl loadgen --wire):
 # Feature messages, packed names, client-hashed packed keys; a build before
 # the packed forms takes WIRE=features only (its phases keep the old names).
@@ -62,8 +51,8 @@ wires=${WIRE:-features packed keys}
 for wire in $wires; do
   suffix=$([[ $wires == features ]] && echo "" || echo "_$wire")
   wire_flag=$([[ $wires == features ]] && echo "" || echo "--wire=$wire")
-  phase "predict_1x40$suffix" 2000 --method=predict --candidates=1 --candidate_features=40 $wire_flag
-  phase "predict_100x40$suffix" 100 --method=predict --candidates=100 --candidate_features=40 \
+  stage_phase "predict_1x40$suffix" 2000 --method=predict --candidates=1 --candidate_features=40 $wire_flag
+  stage_phase "predict_100x40$suffix" 100 --method=predict --candidates=100 --candidate_features=40 \
     $wire_flag
 done
 /usr/bin/python3 bench/rpc/predict_stages.py "$out/index.txt"

@@ -35,23 +35,12 @@ start_clickd_under_callgrind "$out" update_stages.sh
 echo "# server instructions per Update by stage (callgrind), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "build: $build ($label)"
 
-: > "$out/index.txt"
-phase() {
-  local name=$1 calls=$2
-  shift 2
-  callgrind_control -z "$clickd_pid" > /dev/null 2>&1
-  local line
-  line=$(loadgen --max_requests="$calls" --deadline_ms=60000 "$@" | tail -1)
-  callgrind_control -d "$name" "$clickd_pid" > /dev/null 2>&1
-  /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['errors']==0, r" "$line"
-  echo "$name $calls $(grep -l "^desc: Trigger: dump $name\$" "$out"/server.* | head -1)" \
-    >> "$out/index.txt"
-}
-phase health 2000 --method=health
+: > "$out/index.txt"  # stage_phase appends to it
+stage_phase health 2000 --method=health
 for wire in features packed keys; do
-  phase "update_1x40_$wire" 2000 --method=update --candidates=1 --candidate_features=40 \
+  stage_phase "update_1x40_$wire" 2000 --method=update --candidates=1 --candidate_features=40 \
     --wire="$wire"
-  phase "update_100x40_$wire" 100 --method=update --candidates=100 --candidate_features=40 \
+  stage_phase "update_100x40_$wire" 100 --method=update --candidates=100 --candidate_features=40 \
     --wire="$wire"
 done
 /usr/bin/python3 bench/rpc/predict_stages.py "$out/index.txt"
