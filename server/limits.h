@@ -55,6 +55,10 @@ struct Limits : ExampleLimits {
   // multiply-adds (CheckDenseWork): its examples with dense values times
   // one step's cost at the model's dimension (ada_full: d^3).
   uint64_t max_dense_work_per_update = uint64_t{1} << 32;
+  // The factor rows an Update (or stream message) may add to a model with
+  // factors, in bytes: its features of factorization.fields times a row's
+  // bytes (CheckFactorRows, server/update_request.cc).
+  uint64_t max_factor_bytes_per_update = uint64_t{64} << 20;
   int max_message_bytes = 16 << 20;
   // Streaming calls open at once, server-wide (server/stream_limit.h): each
   // holds at most one message of max_message_bytes.

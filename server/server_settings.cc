@@ -54,6 +54,10 @@ ABSL_FLAG(uint64_t, max_concurrent_digests, 1,
           "GetModel state_digests computed at once, server-wide; each holds a copy of its "
           "model's coordinates while it runs, and one beyond the limit is refused with "
           "RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, max_factor_bytes_per_update, uint64_t{64} << 20,
+          "the factor rows an Update (or stream message) may add to a model with factors: its "
+          "features of factorization.fields times a row's bytes (8 + 8 x dim, x fields for ffm), "
+          "refused with RESOURCE_EXHAUSTED beyond it");
 ABSL_FLAG(int, handshake_timeout_seconds, 10,
           "a connection that has not completed its TLS handshake and sent its HTTP/2 settings "
           "within this time is closed (it holds a file descriptor)");
@@ -286,6 +290,8 @@ absl::Status CheckServingFlags() {
        0, 1 << 20},
       {"max_open_streams", absl::GetFlag(FLAGS_max_open_streams), 1, 1'000'000},
       {"max_concurrent_digests", absl::GetFlag(FLAGS_max_concurrent_digests), 1, 64},
+      {"max_factor_bytes_per_update", absl::GetFlag(FLAGS_max_factor_bytes_per_update),
+       uint64_t{1} << 16, uint64_t{1} << 40},
       {"max_inline_update_features", absl::GetFlag(FLAGS_max_inline_update_features), 0, 1 << 20},
   };
   for (const auto& r : unsigned_ranges) {
@@ -309,6 +315,7 @@ Limits LimitsFromFlags() {
   limits.max_inline_update_features = absl::GetFlag(FLAGS_max_inline_update_features);
   limits.max_open_streams = absl::GetFlag(FLAGS_max_open_streams);
   limits.max_concurrent_digests = absl::GetFlag(FLAGS_max_concurrent_digests);
+  limits.max_factor_bytes_per_update = absl::GetFlag(FLAGS_max_factor_bytes_per_update);
   limits.max_model_fixed_bytes = absl::GetFlag(FLAGS_max_model_fixed_bytes);
   limits.max_dense_work_per_update = absl::GetFlag(FLAGS_max_dense_work_per_update);
   limits.handshake_timeout_seconds = absl::GetFlag(FLAGS_handshake_timeout_seconds);

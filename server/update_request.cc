@@ -4,6 +4,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/features/feature_count.h"
+#include "core/model/model_config.h"
 #include "server/request_cost.h"
 #include "wire/example_proto.h"
 
@@ -61,6 +63,48 @@ absl::Status CheckVariantsCost(const ModelConfig& config, uint64_t features, con
       " features after interactions; each of the model's ", stores, " stores (the primary and ",
       config.variants.size(), " variants) learns them all, and the limit, ",
       limits.max_features_per_request, " (max_features_per_request), counts each store's"));
+}
+
+// Step 1c: a model with factors makes a factor row (a key, then factors
+// and their AdaGrad sums: 8 + 8 x row floats bytes) for each new feature
+// of its fields, up to 8 KiB a feature (16 fields x dim 64), where a linear
+// coordinate costs about 25 bytes. The request's field features (a
+// context's once per impression) bound the rows it can add, in bytes,
+// against Limits::max_factor_bytes_per_update.
+absl::Status CheckFactorRows(const ModelConfig& config, const v1::UpdateRequest& request,
+                             const Limits& limits) {
+  const FactorizationConfig& factors = config.factorization;
+  if (!factors.enabled()) return absl::OkStatus();
+  const uint64_t row_floats =
+      static_cast<uint64_t>(factors.dim) *
+      (factors.kind == FactorizationConfig::Kind::kFfm ? factors.fields.size() : 1);
+  const uint64_t row_bytes = sizeof(uint64_t) + 2 * row_floats * sizeof(float);
+  const auto field_features = [&](const v1::Example& example) {
+    uint64_t n = 0;
+    for (const v1::Namespace& ns : example.namespaces()) {
+      if (std::find(factors.fields.begin(), factors.fields.end(), ns.name()) !=
+          factors.fields.end()) {
+        n = SaturatingAdd(n, NonzeroFeatures(ns));
+      }
+    }
+    return n;
+  };
+  uint64_t features = 0;
+  for (const v1::LabeledExample& le : request.examples()) {
+    features = SaturatingAdd(features, field_features(le.example()));
+  }
+  for (const v1::Impression& imp : request.impressions()) {
+    features = SaturatingAdd(features, field_features(imp.context()));
+    for (const v1::LabeledExample& c : imp.candidates()) {
+      features = SaturatingAdd(features, field_features(c.example()));
+    }
+  }
+  const uint64_t limit = limits.max_factor_bytes_per_update;
+  if (features <= limit / row_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the update has ", features, " features of factorization.fields, each a factor row of ",
+      row_bytes, " bytes if new; the limit is --max_factor_bytes_per_update ", limit, " (",
+      limit / row_bytes, " such features per update)"));
 }
 
 float Importance(const v1::LabeledExample& le) {
@@ -211,6 +255,7 @@ absl::StatusOr<ValidatedUpdate> ValidateUpdateRequest(const Model& model,
   if (absl::Status s = CheckVariantsCost(model.config(), cost.features, limits); !s.ok()) {
     return s;
   }
+  if (absl::Status s = CheckFactorRows(model.config(), request, limits); !s.ok()) return s;
   ValidatedUpdate update;
   if (absl::Status s = ConvertUpdate(request, *total, limits, &update); !s.ok()) return s;
   if (absl::Status s = CheckLabels(model, request, update); !s.ok()) return s;

@@ -120,5 +120,43 @@ TEST(Factorization, AnFfmModelLearnsServesSnapshotsAndRestartsToTheSameState) {
   EXPECT_EQ(info->updates(), 80u * 50u * 4u);
 }
 
+// A model with factors makes a row of up to 8 KiB for each new feature of
+// its fields: an Update whose field features could add more than
+// --max_factor_bytes_per_update of rows is refused before anything is
+// learned, naming the flag; one within it is learned.
+TEST(Factorization, AnUpdateThatCouldAddTooManyFactorRowsIsRefusedWhole) {
+  RestartableServer server("factorization_rows_test");
+  // user, site and ad at dim 4: a row is 8 + 8 x 12 = 104 bytes; 65,536
+  // bytes hold 630 rows.
+  ASSERT_TRUE(server.Start({"--max_factor_bytes_per_update=65536"}));
+  const CommandResult created = server.Clickctl(
+      "models create --json --model=ffm --factorization=ffm --factor_fields=user,site,ad");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const auto users = [](int n) {
+    v1::UpdateRequest r;
+    r.set_model("ffm");
+    v1::LabeledExample* le = r.add_examples();
+    le->set_label(1);
+    v1::Namespace* user = le->mutable_example()->add_namespaces();
+    user->set_name("user");
+    for (int i = 0; i < n; ++i) user->add_ids(static_cast<uint64_t>(i) + 1);
+    return r;
+  };
+  const absl::Status refused = server.client().Update(users(631)).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_EQ(refused.message(),
+            "the update has 631 features of factorization.fields, each a factor row of 104 bytes "
+            "if new; the limit is --max_factor_bytes_per_update 65536 (630 such features per "
+            "update)");
+  auto info = server.client().GetModel("ffm");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->updates(), 0u);
+  EXPECT_EQ(info->coordinates(), 0u);
+  ASSERT_TRUE(server.client().Update(users(630)).ok());
+  info = server.client().GetModel("ffm");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->updates(), 1u);
+}
+
 }  // namespace
 }  // namespace clickd

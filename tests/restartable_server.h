@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/clickd_client.h"
@@ -47,9 +48,9 @@ class RestartableServer {
     std::filesystem::remove_all(dir_);
   }
 
-  // Starts the server on free ports, and a client of it; false (with the
+  // Starts the server (with `more_flags`) on free ports, and a client of it; false (with the
   // failure reported) if either fails.
-  bool Start() {
+  bool Start(const std::vector<std::string>& more_flags = {}) {
     auto port = FindFreePort();
     EXPECT_TRUE(port.ok()) << port.status();
     if (!port.ok()) return false;
@@ -57,6 +58,7 @@ class RestartableServer {
     ServerOptions options;
     options.flags = {"--data_dir=" + dir_, "--snapshot_interval=0",
                      absl::StrCat("--metrics_port=", metrics_port_)};
+    options.flags.insert(options.flags.end(), more_flags.begin(), more_flags.end());
     auto server = ServerProcess::Start(std::move(options));
     EXPECT_TRUE(server.ok()) << server.status();
     if (!server.ok()) return false;
