@@ -291,6 +291,7 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
     out.init_seed = f.init_seed();
     Override(f.has_eta(), f.eta(), &out.eta);
     Override(f.has_l2(), f.l2(), &out.l2);
+    if (f.has_normalize()) out.normalize = f.normalize();
   }
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
@@ -347,6 +348,7 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     out->set_init_seed(f.init_seed);
     out->set_eta(f.eta);
     out->set_l2(f.l2);
+    out->set_normalize(f.normalize);
   }
   if (c.calibration.enabled) {
     p.mutable_calibration()->set_enabled(true);

@@ -55,6 +55,9 @@ ABSL_FLAG(std::string, factorization, "",
           "(docs/factorization.md); empty: none");
 ABSL_FLAG(std::optional<int>, factor_dim, std::nullopt,
           "--factorization: the latent size, 1..64 (default 4)");
+ABSL_FLAG(std::optional<bool>, factor_normalize, std::nullopt,
+          "--factorization: divide each example's pairwise margin by its field features' "
+          "squared norm (libffm's instance normalisation) (default true)");
 ABSL_FLAG(std::string, factor_fields, "",
           "--factorization: the namespaces whose features get latent vectors (FFM's fields, "
           "in order), e.g. user,ad,site");
@@ -207,6 +210,7 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.factorization = absl::GetFlag(FLAGS_factorization);
   v.factor_dim = absl::GetFlag(FLAGS_factor_dim);
   v.factor_fields = absl::GetFlag(FLAGS_factor_fields);
+  v.factor_normalize = absl::GetFlag(FLAGS_factor_normalize);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
   v.admission = absl::GetFlag(FLAGS_admission);
   v.admission_min_count = absl::GetFlag(FLAGS_admission_min_count);
@@ -239,13 +243,17 @@ std::set<std::string> FeedbackFlagNames() {
 
 namespace {
 
-// --factorization, --factor_dim and --factor_fields; errors name the flag.
+// --factorization, --factor_dim, --factor_fields and --factor_normalize;
+// errors name the flag.
 absl::StatusOr<FactorizationConfig> BuildFactorization(const ModelFlagValues& v) {
   FactorizationConfig f;
   if (v.factorization.empty()) {
-    if (v.factor_dim.has_value() || !v.factor_fields.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          v.factor_dim.has_value() ? "--factor_dim" : "--factor_fields", " needs --factorization"));
+    if (v.factor_dim.has_value() || !v.factor_fields.empty() || v.factor_normalize.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(v.factor_dim.has_value() ? "--factor_dim"
+                                                     : !v.factor_fields.empty()
+                                                         ? "--factor_fields"
+                                                         : "--factor_normalize",
+                                                     " needs --factorization"));
     }
     return f;
   }
@@ -255,6 +263,7 @@ absl::StatusOr<FactorizationConfig> BuildFactorization(const ModelFlagValues& v)
   }
   if (v.factor_dim.has_value()) f.dim = *v.factor_dim;
   if (!v.factor_fields.empty()) f.fields = absl::StrSplit(v.factor_fields, ',');
+  if (v.factor_normalize.has_value()) f.normalize = *v.factor_normalize;
   return f;
 }
 

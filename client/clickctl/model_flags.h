@@ -39,9 +39,10 @@ struct ModelFlagValues {
   int shards = 16;
   // ModelConfig.factorization (docs/factorization.md): off while
   // `factorization` is empty; the other two need it.
-  std::string factorization;      // "", "fm" or "ffm"
-  std::optional<int> factor_dim;  // unset: FactorizationConfig's default
-  std::string factor_fields;      // "user,ad,site"
+  std::string factorization;             // "", "fm" or "ffm"
+  std::optional<int> factor_dim;         // unset: FactorizationConfig's default
+  std::string factor_fields;             // "user,ad,site"
+  std::optional<bool> factor_normalize;  // unset: FactorizationConfig's default
   double admission_probability = 1.0;
   std::string admission;  // "" or "poisson" (by admission_probability), "all", "bloom"
   uint64_t admission_min_count = 2;

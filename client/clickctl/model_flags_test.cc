@@ -314,6 +314,10 @@ TEST(ModelFlags, Factorization) {
             std::string::npos);
   v.factor_dim.reset();
   EXPECT_EQ(BuildModelConfig(v)->factorization.dim, 4);
+  EXPECT_TRUE(BuildModelConfig(v)->factorization.normalize);
+  v.factor_normalize = false;
+  EXPECT_FALSE(BuildModelConfig(v)->factorization.normalize);
+  v.factor_normalize.reset();
   v.factorization = "fwfm";
   EXPECT_NE(BuildModelConfig(v).status().message().find("--factorization=fwfm"), std::string::npos);
   v = ModelFlagValues{};
@@ -322,6 +326,9 @@ TEST(ModelFlags, Factorization) {
   v = ModelFlagValues{};
   v.factor_fields = "user";
   EXPECT_EQ(BuildModelConfig(v).status().message(), "--factor_fields needs --factorization");
+  v = ModelFlagValues{};
+  v.factor_normalize = true;
+  EXPECT_EQ(BuildModelConfig(v).status().message(), "--factor_normalize needs --factorization");
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ Factorization::Factorization(const FactorizationConfig& config)
       init_scale_(config.init_scale != 0 ? config.init_scale : 1.0 / std::sqrt(config.dim)),
       init_seed_(config.init_seed),
       eta_(config.eta),
-      l2_(config.l2) {}
+      l2_(config.l2),
+      normalize_(config.normalize) {}
 
 void Factorization::ComputeSums(absl::Span<const FactorTerm> terms, Sums* sums,
                                 bool keep_keys) const {
@@ -50,6 +51,7 @@ void Factorization::ComputeSums(absl::Span<const FactorTerm> terms, Sums* sums,
   sums->s.assign(static_cast<size_t>(groups) * groups * dim_, 0.0);
   sums->self.assign(groups, 0.0);
   sums->count.assign(groups, 0);
+  sums->squared = 0;
   sums->keys.clear();
   for (const FactorTerm& t : terms) {
     const int a = field_aware_ ? static_cast<int>(t.field) : 0;
@@ -57,11 +59,12 @@ void Factorization::ComputeSums(absl::Span<const FactorTerm> terms, Sums* sums,
     for (int j = 0; j < row_floats_; ++j) s[j] += t.row[j] * t.x;
     sums->self[a] += t.x * t.x * SquaredNorm(t.row + (field_aware_ ? a * dim_ : 0), dim_);
     sums->count[a] += 1;
+    sums->squared += t.x * t.x;
     if (keep_keys) sums->keys.emplace(t.key, &t);
   }
 }
 
-double Factorization::PairwiseMargin(const Sums& sums) const {
+double Factorization::UnscaledMargin(const Sums& sums) const {
   if (!field_aware_) {
     return 0.5 * (Dot(sums.s.data(), sums.s.data(), dim_) - sums.self[0]);
   }
@@ -86,25 +89,29 @@ double Factorization::CandidateMargin(const Sums& context, absl::Span<const Fact
     scratch->self[a] += context.self[a];
     scratch->count[a] += context.count[a];
   }
-  double margin = PairwiseMargin(*scratch);
-  if (context.keys.empty()) return margin;
+  double margin = UnscaledMargin(*scratch);
+  double squared = scratch->squared + context.squared;
+  if (context.keys.empty()) return Scale(squared) * margin;
   // A key in both is one feature of value x_c + x_k: its self term is
-  // (x_c + x_k)^2 |w|^2, not x_c^2 |w|^2 + x_k^2 |w|^2.
+  // (x_c + x_k)^2 |w|^2, not x_c^2 |w|^2 + x_k^2 |w|^2, and it adds
+  // (x_c + x_k)^2 to the squared norm.
   for (const FactorTerm& t : candidate) {
     auto it = context.keys.find(t.key);
     if (it == context.keys.end()) continue;
     const FactorTerm& c = *it->second;
     const int a = field_aware_ ? static_cast<int>(c.field) : 0;
     margin -= c.x * t.x * SquaredNorm(c.row + (field_aware_ ? a * dim_ : 0), dim_);
+    squared += 2 * c.x * t.x;
   }
-  return margin;
+  return Scale(squared) * margin;
 }
 
 void Factorization::MarginGradient(absl::Span<const FactorTerm> terms, const Sums& sums, size_t i,
                                    double* out) const {
   const FactorTerm& t = terms[i];
+  const double scale = Scale(sums.squared);
   if (!field_aware_) {
-    for (int d = 0; d < dim_; ++d) out[d] = t.x * (sums.s[d] - t.row[d] * t.x);
+    for (int d = 0; d < dim_; ++d) out[d] = scale * t.x * (sums.s[d] - t.row[d] * t.x);
     return;
   }
   const size_t f = static_cast<size_t>(num_fields_);
@@ -114,7 +121,7 @@ void Factorization::MarginGradient(absl::Span<const FactorTerm> terms, const Sum
     const double* s = sums.s.data() + (b * f + a) * dim_;
     const float* w = t.row + b * dim_;
     double* g = out + b * dim_;
-    for (int d = 0; d < dim_; ++d) g[d] = t.x * (s[d] - (b == a ? w[d] * t.x : 0.0));
+    for (int d = 0; d < dim_; ++d) g[d] = scale * t.x * (s[d] - (b == a ? w[d] * t.x : 0.0));
   }
 }
 

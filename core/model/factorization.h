@@ -11,6 +11,11 @@
 // computed in O(n k) (FM) and O(n F k) (FFM) through per-field sums
 //   S[a][b] = sum_{i in field a} w_{i,b} x_i     (FM: one S)
 // as  sum_{a<b} <S[a][b], S[b][a]> + 1/2 sum_a (|S[a][a]|^2 - sum_{i in a} x_i^2 |w_{i,a}|^2).
+// With instance normalisation (FactorizationConfig::normalize, libffm's
+// default) that margin is divided by sum_i x_i^2 over the example's field
+// features: the pairwise margin is quadratic in x, so this is libffm's
+// scaling of each instance to unit length, and it keeps an example of many
+// fields from starting at a margin that grows with its pairs.
 // The same sums give each factor's gradient, and a shared context's sums
 // are computed once per request, each candidate adding its own.
 //
@@ -60,6 +65,7 @@ class Factorization {
     std::vector<double> s;     // [a][b][d] for FFM, [d] for FM
     std::vector<double> self;  // [a]: sum_{i in a} x_i^2 |w_{i,a}|^2 (FM: [0])
     std::vector<int> count;    // [a]: terms of field a (FM: [0], all terms)
+    double squared = 0;        // sum_i x_i^2: the normalisation's divisor
     // A context's terms by key, to score a candidate repeating one of them
     // as the merged feature it is in an update.
     absl::flat_hash_map<uint64_t, const FactorTerm*> keys;
@@ -68,8 +74,11 @@ class Factorization {
   // Sets *sums to the terms' sums (with their keys if `keep_keys`).
   void ComputeSums(absl::Span<const FactorTerm> terms, Sums* sums, bool keep_keys = false) const;
 
-  // The pairwise margin of the terms whose sums are `sums`.
-  double PairwiseMargin(const Sums& sums) const;
+  // The pairwise margin of the terms whose sums are `sums` (normalised if
+  // the config says so).
+  double PairwiseMargin(const Sums& sums) const {
+    return Scale(sums.squared) * UnscaledMargin(sums);
+  }
 
   // The pairwise margin of a candidate's terms scored with a shared
   // context's sums (ComputeSums with keep_keys): the pairwise margin of
@@ -81,7 +90,9 @@ class Factorization {
                          Sums* scratch) const;
 
   // d(pairwise margin)/d(factor) of term i's row, into out[0..row_floats):
-  // the gradient the step follows (times the loss gradient).
+  // the gradient the step follows (times the loss gradient). The
+  // normalisation's divisor depends on the values only, so it scales the
+  // gradient as it scales the margin.
   void MarginGradient(absl::Span<const FactorTerm> terms, const Sums& sums, size_t i,
                       double* out) const;
 
@@ -97,6 +108,12 @@ class Factorization {
   void InitialRow(uint64_t key, float* row) const;
 
  private:
+  // What the unscaled pairwise margin is multiplied by for terms whose
+  // values have squared norm `squared`: 1 / squared with normalisation
+  // (1 when squared is 0: no term, or every value 0), else 1.
+  double Scale(double squared) const { return normalize_ && squared > 0 ? 1.0 / squared : 1.0; }
+  double UnscaledMargin(const Sums& sums) const;
+
   bool field_aware_;
   int dim_;
   int num_fields_;
@@ -105,6 +122,7 @@ class Factorization {
   uint64_t init_seed_;
   double eta_;
   double l2_;
+  bool normalize_;
 };
 
 // The factor rows of a model's field features, by (folded) key: each row

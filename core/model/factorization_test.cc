@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/optim/loss.h"
@@ -14,9 +15,13 @@
 namespace clickd {
 namespace {
 
-FactorizationConfig Config(FactorizationConfig::Kind kind, int dim, int fields) {
+// The parameter: a kind, and whether it normalises each instance.
+using KindAndNormalization = std::tuple<FactorizationConfig::Kind, bool>;
+
+FactorizationConfig Config(KindAndNormalization param, int dim, int fields) {
   FactorizationConfig c;
-  c.kind = kind;
+  c.kind = std::get<0>(param);
+  c.normalize = std::get<1>(param);
   c.dim = dim;
   for (int f = 0; f < fields; ++f) c.fields.push_back("f" + std::to_string(f));
   c.init_scale = 0.5;
@@ -48,9 +53,13 @@ std::vector<FactorTerm> RandomTerms(const Factorization& fm, FactorTable* table,
   return terms;
 }
 
-// sum_{i<j} <v_i, v_j> x_i x_j (FM), <w_{i,f_j}, w_{j,f_i}> x_i x_j (FFM).
-double BruteForce(const Factorization& fm, absl::Span<const FactorTerm> terms) {
+// sum_{i<j} <v_i, v_j> x_i x_j (FM), <w_{i,f_j}, w_{j,f_i}> x_i x_j (FFM),
+// divided by sum_i x_i^2 when `normalize`: libffm's instance normalisation,
+// the pairs of the instance scaled to unit length.
+double BruteForce(const Factorization& fm, absl::Span<const FactorTerm> terms, bool normalize) {
   double margin = 0;
+  double squared = 0;
+  for (const FactorTerm& t : terms) squared += t.x * t.x;
   const int k = fm.dim();
   for (size_t i = 0; i < terms.size(); ++i) {
     for (size_t j = i + 1; j < terms.size(); ++j) {
@@ -61,10 +70,13 @@ double BruteForce(const Factorization& fm, absl::Span<const FactorTerm> terms) {
       margin += dot * terms[i].x * terms[j].x;
     }
   }
-  return margin;
+  return normalize && squared > 0 ? margin / squared : margin;
 }
 
-class FactorizationKinds : public ::testing::TestWithParam<FactorizationConfig::Kind> {};
+class FactorizationKinds : public ::testing::TestWithParam<KindAndNormalization> {
+ protected:
+  bool normalize() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(FactorizationKinds, TheSumTrickEqualsTheBruteForcePairs) {
   std::mt19937_64 rng(11);
@@ -76,7 +88,7 @@ TEST_P(FactorizationKinds, TheSumTrickEqualsTheBruteForcePairs) {
       const std::vector<FactorTerm> terms = RandomTerms(fm, &table, n, &rng);
       Factorization::Sums sums;
       fm.ComputeSums(terms, &sums);
-      const double expected = BruteForce(fm, terms);
+      const double expected = BruteForce(fm, terms, normalize());
       EXPECT_NEAR(fm.PairwiseMargin(sums), expected, 1e-9 * (1 + std::abs(expected)))
           << "fields " << fields << " n " << n;
     }
@@ -97,10 +109,10 @@ TEST_P(FactorizationKinds, TheGradientMatchesFiniteDifferences) {
       const float kept = terms[i].row[j];
       const double h = 1e-3;
       terms[i].row[j] = static_cast<float>(kept + h);
-      const double plus = BruteForce(fm, terms);
+      const double plus = BruteForce(fm, terms, normalize());
       const double stepped_up = terms[i].row[j] - static_cast<double>(kept);
       terms[i].row[j] = static_cast<float>(kept - h);
-      const double minus = BruteForce(fm, terms);
+      const double minus = BruteForce(fm, terms, normalize());
       const double stepped_down = static_cast<double>(kept) - terms[i].row[j];
       terms[i].row[j] = kept;
       // The margin is linear in each factor: the difference is exact up to
@@ -132,7 +144,7 @@ TEST_P(FactorizationKinds, ACandidateWithASharedContextScoresAsTheMergedExample)
   for (size_t i = 0; i < candidate.size(); ++i) {
     if (i != 2) merged.push_back(candidate[i]);
   }
-  const double expected = BruteForce(fm, merged);
+  const double expected = BruteForce(fm, merged, normalize());
   EXPECT_NEAR(shared, expected, 1e-9 * (1 + std::abs(expected)));
 }
 
@@ -192,14 +204,16 @@ TEST_P(FactorizationKinds, ExtremeInputsNeverMakeAFactorNonFinite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FmAndFfm, FactorizationKinds,
-                         ::testing::Values(FactorizationConfig::Kind::kFm,
-                                           FactorizationConfig::Kind::kFfm),
+                         ::testing::Combine(::testing::Values(FactorizationConfig::Kind::kFm,
+                                                              FactorizationConfig::Kind::kFfm),
+                                            ::testing::Bool()),
                          [](const auto& info) {
-                           return std::string(FactorizationKindName(info.param));
+                           return std::string(FactorizationKindName(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "_normalized" : "_raw");
                          });
 
 TEST(FactorTable, InitialFactorsDependOnTheKeyAndSeedOnly) {
-  const FactorizationConfig config = Config(FactorizationConfig::Kind::kFfm, 4, 2);
+  const FactorizationConfig config = Config({FactorizationConfig::Kind::kFfm, true}, 4, 2);
   const Factorization fm(config);
   FactorTable a(fm);
   FactorTable b(fm);

@@ -15,7 +15,12 @@ using coding::Decoder;
 // Version 1 of the config encoding starts with the name's length (<= 128);
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
-constexpr uint32_t kConfigVersion = 17;
+constexpr uint32_t kConfigVersion = 18;
+// Version 18 adds the factorization's instance normalisation, a flag; a
+// factorization without it is written in version 17 (whose readers did
+// not normalise), so that builds that know only version 17 still read it
+// and score as this one does.
+constexpr uint32_t kConfigVersionWithoutNormalization = 17;
 // Version 17 adds the factorization, written with every field of version
 // 16 (the Kafka feedback topic and SASL settings then too, even when
 // empty); a config without one is written in version 16 or before, so that
@@ -272,8 +277,9 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
   return absl::OkStatus();
 }
 
-// Reads the factorization (version 17 on); validated with the rest.
-absl::Status ReadFactorization(Decoder* in, FactorizationConfig* f) {
+// Reads the factorization (version 17 on; the normalisation flag from
+// version 18); validated with the rest.
+absl::Status ReadFactorization(Decoder* in, uint32_t version, FactorizationConfig* f) {
   uint32_t kind = 0;
   uint32_t dim = 0;
   uint32_t count = 0;
@@ -296,6 +302,18 @@ absl::Status ReadFactorization(Decoder* in, FactorizationConfig* f) {
   in->GetFixed64(&f->init_seed);
   in->GetDouble(&f->eta);
   in->GetDouble(&f->l2);
+  f->normalize = false;
+  if (version >= 18) {
+    uint32_t normalize = 0;
+    in->GetFixed32(&normalize);
+    // One encoding per config: a factorization without normalisation is
+    // written in version 17.
+    if (in->ok() && normalize != 1) {
+      return Corrupt(absl::StrCat("model config encoding version 18 with normalization ", normalize,
+                                  "; must be 1"));
+    }
+    f->normalize = true;
+  }
   return absl::OkStatus();
 }
 
@@ -309,13 +327,15 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
   const bool dead_letter = id_tag || (kafka && !c.kafka.dead_letter_topic.empty());
-  coding::PutFixed32(out, factorization ? kConfigVersion
-                          : v16         ? kConfigVersionWithoutFactorization
-                          : id_tag      ? kConfigVersionWithoutFeedbackTopic
-                          : dead_letter ? kConfigVersionWithoutIdTag
-                          : kafka       ? kConfigVersionWithoutDeadLetter
-                          : ttl         ? kConfigVersionWithoutKafka
-                                        : kConfigVersionWithoutTtl);
+  const bool normalization = factorization && c.factorization.normalize;
+  coding::PutFixed32(out, normalization   ? kConfigVersion
+                          : factorization ? kConfigVersionWithoutNormalization
+                          : v16           ? kConfigVersionWithoutFactorization
+                          : id_tag        ? kConfigVersionWithoutFeedbackTopic
+                          : dead_letter   ? kConfigVersionWithoutIdTag
+                          : kafka         ? kConfigVersionWithoutDeadLetter
+                          : ttl           ? kConfigVersionWithoutKafka
+                                          : kConfigVersionWithoutTtl);
   coding::PutString(out, c.name);
   coding::PutFixed32(out, static_cast<uint32_t>(c.loss));
   WriteOptimizer(c.optimizer, out);
@@ -400,6 +420,8 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     coding::PutFixed64(out, f.init_seed);
     coding::PutDouble(out, f.eta);
     coding::PutDouble(out, f.l2);
+    // Version 18: the normalisation, only when on.
+    if (normalization) coding::PutFixed32(out, 1);
   }
 }
 
@@ -484,7 +506,7 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
     }
   }
   if (*version >= 17) {
-    if (absl::Status s = ReadFactorization(&in, &c.factorization); !s.ok()) return s;
+    if (absl::Status s = ReadFactorization(&in, *version, &c.factorization); !s.ok()) return s;
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

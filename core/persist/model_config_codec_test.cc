@@ -290,7 +290,7 @@ TEST(ModelConfigEncoding, RoundTripsTheStateEncoding) {
 namespace clickd {
 namespace {
 
-// Version 16 carries the factorization; a config without one keeps the
+// Version 17 carries the factorization; a config without one keeps the
 // version it had, so older builds still read it.
 TEST(ModelConfigEncoding, AFactorizationNeedsVersionSeventeenAndRoundTrips) {
   ModelConfig config;
@@ -305,6 +305,7 @@ TEST(ModelConfigEncoding, AFactorizationNeedsVersionSeventeenAndRoundTrips) {
   config.factorization.init_seed = 77;
   config.factorization.eta = 0.05;
   config.factorization.l2 = 1e-4;
+  config.factorization.normalize = false;
   std::string v17;
   EncodeModelConfig(config, &v17);
   ASSERT_EQ(v17[4], 17);
@@ -318,6 +319,7 @@ TEST(ModelConfigEncoding, AFactorizationNeedsVersionSeventeenAndRoundTrips) {
   EXPECT_EQ(f.init_seed, 77u);
   EXPECT_EQ(f.eta, 0.05);
   EXPECT_EQ(f.l2, 1e-4);
+  EXPECT_FALSE(f.normalize);
   EXPECT_EQ(decoded->feedback.id_tag, 0u);
   std::string again;
   EncodeModelConfig(*decoded, &again);
@@ -341,6 +343,42 @@ TEST(ModelConfigEncoding, AFactorizationNeedsVersionSeventeenAndRoundTrips) {
   EXPECT_EQ(DecodeModelConfig(zero_dim).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(DecodeModelConfig(v17.substr(0, v17.size() - 3)).status().code(),
             absl::StatusCode::kDataLoss);
+}
+
+// Version 18 adds the normalisation (on by default); a factorization
+// without it stays in version 17, whose readers score as this build does,
+// and a version 17 config decodes without it.
+TEST(ModelConfigEncoding, NormalizationNeedsVersionEighteen) {
+  ModelConfig config;
+  config.name = "ffm";
+  config.factorization.kind = FactorizationConfig::Kind::kFm;
+  config.factorization.fields = {"user", "ad"};
+  ASSERT_TRUE(config.factorization.normalize);
+  std::string v18;
+  EncodeModelConfig(config, &v18);
+  ASSERT_EQ(v18[4], 18);
+  auto decoded = DecodeModelConfig(v18);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_TRUE(decoded->factorization.normalize);
+  std::string again;
+  EncodeModelConfig(*decoded, &again);
+  EXPECT_EQ(again, v18);
+  // The flag is the last 4 bytes; a 0 there is not how this config is
+  // written (that is version 17), so it is damage, as is a cut flag.
+  std::string zero = v18;
+  zero.replace(zero.size() - 4, 4, std::string(4, '\0'));
+  EXPECT_EQ(DecodeModelConfig(zero).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeModelConfig(v18.substr(0, v18.size() - 2)).status().code(),
+            absl::StatusCode::kDataLoss);
+  // Off: version 17, decoded off.
+  config.factorization.normalize = false;
+  std::string v17;
+  EncodeModelConfig(config, &v17);
+  ASSERT_EQ(v17[4], 17);
+  EXPECT_EQ(v17.size() + 4, v18.size());
+  auto old = DecodeModelConfig(v17);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_FALSE(old->factorization.normalize);
 }
 
 }  // namespace
