@@ -53,14 +53,25 @@ void Factorization::ComputeSums(absl::Span<const FactorTerm> terms, Sums* sums,
   sums->count.assign(groups, 0);
   sums->squared = 0;
   sums->keys.clear();
+  std::fill(std::begin(sums->key_filter), std::end(sums->key_filter), 0);
+  AddTerms(terms, sums);
+  if (!keep_keys) return;
+  for (const FactorTerm& t : terms) {
+    sums->keys.emplace(t.key, &t);
+    const uint32_t bit = KeyBit(t.key);
+    sums->key_filter[bit >> 6] |= uint64_t{1} << (bit & 63);
+  }
+}
+
+void Factorization::AddTerms(absl::Span<const FactorTerm> terms, Sums* sums) const {
+  const size_t group_floats = static_cast<size_t>(field_aware_ ? num_fields_ : 1) * dim_;
   for (const FactorTerm& t : terms) {
     const int a = field_aware_ ? static_cast<int>(t.field) : 0;
-    double* s = sums->s.data() + static_cast<size_t>(a) * groups * dim_;
+    double* s = sums->s.data() + a * group_floats;
     for (int j = 0; j < row_floats_; ++j) s[j] += t.row[j] * t.x;
     sums->self[a] += t.x * t.x * SquaredNorm(t.row + (field_aware_ ? a * dim_ : 0), dim_);
     sums->count[a] += 1;
     sums->squared += t.x * t.x;
-    if (keep_keys) sums->keys.emplace(t.key, &t);
   }
 }
 
@@ -83,19 +94,22 @@ double Factorization::UnscaledMargin(const Sums& sums) const {
 
 double Factorization::CandidateMargin(const Sums& context, absl::Span<const FactorTerm> candidate,
                                       Sums* scratch) const {
-  ComputeSums(candidate, scratch);
-  for (size_t j = 0; j < scratch->s.size(); ++j) scratch->s[j] += context.s[j];
-  for (size_t a = 0; a < scratch->self.size(); ++a) {
-    scratch->self[a] += context.self[a];
-    scratch->count[a] += context.count[a];
-  }
+  // The union's sums: the context's, which are computed once, plus the
+  // candidate's terms (the merged keys corrected below).
+  scratch->s = context.s;
+  scratch->self = context.self;
+  scratch->count = context.count;
+  scratch->squared = context.squared;
+  AddTerms(candidate, scratch);
   double margin = UnscaledMargin(*scratch);
-  double squared = scratch->squared + context.squared;
+  double squared = scratch->squared;
   if (context.keys.empty()) return Scale(squared) * margin;
   // A key in both is one feature of value x_c + x_k: its self term is
   // (x_c + x_k)^2 |w|^2, not x_c^2 |w|^2 + x_k^2 |w|^2, and it adds
   // (x_c + x_k)^2 to the squared norm.
   for (const FactorTerm& t : candidate) {
+    const uint32_t bit = KeyBit(t.key);
+    if ((context.key_filter[bit >> 6] & (uint64_t{1} << (bit & 63))) == 0) continue;
     auto it = context.keys.find(t.key);
     if (it == context.keys.end()) continue;
     const FactorTerm& c = *it->second;

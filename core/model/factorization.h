@@ -69,6 +69,10 @@ class Factorization {
     // A context's terms by key, to score a candidate repeating one of them
     // as the merged feature it is in an update.
     absl::flat_hash_map<uint64_t, const FactorTerm*> keys;
+    // A 256-bit filter of `keys` (bit KeyBit(key)): a candidate's key
+    // whose bit is clear is not among them, which spares most candidate
+    // terms a lookup in `keys`.
+    uint64_t key_filter[4] = {0, 0, 0, 0};
   };
 
   // Sets *sums to the terms' sums (with their keys if `keep_keys`).
@@ -113,6 +117,10 @@ class Factorization {
   // (1 when squared is 0: no term, or every value 0), else 1.
   double Scale(double squared) const { return normalize_ && squared > 0 ? 1.0 / squared : 1.0; }
   double UnscaledMargin(const Sums& sums) const;
+  // Adds the terms to *sums (not to its keys).
+  void AddTerms(absl::Span<const FactorTerm> terms, Sums* sums) const;
+  // A key's bit in Sums::key_filter: 8 bits of the (hashed) key.
+  static uint32_t KeyBit(uint64_t key) { return static_cast<uint32_t>(key >> 40) & 255; }
 
   bool field_aware_;
   int dim_;
