@@ -29,6 +29,10 @@ constexpr uint64_t kContributionBytes = 48;
 constexpr uint64_t kIdNameBytes = 21;
 // A Prediction's own fields (prediction, margin, impression id, ...).
 constexpr uint64_t kPredictionBytes = 64;
+// A PairContribution's bytes besides its two names: two keys and a double
+// (9 bytes each with their tags), two names' tags and lengths (12), the
+// message's own tag and length (6).
+constexpr uint64_t kPairContributionBytes = 45;
 
 // The longest "namespace:name" among the example's features.
 uint64_t LongestName(const v1::Example& example) {
@@ -53,10 +57,29 @@ absl::Status CheckExplanationSize(const v1::PredictRequest& request, const Hashe
   uint64_t longest = std::max<uint64_t>(4, LongestName(request.context()));  // 4: "bias"
   for (const v1::Example& c : request.candidates()) longest = std::max(longest, LongestName(c));
   const uint64_t context = hashed.context.features.size();
+  auto is_field = [](const HashedFeature& f) { return f.field != kNoField; };
+  const uint64_t context_fields = static_cast<uint64_t>(
+      std::count_if(hashed.context.features.begin(), hashed.context.features.end(), is_field));
   uint64_t bytes = 0;
+  uint64_t pairs = 0;
   for (size_t i = 0; i < hashed.ends.size(); ++i) {
-    const uint64_t own = hashed.ends[i] - (i == 0 ? 0 : hashed.ends[i - 1]);
+    const size_t begin = i == 0 ? 0 : hashed.ends[i - 1];
+    const uint64_t own = hashed.ends[i] - begin;
     bytes += kPredictionBytes + std::min(k, own + context) * (kContributionBytes + longest);
+    // A factorization model explains pairs of field features too (at most
+    // n (n - 1) / 2 of them, n its field features with the context's).
+    const uint64_t n = context_fields + static_cast<uint64_t>(std::count_if(
+                                            hashed.features.begin() + begin,
+                                            hashed.features.begin() + hashed.ends[i], is_field));
+    const uint64_t candidate_pairs = n < 2 ? 0 : n * (n - 1) / 2;
+    pairs += candidate_pairs;
+    bytes += std::min(k, candidate_pairs) * (kPairContributionBytes + 2 * longest);
+  }
+  if (pairs > kMaxExplainedPairs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "explain_top_k on a factorization model: ", hashed.ends.size(), " candidates have up to ",
+        pairs, " pairs of field features to rank; the limit is ", kMaxExplainedPairs,
+        ": ask for fewer candidates or explain without factors' pairs"));
   }
   const uint64_t limit = static_cast<uint64_t>(limits.max_message_bytes);
   if (bytes <= limit) return absl::OkStatus();
@@ -100,6 +123,23 @@ void Explain(const Model& scorer, const v1::PredictRequest& request, size_t i,
     out->set_value(c.value);
     out->set_weight(c.weight);
     out->set_contribution(c.contribution);
+  }
+  // A factorization model's pairs (CheckExplanationSize bounded them).
+  std::vector<PairContribution> pairs;
+  scorer.FactorPairs(features, &pairs);
+  KeepTopPairs(request.explain_top_k(), &pairs);
+  auto name_of = [&](uint64_t key) -> const std::string* {
+    if (auto it = names->find(key); it != names->end()) return &it->second;
+    if (auto it = shared_names.find(key); it != shared_names.end()) return &it->second;
+    return nullptr;
+  };
+  for (const PairContribution& pair : pairs) {
+    v1::PairContribution* out = prediction->add_pair_explanation();
+    if (const std::string* name = name_of(pair.key_a)) out->set_feature_a(*name);
+    if (const std::string* name = name_of(pair.key_b)) out->set_feature_b(*name);
+    out->set_key_a(pair.key_a);
+    out->set_key_b(pair.key_b);
+    out->set_contribution(pair.contribution);
   }
 }
 

@@ -24,6 +24,9 @@ absl::Status CheckPredictExtras(const v1::PredictRequest& request, const Limits&
 // --max_message_bytes; `hashed` is the request's, hashed. Checked before
 // any is built: a contribution repeats a context feature's name for every
 // candidate, so a small request can ask for a response many times larger.
+// Also ResourceExhausted when, on a factorization model, the pairs of
+// field features to rank for the explanations exceed kMaxExplainedPairs.
+inline constexpr uint64_t kMaxExplainedPairs = uint64_t{1} << 20;
 absl::Status CheckExplanationSize(const v1::PredictRequest& request, const HashedCandidates& hashed,
                                   const Limits& limits);
 

@@ -120,6 +120,64 @@ TEST(Factorization, AnFfmModelLearnsServesSnapshotsAndRestartsToTheSameState) {
   EXPECT_EQ(info->updates(), 80u * 50u * 4u);
 }
 
+// An explanation of a factorization model lists its top pairs of field
+// features beside the linear contributions, and the two add up to the
+// margin; a request whose pairs to rank exceed kMaxExplainedPairs is
+// refused before any is built.
+TEST(Factorization, AnExplanationListsThePairsAndAddsUpToTheMargin) {
+  RestartableServer server("factorization_explain_test");
+  ASSERT_TRUE(server.Start());
+  const CommandResult created = server.Clickctl(
+      "models create --json --model=ffm --factorization=ffm --factor_fields=user,ad,site");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  for (int b = 0; b < 20; ++b) ASSERT_TRUE(server.client().Update(Batch(b)).ok()) << b;
+
+  v1::PredictRequest request = WithContext(0);
+  request.set_explain_top_k(100);
+  auto all = server.client().Predict(request);
+  ASSERT_TRUE(all.ok()) << all.status();
+  for (const v1::Prediction& p : all->predictions()) {
+    // user x site, user x ad, site x ad.
+    ASSERT_EQ(p.pair_explanation_size(), 3);
+    double sum = 0;
+    for (const v1::Contribution& c : p.explanation()) sum += c.contribution();
+    double previous = INFINITY;
+    for (const v1::PairContribution& pair : p.pair_explanation()) {
+      sum += pair.contribution();
+      EXPECT_LE(std::abs(pair.contribution()), previous);
+      previous = std::abs(pair.contribution());
+      EXPECT_LT(pair.key_a(), pair.key_b());
+      EXPECT_NE(pair.contribution(), 0.0);
+      // Every feature here is named: user:#0, site:#1, ad:#k.
+      EXPECT_NE(pair.feature_a().find(":#"), std::string::npos) << pair.ShortDebugString();
+      EXPECT_NE(pair.feature_b().find(":#"), std::string::npos) << pair.ShortDebugString();
+    }
+    EXPECT_NEAR(sum, p.margin(), 1e-9 * (1 + std::abs(p.margin())));
+  }
+  request.set_explain_top_k(1);
+  auto top = server.client().Predict(request);
+  ASSERT_TRUE(top.ok()) << top.status();
+  for (int i = 0; i < top->predictions_size(); ++i) {
+    ASSERT_EQ(top->predictions(i).pair_explanation_size(), 1);
+    EXPECT_EQ(top->predictions(i).pair_explanation(0).ShortDebugString(),
+              all->predictions(i).pair_explanation(0).ShortDebugString());
+  }
+
+  // 1,500 field features in one candidate: 1,124,250 pairs.
+  v1::PredictRequest wide = WithContext(0);
+  wide.set_explain_top_k(1);
+  v1::Namespace* ads = wide.mutable_candidates(0)->add_namespaces();
+  ads->set_name("ad");
+  for (uint64_t id = 100; id < 1600; ++id) ads->add_features()->set_id(id);
+  auto refused = server.client().Predict(wide);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("pairs of field features"), std::string::npos)
+      << refused.status().message();
+  // Without explanations the same request is served.
+  wide.set_explain_top_k(0);
+  EXPECT_TRUE(server.client().Predict(wide).ok());
+}
+
 // A model with factors makes a row of up to 8 KiB for each new feature of
 // its fields: an Update whose field features could add more than
 // --max_factor_bytes_per_update of rows is refused before anything is

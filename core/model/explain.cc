@@ -17,7 +17,22 @@ bool RanksBefore(const Contribution& a, const Contribution& b) {
   return a.key < b.key;
 }
 
+bool PairRanksBefore(const PairContribution& a, const PairContribution& b) {
+  const double x = std::abs(a.contribution), y = std::abs(b.contribution);
+  const bool x_nan = std::isnan(x), y_nan = std::isnan(y);
+  if (x_nan != y_nan) return y_nan;
+  if (!x_nan && x != y) return x > y;
+  return a.key_a != b.key_a ? a.key_a < b.key_a : a.key_b < b.key_b;
+}
+
 }  // namespace
+
+void KeepTopPairs(size_t k, std::vector<PairContribution>* pairs) {
+  const size_t n = std::min(k, pairs->size());
+  std::partial_sort(pairs->begin(), pairs->begin() + static_cast<std::ptrdiff_t>(n), pairs->end(),
+                    PairRanksBefore);
+  pairs->resize(n);
+}
 
 absl::StatusOr<std::vector<Contribution>> TopContributions(absl::Span<const HashedFeature> features,
                                                            absl::Span<const double> weights,

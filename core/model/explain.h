@@ -24,6 +24,21 @@ struct Contribution {
   friend bool operator==(const Contribution&, const Contribution&) = default;
 };
 
+// One pair of field features' part of a factorization model's pairwise
+// margin (docs/factorization.md): the pair's term, times the instance
+// normalisation's scale. Every pair's contributions add up to the pairwise
+// margin. key_a < key_b.
+struct PairContribution {
+  uint64_t key_a = 0;
+  uint64_t key_b = 0;
+  double contribution = 0;
+  friend bool operator==(const PairContribution&, const PairContribution&) = default;
+};
+
+// Keeps the k pairs of `pairs` with the largest |contribution|, largest
+// first, ties by ascending (key_a, key_b), NaN last.
+void KeepTopPairs(size_t k, std::vector<PairContribution>* pairs);
+
 // Returns the k features with the largest |weight_i * value_i|, largest
 // first, ties by ascending key; all of them when k exceeds their number. A
 // NaN contribution ranks below every number. Features with zero contribution

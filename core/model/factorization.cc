@@ -163,6 +163,25 @@ void Factorization::Step(absl::Span<const FactorTerm> terms, const Sums& sums, d
   }
 }
 
+void Factorization::Pairs(absl::Span<const FactorTerm> terms,
+                          std::vector<PairContribution>* out) const {
+  double squared = 0;
+  for (const FactorTerm& t : terms) squared += t.x * t.x;
+  const double scale = Scale(squared);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    for (size_t j = i + 1; j < terms.size(); ++j) {
+      const FactorTerm& a = terms[i];
+      const FactorTerm& b = terms[j];
+      // FFM: a's vector for b's field with b's vector for a's field.
+      const float* va = a.row + (field_aware_ ? b.field * dim_ : 0);
+      const float* vb = b.row + (field_aware_ ? a.field * dim_ : 0);
+      double dot = 0;
+      for (int d = 0; d < dim_; ++d) dot += static_cast<double>(va[d]) * vb[d];
+      out->push_back({std::min(a.key, b.key), std::max(a.key, b.key), scale * dot * a.x * b.x});
+    }
+  }
+}
+
 void Factorization::InitialRow(uint64_t key, float* row) const {
   const uint64_t base = SplitMix64(key ^ SplitMix64(init_seed_));
   for (int j = 0; j < row_floats_; ++j) {

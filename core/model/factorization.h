@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "core/features/hasher.h"
+#include "core/model/explain.h"
 #include "core/model/model_config.h"
 
 namespace clickd {
@@ -106,6 +107,12 @@ class Factorization {
   // with no partner in the example (FFM: no other term of its field) takes
   // no step, as in libffm, which visits pairs only.
   void Step(absl::Span<const FactorTerm> terms, const Sums& sums, double dloss) const;
+
+  // Every pair i < j of the terms with its part of their pairwise margin
+  // (scaled as PairwiseMargin scales it), appended to *out; the parts add
+  // up to PairwiseMargin. O(n^2 k): for explanations only, whose caller
+  // bounds n (CheckExplanationSize).
+  void Pairs(absl::Span<const FactorTerm> terms, std::vector<PairContribution>* out) const;
 
   // The initial factors of `key`: uniform in [0, init_scale) (0: 1/sqrt(dim)),
   // from the key and init_seed alone; the AdaGrad sums 0.

@@ -148,6 +148,26 @@ TEST_P(FactorizationKinds, ACandidateWithASharedContextScoresAsTheMergedExample)
   EXPECT_NEAR(shared, expected, 1e-9 * (1 + std::abs(expected)));
 }
 
+TEST_P(FactorizationKinds, ThePairsAddUpToThePairwiseMargin) {
+  std::mt19937_64 rng(13);
+  const Factorization fm(Config(GetParam(), 3, 4));
+  FactorTable table(fm);
+  const std::vector<FactorTerm> terms = RandomTerms(fm, &table, 9, &rng);
+  std::vector<PairContribution> pairs;
+  fm.Pairs(terms, &pairs);
+  ASSERT_EQ(pairs.size(), 9u * 8u / 2u);
+  double sum = 0;
+  for (const PairContribution& p : pairs) {
+    sum += p.contribution;
+    EXPECT_LT(p.key_a, p.key_b);
+  }
+  const double expected = BruteForce(fm, terms, normalize());
+  EXPECT_NEAR(sum, expected, 1e-9 * (1 + std::abs(expected)));
+  KeepTopPairs(2, &pairs);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_GE(std::abs(pairs[0].contribution), std::abs(pairs[1].contribution));
+}
+
 TEST_P(FactorizationKinds, AStepLowersTheLossOfItsExample) {
   std::mt19937_64 rng(2);
   const Factorization fm(Config(GetParam(), 4, 3));

@@ -369,6 +369,17 @@ class LinearModel final : public Model {
     }
   }
 
+  void FactorPairs(absl::Span<const HashedFeature> features,
+                   std::vector<PairContribution>* out) const override {
+    if (factorization_ == nullptr) return;
+    const absl::Span<const HashedFeature> lists[] = {features};
+    store_.WithKeysReadLocked(absl::MakeConstSpan(lists), [&](auto&&) {
+      thread_local std::vector<FactorTerm> terms;
+      HeldFactorTerms(features, &terms);
+      factorization_->Pairs(terms, out);
+    });
+  }
+
   // The pairwise margin of one list, under its shards' reader locks.
   double PairwiseMarginOf(absl::Span<const HashedFeature> features) const {
     thread_local std::vector<FactorTerm> terms;

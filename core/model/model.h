@@ -22,6 +22,7 @@
 #include "absl/types/span.h"
 #include "core/features/hasher.h"
 #include "core/model/dense_block.h"
+#include "core/model/explain.h"
 #include "core/model/model_config.h"
 #include "core/optim/round.h"
 
@@ -95,6 +96,16 @@ class Model {
   // out[i] * features[i].value in order gives Margin(features) bit for bit
   // (for finite values). Reads at one round, as Margins does.
   virtual void Weights(absl::Span<const HashedFeature> features, absl::Span<double> out) const = 0;
+
+  // A factorization model (ModelConfig::factorization): appends every pair
+  // of features' part of Margin's pairwise margin to *out (see
+  // Factorization::Pairs), read under the shards' reader locks as Margins
+  // reads; the linear part is Weights'. Then Weights' products and these
+  // parts add up to Margin (not bit for bit: in another order). Costs
+  // O(field features^2 * dim): the caller bounds it. Other models append
+  // nothing.
+  virtual void FactorPairs(absl::Span<const HashedFeature> features,
+                           std::vector<PairContribution>* out) const {}
 
   // Takes one online step on a labeled example whose label the caller has
   // checked with CheckLabel. With `dense` (the example's assembled dense
