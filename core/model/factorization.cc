@@ -211,6 +211,12 @@ float* FactorTable::FindOrInsert(uint64_t key) {
       free_.pop_back();
     } else {
       it->second = static_cast<uint32_t>(rows_.size() / stride_);
+      if (rows_.size() + stride_ > rows_.capacity() && max_rows_ != SIZE_MAX) {
+        // Grow geometrically, but never past max_rows (the budget's).
+        const size_t rows = std::max<size_t>(rows_.size() / stride_ + 1,
+                                             std::min(max_rows_, 2 * (rows_.capacity() / stride_)));
+        rows_.reserve(rows * stride_);
+      }
       rows_.resize(rows_.size() + stride_);
     }
     factorization_.InitialRow(key, rows_.data() + it->second * stride_);

@@ -29,6 +29,7 @@
 #ifndef CLICKD_CORE_MODEL_FACTORIZATION_H_
 #define CLICKD_CORE_MODEL_FACTORIZATION_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -157,13 +158,18 @@ class FactorTable {
   // Forgets `key`'s row (its coordinate was evicted): a key seen again
   // starts from its initial factors.
   void Erase(uint64_t key);
-  // Makes room for `n` more rows, so that as many FindOrInsert calls
-  // allocate nothing (Model::ReserveFor); may throw std::bad_alloc,
-  // changing no row.
+  // Makes room for `n` more rows (at most max_rows in all), so that as
+  // many FindOrInsert calls allocate nothing (Model::ReserveFor); may throw
+  // std::bad_alloc, changing no row.
   void Reserve(size_t n) {
+    n = std::min(n, max_rows_ - std::min(max_rows_, index_.size()));
     index_.reserve(index_.size() + n);
-    rows_.reserve(rows_.size() + n * stride_);
+    rows_.reserve(std::max(rows_.capacity(), rows_.size() + n * stride_));
   }
+  // Under a memory budget: the table never holds more than `rows` rows
+  // (the shard's coordinates, of which they are a subset), and its row
+  // storage never grows past that many, so the budget can count them.
+  void set_max_rows(size_t rows) { max_rows_ = rows; }
   // Removes every row.
   void Clear();
   // Sets `key`'s row to the stride() floats at `row` (a restore).
@@ -182,6 +188,7 @@ class FactorTable {
   absl::flat_hash_map<uint64_t, uint32_t> index_;  // key -> row number
   std::vector<float> rows_;
   std::vector<uint32_t> free_;
+  size_t max_rows_ = SIZE_MAX;
 };
 
 }  // namespace clickd

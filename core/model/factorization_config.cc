@@ -100,13 +100,12 @@ absl::Status ValidateFactorizationConfig(const ModelConfig& config) {
     return absl::InvalidArgumentError(absl::StrCat(
         "factorization is not available with variants; the config has ", config.variants.size()));
   }
-  // A TTL evicts a coordinate's factor row with it; the budget neither
-  // counts nor evicts factor rows yet, and the compact encoding has no
-  // room for them.
-  if (config.memory.encoding != StateEncoding::kFloat || config.memory.max_bytes != 0) {
+  // A TTL and the memory budget evict a coordinate's factor row with it
+  // (the budget counts the rows); the compact encoding has no room for
+  // them.
+  if (config.memory.encoding != StateEncoding::kFloat) {
     return absl::InvalidArgumentError(
-        "factorization needs memory.encoding float and no memory.max_bytes: its factor rows "
-        "are not counted by the budget yet");
+        "factorization needs memory.encoding float: the compact encoding keeps no factor rows");
   }
   return absl::OkStatus();
 }

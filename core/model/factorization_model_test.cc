@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -284,14 +285,56 @@ TEST(FactorModelTtl, ATtlEvictsAFactorRowWithItsCoordinate) {
   EXPECT_EQ(keys.size(), 7u + 5u + 3u);
   EXPECT_GT(model->Stats().coordinates_expired, 0u);
   EXPECT_EQ(StateDigest(*model), StateDigest(*twin));
-  // A restored model evicts alike, and the budget stays refused.
+  // A restored model evicts alike; the compact encoding stays refused.
   auto restored = Make(config);
   ASSERT_TRUE(restored->ImportState(model->ExportState()).ok());
   EXPECT_EQ(StateDigest(*restored), StateDigest(*model));
-  config.memory.max_bytes = 1 << 20;
+  config.memory.encoding = StateEncoding::kCompact;
   const absl::Status refused = ValidateModelConfig(config);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.message().find("memory.max_bytes"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("memory.encoding"), std::string::npos) << refused;
+}
+
+// Under a memory budget the coordinates' tables and the factor rows
+// together stay within memory.max_bytes; a coordinate the budget evicts
+// takes its factor row with it (rows never outnumber coordinates, and a
+// row's key is a coordinate's), and twins and a restore agree.
+TEST(FactorModelBudget, TheBudgetCountsAndEvictsFactorRows) {
+  ModelConfig config = Config(Kind::kFfm);
+  config.factorization.dim = 8;  // a row of 3 x 8 x 2 floats: 200 bytes
+  config.memory.max_bytes = 1 << 18;
+  auto model = Make(config);
+  auto twin = Make(config);
+  std::vector<HashedFeature> f;
+  for (int i = 0; i < 20000; ++i) {
+    f.clear();
+    model->hasher().Hash(Ex(i, i % 4000, i % 50), &f);
+    model->Learn(f, i % 3 == 0 ? 1.0 : 0.0, 1.0);
+    twin->Learn(f, i % 3 == 0 ? 1.0 : 0.0, 1.0);
+    if (i % 1000 == 999) {
+      const ModelStats stats = model->Stats();
+      ASSERT_LE(stats.bytes, config.memory.max_bytes) << i;
+    }
+  }
+  const ModelStats stats = model->Stats();
+  EXPECT_GT(stats.coordinates_evicted, 10000u);
+  const Model::State state = model->ExportState();
+  const std::vector<uint64_t> rows = FactorKeys(state);
+  // 20,000 users alone would need 4 MB of rows.
+  EXPECT_GT(rows.size(), 100u);
+  EXPECT_LE(rows.size(), stats.coordinates);
+  std::set<uint64_t> coordinates;
+  for (size_t at = 0; at < state.coordinates.size(); at += sizeof(uint64_t) + state.state_size) {
+    uint64_t key;
+    std::memcpy(&key, state.coordinates.data() + at, sizeof(key));
+    coordinates.insert(key);
+  }
+  ASSERT_EQ(coordinates.size(), stats.coordinates);
+  for (uint64_t key : rows) EXPECT_EQ(coordinates.count(key), 1u) << key;
+  EXPECT_EQ(StateDigest(*model), StateDigest(*twin));
+  auto restored = Make(config);
+  ASSERT_TRUE(restored->ImportState(state).ok());
+  EXPECT_EQ(StateDigest(*restored), StateDigest(*model));
 }
 
 TEST(FactorModelDigest, AModelWithoutFactorsSerializesAsBefore) {

@@ -82,7 +82,7 @@ class LinearModel final : public Model {
   LinearModel(ModelConfig config, const typename Optimizer::Params& params)
       : Model(std::move(config)),
         optimizer_(params),
-        store_(this->config().num_shards, this->config().memory.max_bytes),
+        store_(this->config().num_shards, StoreBudget(this->config())),
         ttl_(kStamped<Optimizer> ? this->config().memory.ttl_rounds : 0, this->config().num_shards,
              kStampModulus),
         admission_(this->config().admission),
@@ -92,7 +92,45 @@ class LinearModel final : public Model {
     if (factorization_ == nullptr) return;
     for (int s = 0; s < store_.num_shards(); ++s) {
       factor_tables_.push_back(std::make_unique<FactorTable>(*factorization_));
+      // Rows are a subset of the shard's coordinates.
+      if (store_.limits().bounded) factor_tables_.back()->set_max_rows(store_.limits().max_count);
     }
+    // A coordinate the budget evicts takes its factor row with it (under
+    // the shard's writer lock, which guards the shard's table).
+    store_.SetBudgetEvictionListener(
+        [this](int s, uint64_t key) { factor_tables_[s]->Erase(key); });
+  }
+
+  // The share of memory.max_bytes the coordinates' tables get. With
+  // factors, every coordinate may hold a factor row (FactorRowBytes), so
+  // the tables get the largest share whose most coordinates' rows fit in
+  // the rest: tables and rows together stay within the budget.
+  static uint64_t StoreBudget(const ModelConfig& config) {
+    const uint64_t max_bytes = config.memory.max_bytes;
+    if (max_bytes == 0 || !config.factorization.enabled()) return max_bytes;
+    const uint64_t row = FactorRowBytes(config.factorization);
+    const int shards = std::max(1, config.num_shards);
+    auto total = [&](uint64_t share) {
+      const ShardLimits limits = Table::Limits(share, shards);
+      return share + static_cast<uint64_t>(limits.max_count) * shards * row;
+    };
+    // Shrink the share until tables and rows fit: a few steps, each by the
+    // overshoot's ratio (the bound is near-linear in the share).
+    uint64_t share = max_bytes;
+    for (int i = 0; i < 64 && share > 0 && total(share) > max_bytes; ++i) {
+      const uint64_t next =
+          static_cast<uint64_t>(static_cast<double>(share) * max_bytes / total(share) * 0.999);
+      share = next < share ? next : share - 1;
+    }
+    return share;
+  }
+
+  // The bytes FactorBytes counts for a row: its key and 2 x row floats.
+  static uint64_t FactorRowBytes(const FactorizationConfig& f) {
+    const uint64_t floats = static_cast<uint64_t>(f.kind == FactorizationConfig::Kind::kFfm
+                                                      ? f.dim * static_cast<int>(f.fields.size())
+                                                      : f.dim);
+    return sizeof(uint64_t) + 2 * floats * sizeof(float);
   }
 
   double Margin(absl::Span<const HashedFeature> features) const override {
@@ -496,7 +534,7 @@ class LinearModel final : public Model {
     for (int s = 0; s < store_.num_shards(); ++s) {
       store_.ReadShared(s, [&] { rows += factor_tables_[s]->size(); });
     }
-    return rows * (sizeof(uint64_t) + factorization_->row_floats() * 2 * sizeof(float));
+    return rows * FactorRowBytes(config().factorization);
   }
   // Whether the optimizer computes many weights together, bit for bit as
   // one by one (FtrlProximal::WeightsWithRoots).
@@ -828,8 +866,8 @@ class LinearModel final : public Model {
   // (taken by the store's WithKeys*Locked, WithAllLocked, ReadShared and
   // WriteExclusive, which the analysis cannot follow). A key's row is made
   // when a step first learns it as a field feature and erased when the
-  // TTL evicts its coordinate (ExpireDue). A model with factors has no
-  // memory budget (ValidateFactorization), whose evictions would not.
+  // TTL (ExpireDue) or the memory budget (the store's eviction listener)
+  // evicts its coordinate.
   const std::unique_ptr<const Factorization> factorization_;
   std::vector<std::unique_ptr<FactorTable>> factor_tables_;
   mutable Mutex round_mu_;

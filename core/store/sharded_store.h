@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -80,6 +81,14 @@ class ShardedStore {
 
   int num_shards() const { return num_shards_; }
   const ShardLimits& limits() const { return limits_; }
+
+  // Called with (shard, key) for each coordinate the budget evicts (not
+  // the TTL: EvictWhere has its own), under the shard's writer lock: for
+  // state a model keeps beside the coordinate, its factor row. Set before
+  // the store is shared.
+  void SetBudgetEvictionListener(std::function<void(int, uint64_t)> listener) {
+    on_budget_evicted_ = std::move(listener);
+  }
 
   // Returns true and copies the coordinate's state into *state if present.
   bool Find(uint64_t key, State* state) const {
@@ -596,6 +605,7 @@ class ShardedStore {
       const uint64_t key = candidates[i].key;
       UnsafeKeepForCopy(s, key, false, *map.Find(key));
       map.Erase(key);
+      if (on_budget_evicted_) on_budget_evicted_(s, key);
     }
     map.Shrink();
     evicted_.fetch_add(n, std::memory_order_relaxed);
@@ -642,6 +652,7 @@ class ShardedStore {
   // ceil(2^64 / num_shards_), for ShardIndex's remainder.
   const uint64_t shard_divisor_;
   const ShardLimits limits_;
+  std::function<void(int, uint64_t)> on_budget_evicted_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint64_t> evicted_{0};
   std::atomic<uint64_t> expired_{0};
