@@ -73,17 +73,15 @@ absl::Status CheckVariantsCost(const ModelConfig& config, uint64_t features, con
 // against Limits::max_factor_bytes_per_update.
 absl::Status CheckFactorRows(const ModelConfig& config, const v1::UpdateRequest& request,
                              const Limits& limits) {
-  const FactorizationConfig& factors = config.factorization;
-  if (!factors.enabled()) return absl::OkStatus();
-  const uint64_t row_floats =
-      static_cast<uint64_t>(factors.dim) *
-      (factors.kind == FactorizationConfig::Kind::kFfm ? factors.fields.size() : 1);
-  const uint64_t row_bytes = sizeof(uint64_t) + 2 * row_floats * sizeof(float);
+  // The model's and its variants' rows: each factorized member makes one
+  // per new field feature.
+  const uint64_t row_bytes = FactorRowBytesPerFeature(config);
+  if (row_bytes == 0) return absl::OkStatus();
+  const std::vector<std::string>& fields = FactorizationFields(config);
   const auto field_features = [&](const v1::Example& example) {
     uint64_t n = 0;
     for (const v1::Namespace& ns : example.namespaces()) {
-      if (std::find(factors.fields.begin(), factors.fields.end(), ns.name()) !=
-          factors.fields.end()) {
+      if (std::find(fields.begin(), fields.end(), ns.name()) != fields.end()) {
         n = SaturatingAdd(n, NonzeroFeatures(ns));
       }
     }
@@ -102,9 +100,9 @@ absl::Status CheckFactorRows(const ModelConfig& config, const v1::UpdateRequest&
   const uint64_t limit = limits.max_factor_bytes_per_update;
   if (features <= limit / row_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
-      "the update has ", features, " features of factorization.fields, each a factor row of ",
-      row_bytes, " bytes if new; the limit is --max_factor_bytes_per_update ", limit, " (",
-      limit / row_bytes, " such features per update)"));
+      "the update has ", features, " features of factorization.fields, each adding up to ",
+      row_bytes, " bytes of factor rows if new; the limit is --max_factor_bytes_per_update ", limit,
+      " (", limit / row_bytes, " such features per update)"));
 }
 
 float Importance(const v1::LabeledExample& le) {

@@ -178,6 +178,57 @@ TEST(Factorization, AnExplanationListsThePairsAndAddsUpToTheMargin) {
   EXPECT_TRUE(server.client().Predict(wide).ok());
 }
 
+// An FFM variant beside a linear champion (the way to adopt one safely):
+// created with clickctl, it learns from every Update, a Predict naming it
+// is scored by its factors (the latent interaction the linear primary
+// cannot hold), and a snapshot plus a SIGKILL restart restore it.
+TEST(Factorization, AnFfmVariantLearnsBesideALinearModelAndRestarts) {
+  RestartableServer server("factorization_variant_test");
+  ASSERT_TRUE(server.Start());
+  const CommandResult created = server.Clickctl(
+      "models create --json --model=ffm --factor_fields=user,ad,site "
+      "--variants=latent:factorization=ffm");
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  for (int b = 0; b < 40; ++b) ASSERT_TRUE(server.client().Update(Batch(b)).ok()) << b;
+  v1::PredictRequest even = WithContext(0);
+  v1::PredictRequest odd = WithContext(1);
+  for (v1::PredictRequest* r : {&even, &odd}) r->set_variant("latent");
+  auto even_user = server.client().Predict(even);
+  auto odd_user = server.client().Predict(odd);
+  ASSERT_TRUE(even_user.ok()) << even_user.status();
+  ASSERT_TRUE(odd_user.ok()) << odd_user.status();
+  EXPECT_EQ(even_user->variant(), "latent");
+  for (int k : {0, 2}) {
+    EXPECT_GT(even_user->predictions(k).prediction(), even_user->predictions(k + 1).prediction());
+    EXPECT_LT(odd_user->predictions(k).prediction(), odd_user->predictions(k + 1).prediction());
+  }
+  even.set_explain_top_k(10);
+  auto explained = server.client().Predict(even);
+  ASSERT_TRUE(explained.ok()) << explained.status();
+  EXPECT_EQ(explained->predictions(0).pair_explanation_size(), 3);
+  // The primary is linear: no pairs.
+  even.set_variant("primary");
+  auto linear = server.client().Predict(even);
+  ASSERT_TRUE(linear.ok()) << linear.status();
+  EXPECT_EQ(linear->predictions(0).pair_explanation_size(), 0);
+
+  ASSERT_TRUE(server.client().SnapshotModel("ffm").ok());
+  for (int b = 40; b < 50; ++b) ASSERT_TRUE(server.client().Update(Batch(b)).ok()) << b;
+  const std::string digest = *server.client().StateDigest("ffm");
+  even.set_variant("latent");
+  even.set_explain_top_k(0);
+  auto before = server.client().Predict(even);
+  ASSERT_TRUE(before.ok()) << before.status();
+  server.Kill();
+  ASSERT_TRUE(server.Start());
+  EXPECT_EQ(*server.client().StateDigest("ffm"), digest);
+  auto after = server.client().Predict(even);
+  ASSERT_TRUE(after.ok()) << after.status();
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(after->predictions(k).margin(), before->predictions(k).margin()) << k;
+  }
+}
+
 // A model with factors makes a row of up to 8 KiB for each new feature of
 // its fields: an Update whose field features could add more than
 // --max_factor_bytes_per_update of rows is refused before anything is
@@ -203,7 +254,8 @@ TEST(Factorization, AnUpdateThatCouldAddTooManyFactorRowsIsRefusedWhole) {
   const absl::Status refused = server.client().Update(users(631)).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_EQ(refused.message(),
-            "the update has 631 features of factorization.fields, each a factor row of 104 bytes "
+            "the update has 631 features of factorization.fields, each adding up to 104 bytes of "
+            "factor rows "
             "if new; the limit is --max_factor_bytes_per_update 65536 (630 such features per "
             "update)");
   auto info = server.client().GetModel("ffm");

@@ -167,6 +167,42 @@ void WriteAdmission(const AdmissionOptions& a, v1::Admission* out) {
   }
 }
 
+// A factorization (ModelConfig.factorization or a variant's); `field`
+// names it in errors. Validated with the rest.
+absl::Status ToFactorization(const v1::Factorization& f, const std::string& field,
+                             FactorizationConfig* out) {
+  if (absl::Status s = ParseFactorizationKind(f.kind().empty() ? "none" : f.kind(), &out->kind);
+      !s.ok()) {
+    // The message names "factorization.kind": prefix what precedes it.
+    return absl::InvalidArgumentError(absl::StrCat(
+        field.substr(0, field.size() - std::string_view("factorization").size()), s.message()));
+  }
+  // Out-of-range values are reported as sent.
+  if (f.has_dim() && f.dim() > static_cast<uint32_t>(kMaxFactorDim)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".dim is ", f.dim(), "; must be in 1..", kMaxFactorDim));
+  }
+  if (f.has_dim()) out->dim = static_cast<int>(f.dim());
+  out->fields.assign(f.fields().begin(), f.fields().end());
+  Override(f.has_init_scale(), f.init_scale(), &out->init_scale);
+  out->init_seed = f.init_seed();
+  Override(f.has_eta(), f.eta(), &out->eta);
+  Override(f.has_l2(), f.l2(), &out->l2);
+  if (f.has_normalize()) out->normalize = f.normalize();
+  return absl::OkStatus();
+}
+
+void WriteFactorization(const FactorizationConfig& f, v1::Factorization* out) {
+  out->set_kind(std::string(FactorizationKindName(f.kind)));
+  out->set_dim(static_cast<uint32_t>(f.dim));
+  for (const std::string& name : f.fields) out->add_fields(name);
+  out->set_init_scale(f.init_scale);
+  out->set_init_seed(f.init_seed);
+  out->set_eta(f.eta);
+  out->set_l2(f.l2);
+  out->set_normalize(f.normalize);
+}
+
 // The variants (ModelConfig.variants); validated with the rest.
 absl::Status ToVariants(const v1::ModelConfig& p, ModelConfig* c) {
   if (static_cast<size_t>(p.variants_size()) > kMaxVariants) {
@@ -188,6 +224,14 @@ absl::Status ToVariants(const v1::ModelConfig& p, ModelConfig* c) {
             pv.admission(), absl::StrCat("config.variants[", i, "].admission"), &v.admission);
         !s.ok()) {
       return s;
+    }
+    if (pv.has_factorization()) {
+      if (absl::Status s = ToFactorization(pv.factorization(),
+                                           absl::StrCat("config.variants[", i, "].factorization"),
+                                           &v.factorization);
+          !s.ok()) {
+        return s;
+      }
     }
     c->variants.push_back(std::move(v));
   }
@@ -274,24 +318,11 @@ absl::StatusOr<ModelConfig> ToModelConfig(const v1::ModelConfig& p) {
     }
   }
   if (p.has_factorization()) {
-    const v1::Factorization& f = p.factorization();
-    FactorizationConfig& out = c.factorization;
-    if (absl::Status s = ParseFactorizationKind(f.kind().empty() ? "none" : f.kind(), &out.kind);
+    if (absl::Status s =
+            ToFactorization(p.factorization(), "config.factorization", &c.factorization);
         !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
+      return s;
     }
-    // Out-of-range values are reported as sent.
-    if (f.has_dim() && f.dim() > static_cast<uint32_t>(kMaxFactorDim)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config.factorization.dim is ", f.dim(), "; must be in 1..", kMaxFactorDim));
-    }
-    if (f.has_dim()) out.dim = static_cast<int>(f.dim());
-    out.fields.assign(f.fields().begin(), f.fields().end());
-    Override(f.has_init_scale(), f.init_scale(), &out.init_scale);
-    out.init_seed = f.init_seed();
-    Override(f.has_eta(), f.eta(), &out.eta);
-    Override(f.has_l2(), f.l2(), &out.l2);
-    if (f.has_normalize()) out.normalize = f.normalize();
   }
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.", s.message()));
@@ -338,18 +369,7 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     k->set_sasl_mechanism(c.kafka.sasl_mechanism);
     k->set_sasl_credentials_file(c.kafka.sasl_credentials_file);
   }
-  if (c.factorization.enabled()) {
-    const FactorizationConfig& f = c.factorization;
-    v1::Factorization* out = p.mutable_factorization();
-    out->set_kind(std::string(FactorizationKindName(f.kind)));
-    out->set_dim(static_cast<uint32_t>(f.dim));
-    for (const std::string& name : f.fields) out->add_fields(name);
-    out->set_init_scale(f.init_scale);
-    out->set_init_seed(f.init_seed);
-    out->set_eta(f.eta);
-    out->set_l2(f.l2);
-    out->set_normalize(f.normalize);
-  }
+  if (c.factorization.enabled()) WriteFactorization(c.factorization, p.mutable_factorization());
   if (c.calibration.enabled) {
     p.mutable_calibration()->set_enabled(true);
     p.mutable_calibration()->set_half_life(c.calibration.half_life);
@@ -367,6 +387,9 @@ v1::ModelConfig ModelConfigToProto(const ModelConfig& c) {
     WriteOptimizerParams(v.optimizer, out);
     if (v.admission.policy != AdmissionOptions::Policy::kAll) {
       WriteAdmission(v.admission, out->mutable_admission());
+    }
+    if (v.factorization.enabled()) {
+      WriteFactorization(v.factorization, out->mutable_factorization());
     }
   }
   if (!c.dense_namespaces.empty() || c.optimizer.type == OptimizerType::kDense) {

@@ -247,8 +247,12 @@ namespace {
 // errors name the flag.
 absl::StatusOr<FactorizationConfig> BuildFactorization(const ModelFlagValues& v) {
   FactorizationConfig f;
+  // --factor_fields serve a variant's factorization too (--variants
+  // "ffm:factorization=ffm"), which factors the same fields.
+  const bool variant_factors = v.variants.find("factorization=") != std::string::npos;
   if (v.factorization.empty()) {
-    if (v.factor_dim.has_value() || !v.factor_fields.empty() || v.factor_normalize.has_value()) {
+    if (v.factor_dim.has_value() || (!v.factor_fields.empty() && !variant_factors) ||
+        v.factor_normalize.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(v.factor_dim.has_value() ? "--factor_dim"
                                                      : !v.factor_fields.empty()
                                                          ? "--factor_fields"
@@ -326,6 +330,27 @@ absl::Status SetVariantKey(absl::string_view key, absl::string_view value, Model
     v->admission = std::string(value);
     return absl::OkStatus();
   }
+  // The variant's factorization; its fields are --factor_fields.
+  if (key == "factorization") {
+    v->factorization = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "factor_dim") {
+    int dim = 0;
+    if (!absl::SimpleAtoi(value, &dim)) {
+      return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not an integer"));
+    }
+    v->factor_dim = dim;
+    return absl::OkStatus();
+  }
+  if (key == "factor_normalize") {
+    bool normalize = false;
+    if (!absl::SimpleAtob(value, &normalize)) {
+      return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not true or false"));
+    }
+    v->factor_normalize = normalize;
+    return absl::OkStatus();
+  }
   const std::pair<absl::string_view, uint64_t*> counts[] = {
       {"admission_min_count", &v->admission_min_count},
       {"admission_counters", &v->admission_counters},
@@ -389,7 +414,8 @@ absl::StatusOr<FeedbackConfig> BuildFeedbackConfig(const ModelFlagValues& v, Los
 }  // namespace
 
 absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
-                                                        const std::string& loss) {
+                                                        const std::string& loss,
+                                                        const std::string& factor_fields) {
   std::vector<ModelVariant> out;
   if (text.empty()) return out;
   for (absl::string_view entry : absl::StrSplit(text, ';', absl::SkipWhitespace())) {
@@ -407,6 +433,7 @@ absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
             absl::StrCat("--variants \"", variant.name, "\": ", s.message()));
       }
     }
+    if (!v.factorization.empty()) v.factor_fields = factor_fields;
     auto config = BuildModelConfig(v);
     if (!config.ok()) {
       return absl::InvalidArgumentError(
@@ -414,6 +441,7 @@ absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
     }
     variant.optimizer = config->optimizer;
     variant.admission = config->admission;
+    variant.factorization = config->factorization;
     out.push_back(std::move(variant));
   }
   return out;
@@ -537,7 +565,7 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& v) {
   if (absl::Status e = ParseStateEncoding(v.state_encoding, &config.memory.encoding); !e.ok()) {
     return e;
   }
-  auto variants = ParseVariants(v.variants, v.loss);
+  auto variants = ParseVariants(v.variants, v.loss, v.factor_fields);
   if (!variants.ok()) return variants.status();
   config.variants = *std::move(variants);
   auto feedback = BuildFeedbackConfig(v, config.loss);

@@ -86,9 +86,11 @@ absl::StatusOr<ModelConfig> BuildModelConfig(const ModelFlagValues& values);
 
 // Parses --variants for a model of loss `loss`: each variant's optimizer
 // as BuildModelConfig would build it from the same flags; errors name the
-// variant and the key.
+// variant and the key. A variant's factorization (keys factorization,
+// factor_dim, factor_normalize) factors `factor_fields` (--factor_fields).
 absl::StatusOr<std::vector<ModelVariant>> ParseVariants(const std::string& text,
-                                                        const std::string& loss);
+                                                        const std::string& loss,
+                                                        const std::string& factor_fields = "");
 
 // Parses "a:b,c:d:e" into {{"a","b"},{"c","d","e"}}.
 absl::StatusOr<std::vector<std::vector<std::string>>> ParseInteractions(const std::string& text);

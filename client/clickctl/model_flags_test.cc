@@ -329,6 +329,22 @@ TEST(ModelFlags, Factorization) {
   v = ModelFlagValues{};
   v.factor_normalize = true;
   EXPECT_EQ(BuildModelConfig(v).status().message(), "--factor_normalize needs --factorization");
+  // A linear model with an FFM variant over --factor_fields.
+  v = ModelFlagValues{};
+  v.factor_fields = "user,ad";
+  v.variants = "ffm:factorization=ffm,factor_dim=8;plain:alpha=0.2";
+  auto with_variant = BuildModelConfig(v);
+  ASSERT_TRUE(with_variant.ok()) << with_variant.status();
+  EXPECT_FALSE(with_variant->factorization.enabled());
+  ASSERT_EQ(with_variant->variants.size(), 2u);
+  EXPECT_EQ(with_variant->variants[0].factorization.kind, FactorizationConfig::Kind::kFfm);
+  EXPECT_EQ(with_variant->variants[0].factorization.dim, 8);
+  EXPECT_EQ(with_variant->variants[0].factorization.fields,
+            (std::vector<std::string>{"user", "ad"}));
+  EXPECT_FALSE(with_variant->variants[1].factorization.enabled());
+  v.variants = "ffm:factorization=ffm,factor_dim=x";
+  EXPECT_NE(BuildModelConfig(v).status().message().find("factor_dim=x is not an integer"),
+            std::string::npos);
 }
 
 }  // namespace

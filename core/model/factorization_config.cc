@@ -33,6 +33,27 @@ absl::Status ParseFactorizationKind(std::string_view name, FactorizationConfig::
                                                  "\" is unknown; one of: none, fm, ffm"));
 }
 
+uint64_t FactorRowBytes(const FactorizationConfig& f) {
+  if (!f.enabled()) return 0;
+  const uint64_t floats = static_cast<uint64_t>(f.dim) *
+                          (f.kind == FactorizationConfig::Kind::kFfm ? f.fields.size() : 1);
+  return sizeof(uint64_t) + 2 * floats * sizeof(float);
+}
+
+const std::vector<std::string>& FactorizationFields(const ModelConfig& config) {
+  if (config.factorization.enabled()) return config.factorization.fields;
+  for (const ModelVariant& v : config.variants) {
+    if (v.factorization.enabled()) return v.factorization.fields;
+  }
+  return config.factorization.fields;  // empty
+}
+
+uint64_t FactorRowBytesPerFeature(const ModelConfig& config) {
+  uint64_t bytes = FactorRowBytes(config.factorization);
+  for (const ModelVariant& v : config.variants) bytes += FactorRowBytes(v.factorization);
+  return bytes;
+}
+
 absl::Status ValidateFactorizationConfig(const ModelConfig& config) {
   const FactorizationConfig& f = config.factorization;
   if (!f.enabled()) {
@@ -43,7 +64,8 @@ absl::Status ValidateFactorizationConfig(const ModelConfig& config) {
                                                      " is unknown; one of: none, fm, ffm"));
     }
     if (f.dim != defaults.dim || !f.fields.empty() || f.init_scale != defaults.init_scale ||
-        f.init_seed != defaults.init_seed || f.eta != defaults.eta || f.l2 != defaults.l2) {
+        f.init_seed != defaults.init_seed || f.eta != defaults.eta || f.l2 != defaults.l2 ||
+        f.normalize != defaults.normalize) {
       return absl::InvalidArgumentError(
           "factorization has settings but kind none; set kind fm or ffm, or leave them unset");
     }
@@ -95,10 +117,6 @@ absl::Status ValidateFactorizationConfig(const ModelConfig& config) {
         "factorization needs an optimizer that steps on the loss gradient (ftrl, adagrad, "
         "adagrad_da, pc_ogd, global_ogd, sgd, metagrad_diag); optimizer is ",
         OptimizerName(config)));
-  }
-  if (!config.variants.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "factorization is not available with variants; the config has ", config.variants.size()));
   }
   // A TTL and the memory budget evict a coordinate's factor row with it
   // (the budget counts the rows); the compact encoding has no room for

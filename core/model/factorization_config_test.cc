@@ -94,5 +94,44 @@ TEST(FactorizationConfig, ParsesKindNames) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("one of: none, fm, ffm"));
 }
 
+// A variant may have its own factorization, validated as the model's
+// (named by the variant), and every factorized member factors the same
+// fields, since the model hashes each example once.
+TEST(FactorizationConfig, VariantsFactorTheSameFields) {
+  ModelConfig config;
+  config.variants.push_back({"ffm", {}});
+  config.variants[0].factorization.kind = FactorizationConfig::Kind::kFfm;
+  config.variants[0].factorization.fields = {"user", "ad"};
+  EXPECT_TRUE(ValidateModelConfig(config).ok()) << ValidateModelConfig(config);
+  EXPECT_EQ(FactorizationFields(config), (std::vector<std::string>{"user", "ad"}));
+  config.variants.push_back({"fm", {}});
+  config.variants[1].factorization.kind = FactorizationConfig::Kind::kFm;
+  config.variants[1].factorization.fields = {"ad", "user"};
+  absl::Status s = ValidateModelConfig(config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("variants[1].factorization.fields are ad,user"), std::string::npos)
+      << s;
+  config.variants[1].factorization.fields = {"user", "ad"};
+  config.variants[1].factorization.dim = 0;
+  s = ValidateModelConfig(config);
+  EXPECT_NE(s.message().find("variants[1].factorization.dim is 0"), std::string::npos) << s;
+  config.variants[1].factorization.dim = 4;
+  config.variants[1].optimizer.type = OptimizerType::kPa;
+  config.loss = LossType::kHinge;
+  s = ValidateModelConfig(config);
+  EXPECT_NE(s.message().find("variants[1].factorization needs an optimizer"), std::string::npos)
+      << s;
+  // The model's own factorization sets the fields the variants must match.
+  config.variants[1].optimizer.type = OptimizerType::kFtrl;
+  config.loss = LossType::kLogistic;
+  config.factorization.kind = FactorizationConfig::Kind::kFm;
+  config.factorization.fields = {"site"};
+  s = ValidateModelConfig(config);
+  EXPECT_NE(s.message().find("variants[0].factorization.fields are user,ad"), std::string::npos)
+      << s;
+  EXPECT_EQ(FactorRowBytesPerFeature(config),
+            (8u + 2 * 4 * 4) + (8u + 2 * 8 * 4) + (8u + 2 * 4 * 4));
+}
+
 }  // namespace
 }  // namespace clickd

@@ -125,14 +125,6 @@ class LinearModel final : public Model {
     return share;
   }
 
-  // The bytes FactorBytes counts for a row: its key and 2 x row floats.
-  static uint64_t FactorRowBytes(const FactorizationConfig& f) {
-    const uint64_t floats = static_cast<uint64_t>(f.kind == FactorizationConfig::Kind::kFfm
-                                                      ? f.dim * static_cast<int>(f.fields.size())
-                                                      : f.dim);
-    return sizeof(uint64_t) + 2 * floats * sizeof(float);
-  }
-
   double Margin(absl::Span<const HashedFeature> features) const override {
     double margin;
     Margins({&features, 1}, {&margin, 1});

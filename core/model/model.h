@@ -245,7 +245,7 @@ class Model {
 
  protected:
   explicit Model(ModelConfig config)
-      : config_(std::move(config)), hasher_(config_.hashing, config_.factorization.fields) {}
+      : config_(std::move(config)), hasher_(config_.hashing, FactorizationFields(config_)) {}
 
  private:
   friend absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelConfig& config);

@@ -18,6 +18,50 @@
 
 namespace clickd {
 
+// Factorization machines over the sparse features (docs/factorization.md):
+// the margin is the linear margin plus pairwise terms between the features
+// of the `fields` namespaces, each feature holding latent vectors of `dim`
+// floats, learned from the same loss gradient as the linear part with
+// per-coordinate AdaGrad (core/model/factorization.h). Off (kind kNone)
+// unless configured.
+struct FactorizationConfig {
+  enum class Kind : uint32_t {
+    kNone = 0,
+    // Rendle 2010: one latent vector per feature; a pair's term is
+    // <v_i, v_j> x_i x_j.
+    kFm = 1,
+    // Juan et al. 2016 (libffm): one latent vector per feature and field;
+    // the pair (i in field a, j in field b) is <v_{i,b}, v_{j,a}> x_i x_j.
+    kFfm = 2,
+  };
+  Kind kind = Kind::kNone;
+  // The latent size. 4: libffm's default, the paper's choice on Criteo
+  // and Avazu (larger k bought it nothing there), and 4 floats per field
+  // keep an FFM row of 5 fields at 80 bytes of weights.
+  int dim = 4;
+  // The namespaces whose features get latent vectors (FFM's fields, in
+  // this order); every other feature (crosses, the bias) stays linear.
+  std::vector<std::string> fields;
+  // Initial factors: uniform in [0, init_scale) (libffm's), drawn from the
+  // key and init_seed, so every replica and replay draws the same; 0:
+  // 1 / sqrt(dim), libffm's.
+  double init_scale = 0;
+  uint64_t init_seed = 0;
+  // Per-coordinate AdaGrad of the factors (libffm's defaults): step
+  // eta / sqrt(1 + sum g^2) per float, and an L2 weight on the factors.
+  double eta = 0.2;
+  double l2 = 2e-5;
+  // Instance normalisation (libffm's default): the pairwise margin of an
+  // example is divided by the squared norm of its field features' values,
+  // so that with one-hot fields each pair weighs 1/(features). Without it
+  // the initial factors (mean init_scale/2 each) give every pair about
+  // dim * init_scale^2 / 4 = 0.25: 120 pairs of 16 fields start an example
+  // at a margin near +30, which a click log does not unlearn.
+  bool normalize = true;
+
+  bool enabled() const { return kind != Kind::kNone; }
+};
+
 // A variant of a model (McMahan et al. 2013, sections 4.4 and 6: many similar
 // models learning from one stream): another per-coordinate optimizer, or
 // the same one with other hyperparameters, that learns from every example
@@ -28,6 +72,10 @@ struct ModelVariant {
   // Which new features get a coordinate in this variant's store (any
   // policy, as the model's own; a Bloom filter of its own).
   AdmissionOptions admission;
+  // The variant's own factorization (kind none: a linear variant, whatever
+  // the model's). Every factorized member (the model and its variants)
+  // factors the same fields, since the model hashes each example once.
+  FactorizationConfig factorization;
 };
 
 // A dense namespace of fixed dimension (core/model/dense_block.h).
@@ -183,52 +231,21 @@ absl::Status ValidateKafkaSourceConfig(const KafkaSourceConfig& kafka);
 std::string_view KafkaFormatName(KafkaFormat format);
 absl::StatusOr<KafkaFormat> ParseKafkaFormat(std::string_view name);
 
-// Factorization machines over the sparse features (docs/factorization.md):
-// the margin is the linear margin plus pairwise terms between the features
-// of the `fields` namespaces, each feature holding latent vectors of `dim`
-// floats, learned from the same loss gradient as the linear part with
-// per-coordinate AdaGrad (core/model/factorization.h). Off (kind kNone)
-// unless configured.
-struct FactorizationConfig {
-  enum class Kind : uint32_t {
-    kNone = 0,
-    // Rendle 2010: one latent vector per feature; a pair's term is
-    // <v_i, v_j> x_i x_j.
-    kFm = 1,
-    // Juan et al. 2016 (libffm): one latent vector per feature and field;
-    // the pair (i in field a, j in field b) is <v_{i,b}, v_{j,a}> x_i x_j.
-    kFfm = 2,
-  };
-  Kind kind = Kind::kNone;
-  // The latent size. 4: libffm's default, the paper's choice on Criteo
-  // and Avazu (larger k bought it nothing there), and 4 floats per field
-  // keep an FFM row of 5 fields at 80 bytes of weights.
-  int dim = 4;
-  // The namespaces whose features get latent vectors (FFM's fields, in
-  // this order); every other feature (crosses, the bias) stays linear.
-  std::vector<std::string> fields;
-  // Initial factors: uniform in [0, init_scale) (libffm's), drawn from the
-  // key and init_seed, so every replica and replay draws the same; 0:
-  // 1 / sqrt(dim), libffm's.
-  double init_scale = 0;
-  uint64_t init_seed = 0;
-  // Per-coordinate AdaGrad of the factors (libffm's defaults): step
-  // eta / sqrt(1 + sum g^2) per float, and an L2 weight on the factors.
-  double eta = 0.2;
-  double l2 = 2e-5;
-  // Instance normalisation (libffm's default): the pairwise margin of an
-  // example is divided by the squared norm of its field features' values,
-  // so that with one-hot fields each pair weighs 1/(features). Without it
-  // the initial factors (mean init_scale/2 each) give every pair about
-  // dim * init_scale^2 / 4 = 0.25: 120 pairs of 16 fields start an example
-  // at a margin near +30, which a click log does not unlearn.
-  bool normalize = true;
-
-  bool enabled() const { return kind != Kind::kNone; }
-};
-
 inline constexpr int kMaxFactorDim = 64;
 inline constexpr size_t kMaxFactorFields = 16;
+
+struct ModelConfig;
+
+// The bytes of one factor row (FactorTable, FactorBytes): its key, then
+// the factors and their AdaGrad sums, dim floats each (x fields for FFM).
+// 0 for kind none.
+uint64_t FactorRowBytes(const FactorizationConfig& f);
+// The fields the model's hasher tags (HashedFeature::field): the model's
+// factorization's, or else its first factorized variant's; none otherwise.
+const std::vector<std::string>& FactorizationFields(const ModelConfig& config);
+// What one new field feature can add in factor rows across the model and
+// its variants: the sum of their FactorRowBytes.
+uint64_t FactorRowBytesPerFeature(const ModelConfig& config);
 
 // "none" | "fm" | "ffm".
 std::string_view FactorizationKindName(FactorizationConfig::Kind kind);

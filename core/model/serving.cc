@@ -20,7 +20,8 @@ std::vector<CandidateScore> ScoreCandidates(const Model& model, const Example& c
       model.Margin(hashed_context.features) + (block ? block->MarginOf(context) : 0.0);
   std::vector<CandidateScore> scores;
   scores.reserve(candidates.size());
-  const bool factored = model.config().factorization.enabled();
+  // The model or one of its variants has factors (the champion may).
+  const bool factored = !FactorizationFields(model.config()).empty();
   for (const Example& candidate : candidates) {
     hasher.HashCandidate(hashed_context, candidate, &part);
     double margin;

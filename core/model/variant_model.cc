@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/base/coding.h"
 #include "core/base/quote.h"
 #include "core/optim/loss.h"
@@ -27,6 +28,7 @@ ModelConfig VariantModelConfig(const ModelConfig& config, const ModelVariant& va
   ModelConfig out = config;
   out.optimizer = variant.optimizer;
   out.admission = variant.admission;
+  out.factorization = variant.factorization;
   out.memory.max_bytes = MemberMemoryBytes(config);
   out.variants.clear();
   return out;
@@ -76,6 +78,19 @@ absl::Status ValidateVariants(const ModelConfig& config) {
                        " is a binary classifier and takes loss hinge; the model's loss is ",
                        std::string(LossTypeName(config.loss))));
     }
+    // The variant's factorization, as the model's would be validated
+    // with the variant's optimizer; and the model hashes once, so every
+    // factorized member factors the same fields.
+    if (absl::Status s = ValidateFactorizationConfig(VariantModelConfig(config, v)); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".", s.message()));
+    }
+    const std::vector<std::string>& fields = FactorizationFields(config);
+    if (v.factorization.enabled() && v.factorization.fields != fields) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".factorization.fields are ", absl::StrJoin(v.factorization.fields, ","),
+          "; every factorized member of a model factors the same fields, here ",
+          absl::StrJoin(fields, ",")));
+    }
   }
   return absl::OkStatus();
 }
@@ -87,6 +102,16 @@ VariantModel::VariantModel(ModelConfig config, std::vector<std::unique_ptr<Model
   names_.emplace_back(kPrimaryVariant);
   for (const ModelVariant& v : this->config().variants) names_.push_back(v.name);
   selection_.scores.resize(members_.size());
+}
+
+void VariantModel::SharedContextMargins(absl::Span<const absl::Span<const HashedFeature>> lists,
+                                        absl::Span<double> out) const {
+  members_[champion_.load(std::memory_order_acquire)]->SharedContextMargins(lists, out);
+}
+
+void VariantModel::FactorPairs(absl::Span<const HashedFeature> features,
+                               std::vector<PairContribution>* out) const {
+  members_[champion_.load(std::memory_order_acquire)]->FactorPairs(features, out);
 }
 
 double VariantModel::Margin(absl::Span<const HashedFeature> features) const {

@@ -66,6 +66,12 @@ class VariantModel final : public Model {
   double Margin(absl::Span<const HashedFeature> features) const override;
   void Margins(absl::Span<const absl::Span<const HashedFeature>> lists,
                absl::Span<double> out) const override;
+  // The champion's (a factorized champion adds its pairwise terms; the
+  // champion is read once per call, so every candidate is scored by one).
+  void SharedContextMargins(absl::Span<const absl::Span<const HashedFeature>> lists,
+                            absl::Span<double> out) const override;
+  void FactorPairs(absl::Span<const HashedFeature> features,
+                   std::vector<PairContribution>* out) const override;
   // The champion's, like Margin (the champion is read once per call; to pin
   // one variant across calls, take it from ModelForVariant).
   double Uncertainty(absl::Span<const HashedFeature> features) const override;

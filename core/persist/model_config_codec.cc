@@ -16,10 +16,10 @@ using coding::Decoder;
 // later versions start with this marker and their version number.
 constexpr uint32_t kConfigVersionMarker = 0xFFFFFFFFu;
 constexpr uint32_t kConfigVersion = 18;
-// Version 18 adds the factorization's instance normalisation, a flag; a
-// factorization without it is written in version 17 (whose readers did
-// not normalise), so that builds that know only version 17 still read it
-// and score as this one does.
+// Version 18 adds the factorization's instance normalisation, a flag, and
+// the variants' factorizations; a config with neither is written in
+// version 17 or before (whose readers did not normalise), so that builds
+// that know only those still read it and score as this one does.
 constexpr uint32_t kConfigVersionWithoutNormalization = 17;
 // Version 17 adds the factorization, written with every field of version
 // 16 (the Kafka feedback topic and SASL settings then too, even when
@@ -277,19 +277,23 @@ absl::Status CheckAndSetIntegerFields(uint32_t version, const IntegerFields& f, 
   return absl::OkStatus();
 }
 
-// Reads the factorization (version 17 on; the normalisation flag from
-// version 18); validated with the rest.
+// Reads a factorization block: kind, dim, fields, init_scale, init_seed,
+// eta, l2 (version 17 on), then the normalisation flag (version 18 on),
+// where kind 0 (none) ends the block (version 18's blocks of a model or
+// variant without one). Validated with the rest.
 absl::Status ReadFactorization(Decoder* in, uint32_t version, FactorizationConfig* f) {
   uint32_t kind = 0;
+  in->GetFixed32(&kind);
+  if (!in->ok()) return Corrupt("the model config's factorization does not parse");
+  if (kind == static_cast<uint32_t>(FactorizationConfig::Kind::kNone)) {
+    if (version == 17) return Corrupt("model config encoding version 17 without a factorization");
+    return absl::OkStatus();
+  }
   uint32_t dim = 0;
   uint32_t count = 0;
-  in->GetFixed32(&kind);
   in->GetFixed32(&dim);
   in->GetFixed32(&count);
   if (!in->ok()) return Corrupt("the model config's factorization does not parse");
-  if (kind == static_cast<uint32_t>(FactorizationConfig::Kind::kNone)) {
-    return Corrupt("model config encoding version 17 without a factorization");
-  }
   if (count > kMaxFactorFields || dim > static_cast<uint32_t>(kMaxFactorDim)) {
     return Corrupt(absl::StrCat("the model config's factorization has ", count, " fields of dim ",
                                 dim, "; at most ", kMaxFactorFields, " of ", kMaxFactorDim));
@@ -306,29 +310,51 @@ absl::Status ReadFactorization(Decoder* in, uint32_t version, FactorizationConfi
   if (version >= 18) {
     uint32_t normalize = 0;
     in->GetFixed32(&normalize);
-    // One encoding per config: a factorization without normalisation is
-    // written in version 17.
-    if (in->ok() && normalize != 1) {
-      return Corrupt(absl::StrCat("model config encoding version 18 with normalization ", normalize,
-                                  "; must be 1"));
+    if (in->ok() && normalize > 1) {
+      return Corrupt(absl::StrCat("the model config's factorization normalization is ", normalize,
+                                  "; must be 0 or 1"));
     }
-    f->normalize = true;
+    f->normalize = normalize == 1;
   }
   return absl::OkStatus();
+}
+
+// A factorization block as ReadFactorization reads it; `version` 17 or 18.
+void WriteFactorization(const FactorizationConfig& f, uint32_t version, std::string* out) {
+  coding::PutFixed32(out, static_cast<uint32_t>(f.kind));
+  if (!f.enabled()) return;
+  coding::PutFixed32(out, static_cast<uint32_t>(f.dim));
+  coding::PutFixed32(out, static_cast<uint32_t>(f.fields.size()));
+  for (const std::string& name : f.fields) coding::PutString(out, name);
+  coding::PutDouble(out, f.init_scale);
+  coding::PutFixed64(out, f.init_seed);
+  coding::PutDouble(out, f.eta);
+  coding::PutDouble(out, f.l2);
+  if (version >= 18) coding::PutFixed32(out, f.normalize ? 1 : 0);
+}
+
+// Whether the config needs version 18: a normalised factorization or a
+// variant's factorization (version 17 holds only the model's, unnormalised).
+bool NeedsVersion18(const ModelConfig& c) {
+  if (c.factorization.enabled() && c.factorization.normalize) return true;
+  for (const ModelVariant& v : c.variants) {
+    if (v.factorization.enabled()) return true;
+  }
+  return false;
 }
 
 }  // namespace
 
 void EncodeModelConfig(const ModelConfig& c, std::string* out) {
-  const bool factorization = c.factorization.enabled();
+  const bool v18 = NeedsVersion18(c);
+  const bool factorization = v18 || c.factorization.enabled();
   const bool v16 = factorization || (c.kafka.enabled() && c.kafka.has_version16_fields());
   const bool id_tag = v16 || c.feedback.id_tag != 0;
   const bool kafka = id_tag || c.kafka.enabled();
   const bool ttl = kafka || c.memory.ttl_rounds != 0;
   coding::PutFixed32(out, kConfigVersionMarker);
   const bool dead_letter = id_tag || (kafka && !c.kafka.dead_letter_topic.empty());
-  const bool normalization = factorization && c.factorization.normalize;
-  coding::PutFixed32(out, normalization   ? kConfigVersion
+  coding::PutFixed32(out, v18             ? kConfigVersion
                           : factorization ? kConfigVersionWithoutNormalization
                           : v16           ? kConfigVersionWithoutFactorization
                           : id_tag        ? kConfigVersionWithoutFeedbackTopic
@@ -409,19 +435,13 @@ void EncodeModelConfig(const ModelConfig& c, std::string* out) {
     coding::PutString(out, c.kafka.sasl_mechanism);
     coding::PutString(out, c.kafka.sasl_credentials_file);
   }
-  // Version 17: the factorization, only when there is one.
-  if (factorization) {
-    const FactorizationConfig& f = c.factorization;
-    coding::PutFixed32(out, static_cast<uint32_t>(f.kind));
-    coding::PutFixed32(out, static_cast<uint32_t>(f.dim));
-    coding::PutFixed32(out, static_cast<uint32_t>(f.fields.size()));
-    for (const std::string& name : f.fields) coding::PutString(out, name);
-    coding::PutDouble(out, f.init_scale);
-    coding::PutFixed64(out, f.init_seed);
-    coding::PutDouble(out, f.eta);
-    coding::PutDouble(out, f.l2);
-    // Version 18: the normalisation, only when on.
-    if (normalization) coding::PutFixed32(out, 1);
+  // Version 17: the model's factorization, only when there is one; version
+  // 18: the model's (kind 0 for none), then each variant's.
+  if (v18) {
+    WriteFactorization(c.factorization, 18, out);
+    for (const ModelVariant& v : c.variants) WriteFactorization(v.factorization, 18, out);
+  } else if (factorization) {
+    WriteFactorization(c.factorization, 17, out);
   }
 }
 
@@ -507,6 +527,17 @@ absl::StatusOr<ModelConfig> DecodeModelConfig(std::string_view bytes) {
   }
   if (*version >= 17) {
     if (absl::Status s = ReadFactorization(&in, *version, &c.factorization); !s.ok()) return s;
+  }
+  if (*version >= 18) {
+    for (ModelVariant& v : c.variants) {
+      if (absl::Status s = ReadFactorization(&in, *version, &v.factorization); !s.ok()) return s;
+    }
+    // One encoding per config: what version 17 holds is written in it.
+    if (in.ok() && !NeedsVersion18(c)) {
+      return Corrupt(
+          "model config encoding version 18 without a normalised or variant's "
+          "factorization");
+    }
   }
   if (!in.ok() || !in.remaining().empty()) return Corrupt("the model config does not parse");
   if (absl::Status s = CheckAndSetIntegerFields(*version, fields, &c); !s.ok()) return s;

@@ -113,6 +113,16 @@ constexpr uint32_t kFactorsSection = 32;
 // Any other bit is a section this build cannot read: refused, never skipped.
 constexpr uint32_t kKnownSections = 63;
 
+// Whether the model or a variant has a factorization: exactly then the
+// snapshot holds the factors section.
+bool HasFactors(const ModelConfig& config) {
+  if (config.factorization.enabled()) return true;
+  for (const auto& v : config.variants) {
+    if (v.factorization.enabled()) return true;
+  }
+  return false;
+}
+
 // Whether the config's admission policy (the primary's or a variant's)
 // keeps counts in the learned state: exactly then the snapshot holds the
 // admission section, so a model without one writes what earlier builds did.
@@ -136,7 +146,7 @@ bool HasCalibration(const SnapshotContents& c) {
 // in the current config encoding).
 uint32_t FormatVersionFor(const SnapshotContents& c) {
   if (c.config.feedback.enabled() || !c.idempotency.empty() || HasCalibration(c) ||
-      KeepsAdmissionState(c.config) || c.config.factorization.enabled()) {
+      KeepsAdmissionState(c.config) || HasFactors(c.config)) {
     return 4;
   }
   return c.state.variants.empty() ? 2 : 3;
@@ -148,7 +158,7 @@ uint32_t SectionsOf(const SnapshotContents& c) {
          (c.idempotency.empty() ? 0 : kIdempotencySection) |
          (HasCalibration(c) ? kCalibrationSection : 0) |
          (KeepsAdmissionState(c.config) ? kAdmissionSection : 0) |
-         (c.config.factorization.enabled() ? kFactorsSection : 0);
+         (HasFactors(c.config) ? kFactorsSection : 0);
 }
 
 // One checked piece: length u64, then the bytes.
@@ -213,12 +223,22 @@ absl::Status EmitSnapshot(const SnapshotContents& c, Emit&& emit) {
     }
   }
   // The factor rows (Model::State::factors): their record size, then the
-  // records.
+  // records; the model's if it has a factorization, then each factorized
+  // variant's in config order, one checked piece each.
   if (sections & kFactorsSection) {
-    std::string factors;
-    coding::PutFixed32(&factors, c.state.factor_size);
-    factors += c.state.factors;
-    if (absl::Status s = EmitBytes(factors, emit); !s.ok()) return s;
+    auto emit_factors = [&](const Model::State& state) {
+      std::string factors;
+      coding::PutFixed32(&factors, state.factor_size);
+      factors += state.factors;
+      return EmitBytes(factors, emit);
+    };
+    if (c.config.factorization.enabled()) {
+      if (absl::Status s = emit_factors(c.state); !s.ok()) return s;
+    }
+    for (size_t i = 0; i < c.config.variants.size(); ++i) {
+      if (!c.config.variants[i].factorization.enabled()) continue;
+      if (absl::Status s = emit_factors(c.state.variants[i]); !s.ok()) return s;
+    }
   }
   piece.assign(kFooterMagic);
   std::string totals;
@@ -403,7 +423,7 @@ absl::StatusOr<uint32_t> ReadSections(Decoder* in, const ModelConfig& config) {
       ((sections & kVariantsSection) != 0) != !config.variants.empty() ||
       ((sections & kCalibrationSection) != 0 && !config.calibration.enabled) ||
       ((sections & kAdmissionSection) != 0) != KeepsAdmissionState(config) ||
-      ((sections & kFactorsSection) != 0) != config.factorization.enabled()) {
+      ((sections & kFactorsSection) != 0) != HasFactors(config)) {
     return Corrupt("section bits do not match the model's config");
   }
   return sections;
@@ -454,18 +474,15 @@ absl::Status ReadAdmissions(Decoder* in, const ModelConfig& config, Model::State
   return absl::OkStatus();
 }
 
-// Reads the factors section: the record size the config gives (a key and
-// twice Factorization::row_floats() floats), then whole records.
-absl::Status ReadFactors(Decoder* in, const ModelConfig& config, Model::State* state) {
+// Reads one member's factor rows: the record size its factorization gives
+// (a key and twice Factorization::row_floats() floats), then whole records.
+absl::Status ReadMemberFactors(Decoder* in, const FactorizationConfig& f, Model::State* state) {
   std::string bytes;
   if (absl::Status s = ReadBytes(in, "factors", &bytes); !s.ok()) return s;
   Decoder piece(bytes);
   uint32_t factor_size = 0;
   if (!piece.GetFixed32(&factor_size)) return Corrupt("factors section truncated");
-  const FactorizationConfig& f = config.factorization;
-  const uint64_t floats =
-      uint64_t{2} * static_cast<uint64_t>(f.dim) *
-      (f.kind == FactorizationConfig::Kind::kFfm ? static_cast<uint64_t>(f.fields.size()) : 1);
+  const uint64_t floats = (FactorRowBytes(f) - sizeof(uint64_t)) / sizeof(float);
   const uint64_t record = sizeof(uint64_t) + factor_size;
   if (factor_size != floats * sizeof(float) || piece.remaining().size() % record != 0) {
     return Corrupt(absl::StrCat("factors section: ", factor_size, "-byte rows in ",
@@ -474,6 +491,26 @@ absl::Status ReadFactors(Decoder* in, const ModelConfig& config, Model::State* s
   }
   state->factor_size = factor_size;
   state->factors.assign(piece.remaining());
+  return absl::OkStatus();
+}
+
+// Reads the factors section: the model's rows if it has a factorization,
+// then each factorized variant's.
+absl::Status ReadFactors(Decoder* in, const ModelConfig& config, Model::State* state) {
+  if (state->variants.size() != config.variants.size()) {
+    return Corrupt("factors section: variant count differs from the config");
+  }
+  if (config.factorization.enabled()) {
+    if (absl::Status s = ReadMemberFactors(in, config.factorization, state); !s.ok()) return s;
+  }
+  for (size_t i = 0; i < config.variants.size(); ++i) {
+    if (!config.variants[i].factorization.enabled()) continue;
+    if (absl::Status s =
+            ReadMemberFactors(in, config.variants[i].factorization, &state->variants[i]);
+        !s.ok()) {
+      return s;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -610,6 +610,52 @@ TEST(Snapshot, FactorsRoundTripInTheirSectionAndDamageIsDataLoss) {
   EXPECT_TRUE(DecodeSnapshot(empty_section).ok());
 }
 
+// A linear model with an FFM variant and an FM one (and a linear one):
+// the section holds each factorized variant's rows in config order, the
+// restored model is the model (config encoding version 18), and a model
+// without them cannot take the state.
+TEST(Snapshot, VariantsFactorsRoundTripInTheSection) {
+  ModelConfig config;
+  config.variants.push_back({"ffm", {}});
+  config.variants.back().factorization.kind = FactorizationConfig::Kind::kFfm;
+  config.variants.back().factorization.fields = {"u"};
+  config.variants.push_back({"linear", {}});
+  config.variants.back().optimizer.ftrl.alpha = 0.5;
+  config.variants.push_back({"fm", {}});
+  config.variants.back().factorization.kind = FactorizationConfig::Kind::kFm;
+  config.variants.back().factorization.fields = {"u"};
+  config.variants.back().factorization.dim = 2;
+  auto model = TrainedModel(config, 600);
+  const SnapshotContents contents = ContentsOf(*model, 4);
+  ASSERT_TRUE(contents.state.factors.empty());
+  ASSERT_EQ(contents.state.variants.size(), 3u);
+  ASSERT_FALSE(contents.state.variants[0].factors.empty());
+  ASSERT_TRUE(contents.state.variants[1].factors.empty());
+  ASSERT_FALSE(contents.state.variants[2].factors.empty());
+  const std::string bytes = EncodeSnapshot(contents);
+  EXPECT_EQ(bytes[8], 4);
+  auto decoded = DecodeSnapshot(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->config.variants[0].factorization.kind, FactorizationConfig::Kind::kFfm);
+  EXPECT_EQ(decoded->config.variants[2].factorization.dim, 2);
+  EXPECT_EQ(decoded->state.variants[0].factors, contents.state.variants[0].factors);
+  EXPECT_EQ(decoded->state.variants[2].factors, contents.state.variants[2].factors);
+  auto restored = *CreateModel(decoded->config);
+  ASSERT_TRUE(restored->ImportState(decoded->state).ok());
+  EXPECT_EQ(restored->SerializeState(), model->SerializeState());
+  // The variants' factors count in the digest: another model's differ.
+  auto other = TrainedModel(config, 599);
+  EXPECT_NE(other->SerializeState(), model->SerializeState());
+  // Every flip in the last section (the FM variant's rows) is detected.
+  const size_t section = contents.state.variants[2].factors.size() + 8 + 4 + 4;
+  const size_t first = bytes.size() - 20 - section;
+  for (size_t i = first; i < first + section; i += 7) {
+    std::string damaged = bytes;
+    damaged[i] ^= 0x08;
+    EXPECT_EQ(DecodeSnapshot(damaged).status().code(), absl::StatusCode::kDataLoss) << i;
+  }
+}
+
 // A model with a TTL: its config is written in encoding version 12 (one
 // without stays 11), and its states carry their stamps (12-byte FTRL
 // states), so its snapshot restores the model that learned, stamps and all.
