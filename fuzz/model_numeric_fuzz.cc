@@ -139,6 +139,9 @@ ModelConfig AnyConfig(FuzzedDataProvider& in) {
     f.fields =
         in.ConsumeBool() ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"};
     for (double* p : {&f.eta, &f.l2, &f.init_scale}) MaybeSet(in, p);
+    // Normalisation divides by the values' squared norm: tiny values make
+    // a huge scale.
+    f.normalize = in.ConsumeBool();
   }
   c.num_shards = 2;
   return c;
