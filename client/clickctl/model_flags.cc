@@ -55,6 +55,10 @@ ABSL_FLAG(std::string, factorization, "",
           "(docs/factorization.md); empty: none");
 ABSL_FLAG(std::optional<int>, factor_dim, std::nullopt,
           "--factorization: the latent size, 1..64 (default 4)");
+ABSL_FLAG(std::optional<double>, factor_eta, std::nullopt,
+          "--factorization: the factors' AdaGrad rate, in [1e-9, 1e3] (default 0.2)");
+ABSL_FLAG(std::optional<double>, factor_l2, std::nullopt,
+          "--factorization: the factors' L2 weight, in [0, 1e6] (default 2e-05)");
 ABSL_FLAG(std::optional<bool>, factor_normalize, std::nullopt,
           "--factorization: divide each example's pairwise margin by its field features' "
           "squared norm (libffm's instance normalisation) (default true)");
@@ -211,6 +215,8 @@ ModelFlagValues ModelFlagValuesFromFlags() {
   v.factor_dim = absl::GetFlag(FLAGS_factor_dim);
   v.factor_fields = absl::GetFlag(FLAGS_factor_fields);
   v.factor_normalize = absl::GetFlag(FLAGS_factor_normalize);
+  v.factor_eta = absl::GetFlag(FLAGS_factor_eta);
+  v.factor_l2 = absl::GetFlag(FLAGS_factor_l2);
   v.admission_probability = absl::GetFlag(FLAGS_admission_probability);
   v.admission = absl::GetFlag(FLAGS_admission);
   v.admission_min_count = absl::GetFlag(FLAGS_admission_min_count);
@@ -252,7 +258,7 @@ absl::StatusOr<FactorizationConfig> BuildFactorization(const ModelFlagValues& v)
   const bool variant_factors = v.variants.find("factorization=") != std::string::npos;
   if (v.factorization.empty()) {
     if (v.factor_dim.has_value() || (!v.factor_fields.empty() && !variant_factors) ||
-        v.factor_normalize.has_value()) {
+        v.factor_normalize.has_value() || v.factor_eta.has_value() || v.factor_l2.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(v.factor_dim.has_value() ? "--factor_dim"
                                                      : !v.factor_fields.empty()
                                                          ? "--factor_fields"
@@ -268,6 +274,8 @@ absl::StatusOr<FactorizationConfig> BuildFactorization(const ModelFlagValues& v)
   if (v.factor_dim.has_value()) f.dim = *v.factor_dim;
   if (!v.factor_fields.empty()) f.fields = absl::StrSplit(v.factor_fields, ',');
   if (v.factor_normalize.has_value()) f.normalize = *v.factor_normalize;
+  if (v.factor_eta.has_value()) f.eta = *v.factor_eta;
+  if (v.factor_l2.has_value()) f.l2 = *v.factor_l2;
   return f;
 }
 
@@ -341,6 +349,14 @@ absl::Status SetVariantKey(absl::string_view key, absl::string_view value, Model
       return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not an integer"));
     }
     v->factor_dim = dim;
+    return absl::OkStatus();
+  }
+  if (key == "factor_eta" || key == "factor_l2") {
+    double parsed = 0;
+    if (!absl::SimpleAtod(value, &parsed)) {
+      return absl::InvalidArgumentError(absl::StrCat(key, "=", value, " is not a number"));
+    }
+    (key == "factor_eta" ? v->factor_eta : v->factor_l2) = parsed;
     return absl::OkStatus();
   }
   if (key == "factor_normalize") {

@@ -43,6 +43,8 @@ struct ModelFlagValues {
   std::optional<int> factor_dim;         // unset: FactorizationConfig's default
   std::string factor_fields;             // "user,ad,site"
   std::optional<bool> factor_normalize;  // unset: FactorizationConfig's default
+  std::optional<double> factor_eta;      // unset: FactorizationConfig's default
+  std::optional<double> factor_l2;       // unset: FactorizationConfig's default
   double admission_probability = 1.0;
   std::string admission;  // "" or "poisson" (by admission_probability), "all", "bloom"
   uint64_t admission_min_count = 2;

@@ -318,6 +318,14 @@ TEST(ModelFlags, Factorization) {
   v.factor_normalize = false;
   EXPECT_FALSE(BuildModelConfig(v)->factorization.normalize);
   v.factor_normalize.reset();
+  v.factor_eta = 0.05;
+  v.factor_l2 = 0;
+  EXPECT_EQ(BuildModelConfig(v)->factorization.eta, 0.05);
+  EXPECT_EQ(BuildModelConfig(v)->factorization.l2, 0.0);
+  v.factor_eta = -1;
+  EXPECT_NE(BuildModelConfig(v).status().message().find("factorization.eta"), std::string::npos);
+  v.factor_eta.reset();
+  v.factor_l2.reset();
   v.factorization = "fwfm";
   EXPECT_NE(BuildModelConfig(v).status().message().find("--factorization=fwfm"), std::string::npos);
   v = ModelFlagValues{};
