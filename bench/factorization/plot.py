@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 OUT = "bench/out/factorization"
 LATENT = ["linear", "linear+true_crosses", "linear+true_crosses_alpha0.05",
-          "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized"]
+          "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized",
+          "ffm_eta0.05", "ffm_eta0.5", "ffm_dim8", "ffm_alpha0.3"]
 CRITEO = ["linear", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized"]
 
 
@@ -55,7 +56,7 @@ def main():
         for m, out in ((p, criteo_p), (t, criteo_t)):
             ci = m["ci95"]["logloss"]
             out.append((m["logloss"], ci["lo"], ci["hi"]))
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), constrained_layout=True)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5.5), constrained_layout=True)
     bars(axes[0], LATENT, latent, "latent-interaction log (500k, one pass)",
          "progressive logloss - Bayes [95% CI]")
     bars(axes[1], CRITEO, criteo_p, "Criteo 8k: progressive (7,200)", "logloss [95% CI]")

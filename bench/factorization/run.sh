@@ -35,6 +35,10 @@ runs=(
   "ffm|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad"
   "fm_unnormalized|--optimizer=ftrl --factorization=fm --factor_fields=user,site,device,ad --factor_normalize=false"
   "ffm_unnormalized|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad --factor_normalize=false"
+  "ffm_eta0.05|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad --factor_eta=0.05"
+  "ffm_eta0.5|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad --factor_eta=0.5"
+  "ffm_dim8|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad --factor_dim=8"
+  "ffm_alpha0.3|--optimizer=ftrl --alpha=0.3 --factorization=ffm --factor_fields=user,site,device,ad"
 )
 for run in "${runs[@]}"; do
   name=${run%%|*}
