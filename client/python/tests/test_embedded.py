@@ -146,3 +146,43 @@ def test_client_predict_arguments_switch_in_one_line(trained):
             replica.predict("default", candidates(),
                             min_model_version=replica.applied_version() + 1000, timeout=2.5)
         assert time.monotonic() - started >= 2.4
+
+
+def metric_values(text: str) -> dict:
+    """{'name{labels}': value} of every sample line of a text exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            out[series] = float(value)
+    return out
+
+
+def test_metrics_text_says_what_it_applied_and_served(trained):
+    """metrics_text() for the host's /metrics: values as applied and served,
+    and a text that promtool (Prometheus' own checker) accepts."""
+    url, client, version = trained
+    with clickd.EmbeddedReplica(url, library=LIBRARY) as replica:
+        replica.wait_for_version(version, timeout=30)
+        for _ in range(2):
+            replica.predict("default", candidates())
+        with pytest.raises(clickd.NotFoundError):
+            replica.predict("no-such-model", candidates())
+        applied = replica.applied_version()
+        text = replica.metrics_text()
+    values = metric_values(text)
+    s = 'stream="CLICKD"'
+    assert values[f"clickd_embedded_applied_sequence{{{s}}}"] == applied
+    assert values[f'clickd_embedded_model_version{{model="default",{s}}}'] <= applied
+    assert values[f'clickd_embedded_model_version{{model="default",{s}}}'] >= version
+    assert values[f'clickd_embedded_predictions_total{{model="default",{s}}}'] == 10
+    assert values[f'clickd_embedded_predict_calls_total{{code="OK",{s}}}'] == 2
+    assert values[f'clickd_embedded_predict_calls_total{{code="NOT_FOUND",{s}}}'] == 1
+    assert values[f"clickd_embedded_bootstraps_total{{{s}}}"] == 1
+    assert values[f"clickd_embedded_nats_connected{{{s}}}"] == 1
+    assert values[f'clickd_embedded_model_bytes{{model="default",{s}}}'] > 0
+    promtool = shutil.which("promtool")
+    if promtool:
+        checked = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
+                                 capture_output=True, timeout=30)
+        assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
