@@ -188,4 +188,13 @@ void clickd_embedded_close(clickd_embedded* replica) { delete replica; }
 
 void clickd_embedded_free(void* buffer) { std::free(buffer); }
 
+char* clickd_embedded_metrics_text(clickd_embedded* replica) {
+  if (replica == nullptr) return nullptr;
+  try {
+    return Copy(replica->replica->MetricsText());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 }  // extern "C"

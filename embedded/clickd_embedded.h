@@ -57,6 +57,12 @@ void clickd_embedded_close(clickd_embedded* replica);
 
 void clickd_embedded_free(void* buffer);
 
+/* The replica's metrics (clickd_embedded_*, docs/embedded.md#metrics) in
+ * Prometheus' text exposition format 0.0.4, for the host to serve on its
+ * own /metrics; freed with clickd_embedded_free. NULL if replica is NULL
+ * or memory ran out. */
+char* clickd_embedded_metrics_text(clickd_embedded* replica);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,10 +29,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "clickd/v1/clickd.pb.h"
 #include "server/limits.h"
+
+namespace prometheus {
+class Collectable;
+struct MetricFamily;
+}  // namespace prometheus
 
 namespace clickd {
 
@@ -102,9 +108,27 @@ class EmbeddedReplica {
 
   EmbeddedReplicaStats stats() const;
 
+  // --- Metrics (docs/embedded.md#metrics) ---
+  // The replica's Prometheus metrics (clickd_embedded_*), computed now
+  // from what it holds: nothing is added to Predict but a per-thread count.
+  std::vector<prometheus::MetricFamily> CollectMetrics() const;
+  // The same in Prometheus' text exposition format 0.0.4.
+  std::string MetricsText() const;
+  // The same as a prometheus-cpp Collectable for the host's exposer:
+  //   exposer.RegisterCollectable(collectable);  // keep `collectable`
+  // It may outlive the replica: once the replica is destroyed (which
+  // waits for a Collect in progress) it collects nothing. Each call
+  // returns a new one; they all follow this replica.
+  std::shared_ptr<prometheus::Collectable> MetricsCollectable();
+
  private:
   struct State;
+  struct MetricsLink;
   explicit EmbeddedReplica(std::unique_ptr<State> state);
+  // Predict, uncounted (Predict counts its outcome for the metrics).
+  absl::Status PredictUncounted(const v1::PredictRequest& request, v1::PredictResponse* response);
+  // Makes every MetricsCollectable collect nothing from now on.
+  void DetachMetrics();
   std::unique_ptr<State> state_;
 };
 

@@ -5,8 +5,13 @@
 // for bit, through kill -9 of a replica, models created and deleted while
 // it runs, and a whole NATS outage (it keeps serving its last state and
 // catches up after). It never writes to the log.
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -255,6 +260,94 @@ TEST_F(EmbeddedReplicaTest, ALogThatDoesNotExistIsNotFoundAndNotCreated) {
                                          .catch_up_timeout = std::chrono::seconds(10)});
   EXPECT_EQ(embedded.status().code(), absl::StatusCode::kNotFound) << embedded.status();
   EXPECT_NE(embedded.status().message().find("NOSUCH_LOG"), std::string::npos) << embedded.status();
+}
+
+// One series' value in `families`, or -1 if there is none.
+double MetricValue(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
+                   std::map<std::string, std::string> labels = {}) {
+  labels["stream"] = "CLICKD";
+  for (const prometheus::MetricFamily& family : families) {
+    if (family.name != name) continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      std::map<std::string, std::string> have;
+      for (const auto& label : metric.label) have[label.name] = label.value;
+      if (have != labels) continue;
+      return family.type == prometheus::MetricType::Counter ? metric.counter.value
+                                                            : metric.gauge.value;
+    }
+  }
+  return -1;
+}
+
+// What a host's exposer collects says what the replica applied and served,
+// and once the replica is closed (while a scrape thread collects) the
+// collectable the host still holds collects nothing.
+TEST_F(EmbeddedReplicaTest, MetricsSayWhatItAppliedAndServedAndNothingOnceClosed) {
+  ASSERT_GT(Learn(0, "default", 5), 0u);
+  std::unique_ptr<EmbeddedReplica> embedded = OpenEmbedded();
+  ASSERT_NE(embedded, nullptr);
+  std::shared_ptr<prometheus::Collectable> collectable = embedded->MetricsCollectable();
+  const uint64_t opened_at = embedded->applied_version();
+  const double applied_at_open =
+      MetricValue(collectable->Collect(), "clickd_embedded_records_applied_total");
+  ASSERT_GE(applied_at_open, 0);
+
+  const uint64_t version = Learn(1, "default", 4);
+  ASSERT_TRUE(embedded->WaitForVersion(version, kWait).ok());
+  v1::PredictResponse response;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(embedded->Predict(MakePredict("default", 0), &response).ok());
+  EXPECT_EQ(embedded->Predict(MakePredict("missing", 0), &response).code(),
+            absl::StatusCode::kNotFound);
+  v1::PredictRequest logging = MakePredict("default", 0);
+  logging.set_log_impressions(true);
+  EXPECT_EQ(embedded->Predict(logging, &response).code(), absl::StatusCode::kFailedPrecondition);
+
+  const std::vector<prometheus::MetricFamily> m = collectable->Collect();
+  const double v = static_cast<double>(version);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_applied_sequence"), v);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_stream_sequence"), v);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_lag_records"), 0);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_lag_seconds"), 0);
+  // Every record from the open to `version` (the 4 Updates, and whatever
+  // else the servers logged meanwhile) applied once.
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_records_applied_total"),
+            applied_at_open + static_cast<double>(version - opened_at));
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_model_version", {{"model", "default"}}), v);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_models"), 1);
+  EXPECT_GT(MetricValue(m, "clickd_embedded_model_coordinates", {{"model", "default"}}), 0);
+  EXPECT_GT(MetricValue(m, "clickd_embedded_model_bytes", {{"model", "default"}}), 0);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_predictions_total", {{"model", "default"}}), 15);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_predict_calls_total", {{"code", "OK"}}), 3);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_predict_calls_total", {{"code", "NOT_FOUND"}}), 1);
+  EXPECT_EQ(
+      MetricValue(m, "clickd_embedded_predict_calls_total", {{"code", "FAILED_PRECONDITION"}}), 1);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_predict_calls_total", {{"code", "INTERNAL"}}), -1);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_bootstraps_total"), 1);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_bootstrap_failures_total"), 0);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_broken"), 0);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_nats_connected"), 1);
+  EXPECT_EQ(MetricValue(m, "clickd_embedded_rejected_records_total"), 0);
+  const std::string text = embedded->MetricsText();
+  EXPECT_NE(
+      text.find(absl::StrCat("clickd_embedded_model_version{model=\"default\",stream=\"CLICKD\"} ",
+                             version, "\n")),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE clickd_embedded_predict_calls_total counter\n"), std::string::npos)
+      << text;
+
+  // Closed while another thread scrapes (bounded: at most 30 s).
+  std::atomic<bool> emptied{false};
+  std::thread scraper([&] {
+    const auto give_up = Clock::now() + std::chrono::seconds(30);
+    while (!emptied && Clock::now() < give_up) emptied = collectable->Collect().empty();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  embedded.reset();
+  scraper.join();
+  EXPECT_TRUE(emptied);
+  EXPECT_TRUE(collectable->Collect().empty());
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ typedef struct {
 	char* (*stats_json)(clickd_embedded*);
 	void (*close)(clickd_embedded*);
 	void (*free)(void*);
+	char* (*metrics_text)(clickd_embedded*);
 } clickd_go_api;
 
 // Loads the library at `path` into *api; NULL, or a malloc'd message.
@@ -47,6 +48,7 @@ static char* clickd_go_load(const char* path, clickd_go_api* api) {
 		{(void**)&api->stats_json, "clickd_embedded_stats_json"},
 		{(void**)&api->close, "clickd_embedded_close"},
 		{(void**)&api->free, "clickd_embedded_free"},
+		{(void**)&api->metrics_text, "clickd_embedded_metrics_text"},
 	};
 	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
 		*symbols[i].slot = dlsym(lib, symbols[i].name);
@@ -107,6 +109,10 @@ static void clickd_go_close(const clickd_go_api* api, clickd_embedded* handle) {
 }
 
 static void clickd_go_free(const clickd_go_api* api, void* buffer) { api->free(buffer); }
+
+static char* clickd_go_metrics_text(const clickd_go_api* api, clickd_embedded* handle) {
+	return api->metrics_text(handle);
+}
 */
 import "C"
 
@@ -434,4 +440,23 @@ func (r *EmbeddedReplica) Close() error {
 		r.handle = nil
 	}
 	return nil
+}
+
+// MetricsText returns the replica's metrics (clickd_embedded_*,
+// docs/embedded.md#metrics) in Prometheus' text exposition format 0.0.4,
+// for the host's own /metrics endpoint: serve it with Content-Type
+// "text/plain; version=0.0.4; charset=utf-8", or append it to what the
+// host's own registry writes.
+func (r *EmbeddedReplica) MetricsText() (string, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.handle == nil {
+		return "", errEmbeddedClosed
+	}
+	raw := C.clickd_go_metrics_text(r.api, r.handle)
+	if raw == nil {
+		return "", &Error{Code: codes.ResourceExhausted, Message: "out of memory for the metrics"}
+	}
+	defer C.clickd_go_free(r.api, unsafe.Pointer(raw))
+	return C.GoString(raw), nil
 }

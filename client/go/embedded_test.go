@@ -285,6 +285,23 @@ func TestEmbeddedReplica(t *testing.T) {
 	if stats.Bootstraps != 1 || stats.Models != 2 || !stats.NatsConnected || stats.AppliedVersion < later || stats.Broken != "" {
 		t.Fatalf("stats: %+v", stats)
 	}
+	// Its metrics, for the host's /metrics: what it applied and served so
+	// far (6 Predicts: 3 wire forms, the large one, 3 and 5 candidates).
+	metrics := must(r.MetricsText())
+	for _, line := range []string{
+		fmt.Sprintf(`clickd_embedded_applied_sequence{stream="CLICKD"} %d`, stats.AppliedVersion),
+		fmt.Sprintf(`clickd_embedded_model_version{model="later",stream="CLICKD"} %d`, later),
+		`clickd_embedded_models{stream="CLICKD"} 2`,
+		`clickd_embedded_bootstraps_total{stream="CLICKD"} 1`,
+		`clickd_embedded_predictions_total{model="default",stream="CLICKD"} 1123`,
+		`clickd_embedded_predictions_total{model="later",stream="CLICKD"} 5`,
+		`clickd_embedded_predict_calls_total{code="OK",stream="CLICKD"} 6`,
+		`# TYPE clickd_embedded_lag_records gauge`,
+	} {
+		if !strings.Contains(metrics, line+"\n") {
+			t.Fatalf("MetricsText has no line %q:\n%s", line, metrics)
+		}
+	}
 
 	// WaitForVersion and min_model_version beyond what exists.
 	start := time.Now()
@@ -356,6 +373,8 @@ func TestEmbeddedReplica(t *testing.T) {
 		t.Fatalf("AppliedVersion after Close: %d", v)
 	}
 	_, err = r.StateDigest(ctx, "default")
+	wantCode(t, err, codes.Canceled, "closed")
+	_, err = r.MetricsText()
 	wantCode(t, err, codes.Canceled, "closed")
 	wantCode(t, r.WaitForVersion(1, time.Second), codes.Canceled, "closed")
 	deadline := time.Now().Add(5 * time.Second)

@@ -57,6 +57,8 @@ def _load(library: Optional[str]) -> ctypes.CDLL:
     lib.clickd_embedded_close.restype = None
     lib.clickd_embedded_free.argtypes = [ctypes.c_void_p]
     lib.clickd_embedded_free.restype = None
+    lib.clickd_embedded_metrics_text.argtypes = [handle]
+    lib.clickd_embedded_metrics_text.restype = ctypes.c_void_p
     return lib
 
 
@@ -170,6 +172,19 @@ class EmbeddedReplica:
             raise MemoryError("clickd_embedded_stats_json")
         try:
             return json.loads(ctypes.string_at(raw).decode())
+        finally:
+            self._lib.clickd_embedded_free(raw)
+
+    def metrics_text(self) -> str:
+        """The replica's metrics (clickd_embedded_*) in Prometheus' text format 0.0.4.
+
+        For the host's own /metrics endpoint: serve it as
+        ``text/plain; version=0.0.4`` (docs/embedded.md#metrics)."""
+        raw = self._lib.clickd_embedded_metrics_text(self._open_handle())
+        if not raw:
+            raise MemoryError("clickd_embedded_metrics_text")
+        try:
+            return ctypes.string_at(raw).decode()
         finally:
             self._lib.clickd_embedded_free(raw)
 

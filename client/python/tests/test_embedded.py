@@ -146,3 +146,114 @@ def test_client_predict_arguments_switch_in_one_line(trained):
             replica.predict("default", candidates(),
                             min_model_version=replica.applied_version() + 1000, timeout=2.5)
         assert time.monotonic() - started >= 2.4
+
+
+def metric_values(text: str) -> dict:
+    """{'name{labels}': value} of every sample line of a text exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            out[series] = float(value)
+    return out
+
+
+def test_metrics_text_says_what_it_applied_and_served(trained):
+    """metrics_text() for the host's /metrics: values as applied and served,
+    and a text that promtool (Prometheus' own checker) accepts."""
+    url, client, version = trained
+    with clickd.EmbeddedReplica(url, library=LIBRARY) as replica:
+        replica.wait_for_version(version, timeout=30)
+        for _ in range(2):
+            replica.predict("default", candidates())
+        with pytest.raises(clickd.NotFoundError):
+            replica.predict("no-such-model", candidates())
+        applied = replica.applied_version()
+        text = replica.metrics_text()
+    values = metric_values(text)
+    s = 'stream="CLICKD"'
+    assert values[f"clickd_embedded_applied_sequence{{{s}}}"] == applied
+    assert values[f'clickd_embedded_model_version{{model="default",{s}}}'] <= applied
+    assert values[f'clickd_embedded_model_version{{model="default",{s}}}'] >= version
+    assert values[f'clickd_embedded_predictions_total{{model="default",{s}}}'] == 10
+    assert values[f'clickd_embedded_predict_calls_total{{code="OK",{s}}}'] == 2
+    assert values[f'clickd_embedded_predict_calls_total{{code="NOT_FOUND",{s}}}'] == 1
+    assert values[f"clickd_embedded_bootstraps_total{{{s}}}"] == 1
+    assert values[f"clickd_embedded_nats_connected{{{s}}}"] == 1
+    assert values[f'clickd_embedded_model_bytes{{model="default",{s}}}'] > 0
+    promtool = shutil.which("promtool")
+    if promtool:
+        checked = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
+                                 capture_output=True, timeout=30)
+        assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
+
+
+def test_a_real_prometheus_scrapes_metrics_text_from_the_host(trained, tmp_path):
+    """A host serving metrics_text() on its own /metrics, scraped by the real
+    Prometheus every second: Prometheus stores the replica's applied sequence."""
+    import http.server
+    import json
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    prometheus_binary = shutil.which("prometheus") or "/usr/bin/prometheus"
+    if not os.access(prometheus_binary, os.X_OK):
+        pytest.skip("no prometheus binary on this machine")
+    url, _, version = trained
+    with clickd.EmbeddedReplica(url, library=LIBRARY) as replica:
+        replica.wait_for_version(version, timeout=30)
+        applied = replica.applied_version()
+
+        class Metrics(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = replica.metrics_text().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        host = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+        serving = threading.Thread(target=host.serve_forever, daemon=True)
+        serving.start()
+        config = tmp_path / "prometheus.yml"
+        config.write_text(f"""global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: host
+    static_configs:
+      - targets: ["127.0.0.1:{host.server_address[1]}"]
+""")
+        prom_port = free_port()
+        prometheus = subprocess.Popen(
+            [prometheus_binary, f"--config.file={config}",
+             f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        try:
+            query = "clickd_embedded_applied_sequence{job=\"host\",stream=\"CLICKD\"}"
+            stored = None
+            deadline = time.monotonic() + 60
+            while stored != applied and time.monotonic() < deadline:
+                assert prometheus.poll() is None, "prometheus exited"
+                time.sleep(0.5)
+                try:
+                    with urllib.request.urlopen(
+                            f"http://127.0.0.1:{prom_port}/api/v1/query?"
+                            + urllib.parse.urlencode({"query": query}), timeout=5) as answer:
+                        result = json.load(answer)["data"]["result"]
+                except OSError:
+                    continue  # not listening yet
+                if result:
+                    stored = float(result[0]["value"][1])
+            assert stored == applied, (stored, applied)
+        finally:
+            os.kill(prometheus.pid, signal.SIGTERM)
+            prometheus.wait(timeout=30)
+            host.shutdown()
+            host.server_close()

@@ -53,6 +53,8 @@ public final class EmbeddedReplica implements AutoCloseable {
     void clickd_embedded_close(Pointer replica);
 
     void clickd_embedded_free(Pointer buffer);
+
+    Pointer clickd_embedded_metrics_text(Pointer replica);
   }
 
   /** How long the library's Predict waits for its min_model_version (its max_version_wait). */
@@ -342,6 +344,28 @@ public final class EmbeddedReplica implements AutoCloseable {
       }
     } finally {
       lock.writeLock().unlock();
+    }
+  }
+
+  /**
+   * The replica's metrics (clickd_embedded_*, docs/embedded.md#metrics) in Prometheus' text
+   * exposition format 0.0.4, for the host's own /metrics endpoint (serve it with Content-Type
+   * "text/plain; version=0.0.4; charset=utf-8", or append it to what the host's registry writes).
+   */
+  public String metricsText() {
+    lock.readLock().lock();
+    try {
+      Pointer raw = abi.clickd_embedded_metrics_text(open());
+      if (raw == null) {
+        throw new ClickdException(Status.Code.RESOURCE_EXHAUSTED, "out of memory for the metrics");
+      }
+      try {
+        return raw.getString(0, StandardCharsets.UTF_8.name());
+      } finally {
+        abi.clickd_embedded_free(raw);
+      }
+    } finally {
+      lock.readLock().unlock();
     }
   }
 }

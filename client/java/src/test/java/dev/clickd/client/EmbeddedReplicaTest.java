@@ -138,6 +138,19 @@ class EmbeddedReplicaTest {
           EmbeddedReplica.Stats stats = r.stats();
           assertTrue(stats.bootstraps() == 1 && stats.models() == 1 && stats.natsConnected()
               && stats.appliedVersion() >= later && stats.broken().isEmpty(), stats.toString());
+          // Its metrics for the host's /metrics: what it applied and served so far
+          // (a Predict of 40 candidates per wire form, then one of 3).
+          String metrics = r.metricsText();
+          int wires = Wire.values().length;
+          for (String line : List.of(
+              "clickd_embedded_applied_sequence{stream=\"CLICKD\"} " + stats.appliedVersion(),
+              "clickd_embedded_models{stream=\"CLICKD\"} 1",
+              "clickd_embedded_bootstraps_total{stream=\"CLICKD\"} 1",
+              "clickd_embedded_predictions_total{model=\"default\",stream=\"CLICKD\"} " + (40 * wires + 3),
+              "clickd_embedded_predict_calls_total{code=\"OK\",stream=\"CLICKD\"} " + (wires + 1),
+              "# TYPE clickd_embedded_records_applied_total counter")) {
+            assertTrue(metrics.contains(line + "\n"), "no line " + line + " in\n" + metrics);
+          }
 
           // Waits and refusals carry the server's codes.
           ClickdException e = assertThrows(ClickdException.class,
@@ -160,6 +173,7 @@ class EmbeddedReplicaTest {
         }
         r.close();
         assertThrows(IllegalStateException.class, r::appliedVersion);
+        assertThrows(IllegalStateException.class, r::metricsText);
         assertThrows(IllegalStateException.class, () -> r.predict(PredictRequest.getDefaultInstance()));
 
         ClickdException e = assertThrows(ClickdException.class,
