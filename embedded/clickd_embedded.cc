@@ -8,6 +8,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
@@ -76,6 +77,30 @@ int Guarded(char** error, Body body) {
   } catch (const std::exception& e) {
     return Fail(absl::InternalError(e.what()), error);
   }
+}
+
+// Adds keys[begin, end) to `example`, one Namespace per namespace index
+// met (`slot` maps an index to its Namespace in the example, -1 for none
+// yet; reset by the caller per example). `what` names the arrays in errors.
+absl::Status AddKeys(const char* const* namespaces, size_t num_namespaces, const uint64_t* keys,
+                     const uint32_t* namespace_of, const float* values, size_t begin, size_t end,
+                     const char* what, std::vector<int>* slot, clickd::v1::Example* example) {
+  for (size_t i = begin; i < end; ++i) {
+    const uint32_t ns = namespace_of[i];
+    if (ns >= num_namespaces) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s_namespaces[%d] is %d; must be below num_namespaces %d", what, i, ns, num_namespaces));
+    }
+    int& at = (*slot)[ns];
+    if (at < 0) {
+      at = example->namespaces_size();
+      example->add_namespaces()->set_name(namespaces[ns]);
+    }
+    clickd::v1::Namespace* out = example->mutable_namespaces(at);
+    out->add_keys(keys[i]);
+    if (values != nullptr) out->add_key_values(values[i]);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -195,6 +220,87 @@ char* clickd_embedded_metrics_text(clickd_embedded* replica) {
   } catch (...) {
     return nullptr;
   }
+}
+
+int clickd_embedded_predict_keys(clickd_embedded* replica, const char* model, const char* variant,
+                                 const char* const* namespaces, size_t num_namespaces,
+                                 const uint64_t* context_keys, const uint32_t* context_namespaces,
+                                 const float* context_values, size_t context_count,
+                                 const uint64_t* candidate_keys,
+                                 const uint32_t* candidate_namespaces,
+                                 const float* candidate_values, const size_t* candidate_ends,
+                                 size_t num_candidates, double* predictions, double* margins,
+                                 uint64_t* model_version, char** error) {
+  if (replica == nullptr || model == nullptr || (num_candidates > 0 && predictions == nullptr) ||
+      (num_namespaces > 0 && namespaces == nullptr) ||
+      (context_count > 0 && (context_keys == nullptr || context_namespaces == nullptr)) ||
+      (num_candidates > 0 && candidate_ends == nullptr)) {
+    return Fail(absl::InvalidArgumentError(
+                    "replica, model, namespaces, the keys and their namespaces, candidate_ends "
+                    "and predictions must be set for the counts given"),
+                error);
+  }
+  const size_t candidate_count = num_candidates == 0 ? 0 : candidate_ends[num_candidates - 1];
+  if (candidate_count > 0 && (candidate_keys == nullptr || candidate_namespaces == nullptr)) {
+    return Fail(absl::InvalidArgumentError("candidate_keys and candidate_namespaces must be set"),
+                error);
+  }
+  for (size_t i = 0; i < num_namespaces; ++i) {
+    if (namespaces[i] == nullptr) {
+      return Fail(absl::InvalidArgumentError(absl::StrFormat("namespaces[%d] is NULL", i)), error);
+    }
+  }
+  return Guarded(error, [&]() -> absl::Status {
+    Scratch& scratch = ThreadScratch();
+    clickd::v1::PredictRequest* request = &scratch.request;
+    clickd::v1::PredictResponse* answer = &scratch.response;
+    // The messages are kept for the next call only while this one is small
+    // (Scratch::Trim); keys are 9 bytes each on the wire.
+    const size_t request_bytes = (context_count + candidate_count) * 9;
+    size_t size = 0;
+    absl::Cleanup trim = [&] { scratch.Trim(request_bytes, size); };
+    request->Clear();
+    request->set_model(model);
+    if (variant != nullptr) request->set_variant(variant);
+    thread_local std::vector<int> slot;
+    slot.assign(num_namespaces, -1);
+    if (absl::Status s =
+            AddKeys(namespaces, num_namespaces, context_keys, context_namespaces, context_values, 0,
+                    context_count, "context", &slot, request->mutable_context());
+        !s.ok()) {
+      return s;
+    }
+    size_t begin = 0;
+    for (size_t c = 0; c < num_candidates; ++c) {
+      const size_t end = candidate_ends[c];
+      if (end < begin) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "candidate_ends[%d] is %d, below candidate_ends[%d] %d", c, end, c - 1, begin));
+      }
+      slot.assign(num_namespaces, -1);
+      if (absl::Status s =
+              AddKeys(namespaces, num_namespaces, candidate_keys, candidate_namespaces,
+                      candidate_values, begin, end, "candidate", &slot, request->add_candidates());
+          !s.ok()) {
+        return s;
+      }
+      begin = end;
+    }
+    answer->Clear();
+    if (absl::Status s = replica->replica->Predict(*request, answer); !s.ok()) return s;
+    size = answer->predictions_size() * 20;
+    if (static_cast<size_t>(answer->predictions_size()) != num_candidates) {
+      return absl::InternalError(absl::StrFormat("%d predictions for %d candidates",
+                                                 answer->predictions_size(), num_candidates));
+    }
+    for (size_t c = 0; c < num_candidates; ++c) {
+      const clickd::v1::Prediction& p = answer->predictions(static_cast<int>(c));
+      predictions[c] = p.prediction();
+      if (margins != nullptr) margins[c] = p.margin();
+    }
+    if (model_version != nullptr) *model_version = answer->model_version();
+    return absl::OkStatus();
+  });
 }
 
 }  // extern "C"

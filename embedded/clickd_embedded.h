@@ -63,6 +63,34 @@ void clickd_embedded_free(void* buffer);
  * or memory ran out. */
 char* clickd_embedded_metrics_text(clickd_embedded* replica);
 
+/* Predict without protobuf: the request's features as keys the caller
+ * hashed (the keys wire form, Namespace.keys: XXH3_64 of a name or id
+ * seeded with its namespace, docs/hashing.md), in flat arrays, and each
+ * candidate's probability (or margin, for a model without a link) out.
+ * What the bindings' predict_keys call: no message is encoded on either
+ * side. The answer is the one clickd_embedded_predict gives for the same
+ * request, bit for bit, with the same checks and limits (it builds that
+ * request in a per-thread message and scores it).
+ *
+ * namespaces[0..num_namespaces) name the namespaces the keys belong to;
+ * context key i is context_keys[i] in namespaces[context_namespaces[i]]
+ * (value context_values[i], or 1 if context_values is NULL); candidate c's
+ * keys are candidate_keys[candidate_ends[c-1] .. candidate_ends[c]) (from
+ * 0 for c = 0), namespaced and valued alike. predictions[0..num_candidates)
+ * gets each candidate's prediction; margins (NULL: not wanted) their
+ * margins; *model_version (NULL: not wanted) the version that scored.
+ * `variant` NULL or "": the champion. On failure nothing is written to
+ * the outputs. */
+int clickd_embedded_predict_keys(clickd_embedded* replica, const char* model, const char* variant,
+                                 const char* const* namespaces, size_t num_namespaces,
+                                 const uint64_t* context_keys, const uint32_t* context_namespaces,
+                                 const float* context_values, size_t context_count,
+                                 const uint64_t* candidate_keys,
+                                 const uint32_t* candidate_namespaces,
+                                 const float* candidate_values, const size_t* candidate_ends,
+                                 size_t num_candidates, double* predictions, double* margins,
+                                 uint64_t* model_version, char** error);
+
 #ifdef __cplusplus
 }
 #endif
