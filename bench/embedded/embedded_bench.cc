@@ -41,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/clickd_client.h"
+#include "core/features/hasher.h"
 #include "embedded/clickd_embedded.h"
 #include "embedded/embedded_replica.h"
 #include "tests/nats_cluster.h"
@@ -197,6 +198,7 @@ int Run() {
   // The C ABI the bindings load: the same requests serialized, each answer
   // serialized and freed, on a handle of its own.
   Samples c_abi_latency;
+  Samples keys_latency;
   {
     clickd_embedded* handle = nullptr;
     if (clickd_embedded_open((*nats)->Urls().c_str(), "CLICKD", nullptr, 60'000, &handle,
@@ -217,10 +219,58 @@ int Run() {
       clickd_embedded_free(out);
       if (code == 0) c_abi_latency.values.push_back(MicrosSince(start));
     }
+    // The same requests as flat arrays of client-hashed keys
+    // (clickd_embedded_predict_keys: no protobuf on the caller's side).
+    // The default model hashes with seed 0.
+    const FeatureHasher hasher{HashingConfig{}};
+    struct Flat {
+      std::vector<std::string> names;
+      std::vector<const char*> name_ptrs;
+      std::vector<uint64_t> context_keys, candidate_keys;
+      std::vector<uint32_t> context_ns, candidate_ns;
+      std::vector<size_t> ends;
+    };
+    std::vector<Flat> flat(pool.size());
+    for (size_t r = 0; r < pool.size(); ++r) {
+      Flat& f = flat[r];
+      auto add = [&](const v1::Example& e, std::vector<uint64_t>* keys,
+                     std::vector<uint32_t>* spaces) {
+        for (const v1::Namespace& ns : e.namespaces()) {
+          auto at = std::find(f.names.begin(), f.names.end(), ns.name());
+          if (at == f.names.end()) at = f.names.insert(f.names.end(), ns.name());
+          for (const v1::Feature& feature : ns.features()) {
+            keys->push_back(
+                FeatureHasher::NamedKey(hasher.NamespaceHash(ns.name()), feature.name()));
+            spaces->push_back(static_cast<uint32_t>(at - f.names.begin()));
+          }
+        }
+      };
+      add(pool[r].context(), &f.context_keys, &f.context_ns);
+      for (const v1::Example& c : pool[r].candidates()) {
+        add(c, &f.candidate_keys, &f.candidate_ns);
+        f.ends.push_back(f.candidate_keys.size());
+      }
+      for (const std::string& n : f.names) f.name_ptrs.push_back(n.c_str());
+    }
+    std::vector<double> predictions(static_cast<size_t>(candidates));
+    for (int i = 0; i < absl::GetFlag(FLAGS_embedded_calls); ++i) {
+      const Flat& f = flat[i % flat.size()];
+      const auto start = Clock::now();
+      const int code = clickd_embedded_predict_keys(
+          handle, "default", nullptr, f.name_ptrs.data(), f.name_ptrs.size(), f.context_keys.data(),
+          f.context_ns.data(), nullptr, f.context_keys.size(), f.candidate_keys.data(),
+          f.candidate_ns.data(), nullptr, f.ends.data(), f.ends.size(), predictions.data(), nullptr,
+          nullptr, nullptr);
+      if (code == 0) keys_latency.values.push_back(MicrosSince(start));
+    }
     clickd_embedded_close(handle);
   }
   absl::PrintF("latency 1x%d through the C ABI (serialized in and out): %s  (%s)\n", candidates,
                c_abi_latency.Summary(), LoadAverage());
+  absl::PrintF(
+      "latency 1x%d through the C ABI's predict_keys (flat keys in, predictions out): "
+      "%s  (%s)\n",
+      candidates, keys_latency.Summary(), LoadAverage());
   for (const std::string& command : absl::GetFlag(FLAGS_then_run)) {
     std::fflush(stdout);
     const int status = std::system(

@@ -83,6 +83,13 @@ def measure(client, url, version, args):
     serialized = request.SerializeToString()
     seed = client.get_model("default").config.hashing.seed
     keyed = clickd.predict_request("default", cands, context, wire="keys", seed=seed)
+    from clickd import hashing
+
+    def keys_of(example):
+        return {ns: [hashing.named_key(hashing.namespace_hash(ns, seed), n) for n in names]
+                for ns, names in example.items()}
+    flat = clickd.KeysRequest("default", ["user", "site", "ad"], [keys_of(c) for c in cands],
+                              keys_of(context))
     n = args.calls
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
@@ -91,6 +98,7 @@ def measure(client, url, version, args):
         ("embedded, request built once", timed(lambda: embedded.predict(request), n)),
         ("embedded, serialized once", timed(lambda: embedded.predict(serialized), n)),
         ("embedded, keys form, built once", timed(lambda: embedded.predict(keyed), n)),
+        ("embedded, predict_keys (flat)", timed(lambda: embedded.predict_keys(flat), n)),
         ("gRPC, built on each call",
          timed(lambda: client.predict("default", cands, context), n // 10)),
         ("embedded, built on each call",

@@ -33,6 +33,10 @@ typedef struct {
 	void (*close)(clickd_embedded*);
 	void (*free)(void*);
 	char* (*metrics_text)(clickd_embedded*);
+	int (*predict_keys)(clickd_embedded*, const char*, const char*, const char* const*, size_t,
+	                    const uint64_t*, const uint32_t*, const float*, size_t, const uint64_t*,
+	                    const uint32_t*, const float*, const size_t*, size_t, double*, double*,
+	                    uint64_t*, char**);
 } clickd_go_api;
 
 // Loads the library at `path` into *api; NULL, or a malloc'd message.
@@ -49,6 +53,7 @@ static char* clickd_go_load(const char* path, clickd_go_api* api) {
 		{(void**)&api->close, "clickd_embedded_close"},
 		{(void**)&api->free, "clickd_embedded_free"},
 		{(void**)&api->metrics_text, "clickd_embedded_metrics_text"},
+		{(void**)&api->predict_keys, "clickd_embedded_predict_keys"},
 	};
 	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
 		*symbols[i].slot = dlsym(lib, symbols[i].name);
@@ -113,6 +118,24 @@ static void clickd_go_free(const clickd_go_api* api, void* buffer) { api->free(b
 static char* clickd_go_metrics_text(const clickd_go_api* api, clickd_embedded* handle) {
 	return api->metrics_text(handle);
 }
+
+static clickd_go_result clickd_go_predict_keys(
+    const clickd_go_api* api, clickd_embedded* handle, const char* model, const char* variant,
+    const char* const* namespaces, size_t num_namespaces, const uint64_t* context_keys,
+    const uint32_t* context_namespaces, const float* context_values, size_t context_count,
+    const uint64_t* candidate_keys, const uint32_t* candidate_namespaces,
+    const float* candidate_values, const uint64_t* candidate_ends, size_t num_candidates,
+    double* predictions, double* margins) {
+	clickd_go_result r = {0, NULL, 0, NULL};
+	uint64_t version = 0;
+	r.code = api->predict_keys(handle, model, variant, namespaces, num_namespaces, context_keys,
+	                           context_namespaces, context_values, context_count, candidate_keys,
+	                           candidate_namespaces, candidate_values,
+	                           (const size_t*)candidate_ends, num_candidates, predictions,
+	                           margins, &version, &r.error);
+	r.len = (size_t)version;
+	return r;
+}
 */
 import "C"
 
@@ -122,6 +145,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -459,4 +483,103 @@ func (r *EmbeddedReplica) MetricsText() (string, error) {
 	}
 	defer C.clickd_go_free(r.api, unsafe.Pointer(raw))
 	return C.GoString(raw), nil
+}
+
+// KeysRequest is a Predict in the keys wire form as flat arrays, for
+// PredictKeys: no protobuf is built or parsed on either side of the
+// library. Make it with NewKeysRequest (which keeps the model's and the
+// namespaces' names in C memory, freed with the request) and fill the
+// slices: context key i is ContextKeys[i] in Namespaces[ContextNamespaces[i]]
+// with value ContextValues[i] (nil: every value 1); candidate c's keys
+// are CandidateKeys[CandidateEnds[c-1]:CandidateEnds[c]] (from 0 for c = 0),
+// namespaced and valued alike. Keys are hashed by the caller as the keys
+// wire form defines them (NamedKey/IDKey of NamespaceHash; docs/hashing.md).
+type KeysRequest struct {
+	ContextKeys         []uint64
+	ContextNamespaces   []uint32
+	ContextValues       []float32
+	CandidateKeys       []uint64
+	CandidateNamespaces []uint32
+	CandidateValues     []float32
+	CandidateEnds       []uint64
+
+	names *keysNames
+}
+
+// keysNames holds the C strings of a KeysRequest; freed by its finalizer.
+type keysNames struct {
+	model, variant *C.char
+	namespaces     **C.char
+	count          int
+}
+
+// NewKeysRequest makes a KeysRequest for `model` (and `variant`, "" for
+// the champion) whose keys belong to `namespaces`.
+func NewKeysRequest(model, variant string, namespaces []string) *KeysRequest {
+	n := &keysNames{model: C.CString(model), variant: C.CString(variant), count: len(namespaces)}
+	if len(namespaces) > 0 {
+		n.namespaces = (**C.char)(C.malloc(C.size_t(len(namespaces)) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+		names := unsafe.Slice(n.namespaces, len(namespaces))
+		for i, name := range namespaces {
+			names[i] = C.CString(name)
+		}
+	}
+	runtime.SetFinalizer(n, func(n *keysNames) {
+		if n.namespaces != nil {
+			for _, name := range unsafe.Slice(n.namespaces, n.count) {
+				C.free(unsafe.Pointer(name))
+			}
+			C.free(unsafe.Pointer(n.namespaces))
+		}
+		C.free(unsafe.Pointer(n.model))
+		C.free(unsafe.Pointer(n.variant))
+	})
+	return &KeysRequest{names: n}
+}
+
+func firstOf[T any](s []T) *T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
+}
+
+// PredictKeys scores a KeysRequest into predictions (one per candidate,
+// len(req.CandidateEnds) of them) and, if margins is not nil, their
+// margins; it returns the model version that scored. The answer is the
+// one Predict gives for the same request in the keys wire form, bit for
+// bit, without its protobuf encoding and decoding (docs/embedded.md).
+// Errors are those of Predict; on one, nothing is written.
+func (r *EmbeddedReplica) PredictKeys(req *KeysRequest, predictions, margins []float64) (uint64, error) {
+	if req == nil || req.names == nil {
+		return 0, &Error{Code: codes.InvalidArgument, Message: "the request was not made by NewKeysRequest"}
+	}
+	n := len(req.CandidateEnds)
+	if len(req.ContextNamespaces) != len(req.ContextKeys) ||
+		(req.ContextValues != nil && len(req.ContextValues) != len(req.ContextKeys)) ||
+		len(req.CandidateNamespaces) != len(req.CandidateKeys) ||
+		(req.CandidateValues != nil && len(req.CandidateValues) != len(req.CandidateKeys)) ||
+		(n > 0 && req.CandidateEnds[n-1] != uint64(len(req.CandidateKeys))) {
+		return 0, &Error{Code: codes.InvalidArgument, Message: "a KeysRequest's namespaces and values must match its keys, and the last candidate end must be the candidate key count"}
+	}
+	if len(predictions) < n || (margins != nil && len(margins) < n) {
+		return 0, &Error{Code: codes.InvalidArgument, Message: fmt.Sprintf("predictions (and margins) need room for %d candidates", n)}
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.handle == nil {
+		return 0, errEmbeddedClosed
+	}
+	res := C.clickd_go_predict_keys(r.api, r.handle, req.names.model, req.names.variant,
+		req.names.namespaces, C.size_t(req.names.count),
+		(*C.uint64_t)(firstOf(req.ContextKeys)), (*C.uint32_t)(firstOf(req.ContextNamespaces)),
+		(*C.float)(firstOf(req.ContextValues)), C.size_t(len(req.ContextKeys)),
+		(*C.uint64_t)(firstOf(req.CandidateKeys)), (*C.uint32_t)(firstOf(req.CandidateNamespaces)),
+		(*C.float)(firstOf(req.CandidateValues)), (*C.uint64_t)(firstOf(req.CandidateEnds)),
+		C.size_t(n), (*C.double)(firstOf(predictions)), (*C.double)(firstOf(margins)))
+	runtime.KeepAlive(req)
+	if err := embeddedError(r.api, res.code, res.error); err != nil {
+		return 0, err
+	}
+	return uint64(res.len), nil
 }

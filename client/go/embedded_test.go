@@ -303,6 +303,42 @@ func TestEmbeddedReplica(t *testing.T) {
 		}
 	}
 
+	// PredictKeys: flat keys, no protobuf; the answer Predict gives in
+	// the keys wire form, bit for bit.
+	userNS, adNS := clickd.NamespaceHash("user", seed), clickd.NamespaceHash("ad", seed)
+	keys := clickd.NewKeysRequest("default", "", []string{"user", "ad"})
+	keys.ContextKeys = []uint64{clickd.NamedKey(userNS, "u7")}
+	keys.ContextNamespaces = []uint32{0}
+	for a := 0; a < 40; a++ {
+		keys.CandidateKeys = append(keys.CandidateKeys,
+			clickd.NamedKey(adNS, fmt.Sprintf("a%d", a%25)), clickd.IDKey(adNS, uint64(a%10)))
+		keys.CandidateNamespaces = append(keys.CandidateNamespaces, 1, 1)
+		keys.CandidateEnds = append(keys.CandidateEnds, uint64(len(keys.CandidateKeys)))
+	}
+	predictions, margins := make([]float64, 40), make([]float64, 40)
+	scoredAt := must(r.PredictKeys(keys, predictions, margins))
+	want := must(r.Predict(ctx, clickd.PredictArgs{Model: "default", Context: user, Candidates: cands,
+		Wire: clickd.WireKeys, Seed: seed}.Proto()))
+	if scoredAt != want.GetModelVersion() {
+		t.Fatalf("PredictKeys scored at %d, Predict at %d", scoredAt, want.GetModelVersion())
+	}
+	for i, p := range want.GetPredictions() {
+		if predictions[i] != p.GetPrediction() || margins[i] != p.GetMargin() {
+			t.Fatalf("candidate %d: PredictKeys %v/%v, Predict %v/%v", i, predictions[i], margins[i],
+				p.GetPrediction(), p.GetMargin())
+		}
+	}
+	keys.ContextNamespaces = []uint32{2}
+	_, err := r.PredictKeys(keys, predictions, nil)
+	wantCode(t, err, codes.InvalidArgument, "context_namespaces[0] is 2")
+	keys.ContextNamespaces = []uint32{0}
+	_, err = r.PredictKeys(keys, predictions[:3], nil)
+	wantCode(t, err, codes.InvalidArgument, "room for 40")
+	missing := clickd.NewKeysRequest("nope", "", []string{"ad"})
+	missing.CandidateKeys, missing.CandidateNamespaces, missing.CandidateEnds = []uint64{1}, []uint32{0}, []uint64{1}
+	_, err = r.PredictKeys(missing, predictions, nil)
+	wantCode(t, err, codes.NotFound, "")
+
 	// WaitForVersion and min_model_version beyond what exists.
 	start := time.Now()
 	wantCode(t, r.WaitForVersion(r.AppliedVersion()+1000, 200*time.Millisecond), codes.DeadlineExceeded, "")
@@ -310,7 +346,7 @@ func TestEmbeddedReplica(t *testing.T) {
 		t.Fatalf("WaitForVersion(200ms) returned after %v", waited)
 	}
 	ahead := clickd.PredictArgs{Model: "default", Candidates: cands[:1], MinModelVersion: r.AppliedVersion() + 1000}.Proto()
-	_, err := r.Predict(ctx, ahead, clickd.Timeout(100*time.Millisecond))
+	_, err = r.Predict(ctx, ahead, clickd.Timeout(100*time.Millisecond))
 	wantCode(t, err, codes.DeadlineExceeded, "")
 	_, err = r.Predict(ctx, ahead)
 	wantCode(t, err, codes.Unavailable, "")

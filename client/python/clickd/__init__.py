@@ -25,7 +25,7 @@ except ImportError as e:  # pragma: no cover - a setup error, said plainly
 
 from clickd.client import (AckedUpdateStream, Client, FeedbackStream, RetryPolicy,  # noqa: E402
                            UpdateStreamWriter)
-from clickd.embedded import EmbeddedReplica  # noqa: E402
+from clickd.embedded import EmbeddedReplica, KeysRequest  # noqa: E402
 from clickd.errors import *  # noqa: E402,F401,F403
 from clickd.errors import __all__ as _errors
 from clickd.hashing import Hasher, feature_key  # noqa: E402
@@ -33,7 +33,8 @@ from clickd.messages import (example, feedback_item, feedback_request, impressio
                              labeled, model_config, predict_request, update_request)
 
 __all__ = _errors + [
-    "AckedUpdateStream", "Client", "EmbeddedReplica", "FeedbackStream", "Hasher", "RetryPolicy",
+    "AckedUpdateStream", "Client", "EmbeddedReplica", "FeedbackStream", "Hasher", "KeysRequest",
+    "RetryPolicy",
     "UpdateStreamWriter", "example", "feature_key", "feedback_item", "feedback_request",
     "impression", "labeled", "model_config", "pb", "predict_request", "update_request",
 ]

@@ -12,6 +12,7 @@ Requests are built and responses parsed with the same messages as
 Errors raise the same exception classes (clickd.errors).
 """
 
+import array
 import ctypes
 import ctypes.util
 import os
@@ -24,7 +25,7 @@ from clickd import messages
 from clickd.errors import error_for
 from clickd.v1 import clickd_pb2 as pb
 
-__all__ = ["EmbeddedReplica"]
+__all__ = ["EmbeddedReplica", "KeysRequest"]
 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
@@ -59,7 +60,69 @@ def _load(library: Optional[str]) -> ctypes.CDLL:
     lib.clickd_embedded_free.restype = None
     lib.clickd_embedded_metrics_text.argtypes = [handle]
     lib.clickd_embedded_metrics_text.restype = ctypes.c_void_p
+    ptr = ctypes.c_void_p  # arrays are passed as their buffers' addresses
+    lib.clickd_embedded_predict_keys.argtypes = [
+        handle, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+        ptr, ptr, ptr, ctypes.c_size_t, ptr, ptr, ptr, ptr, ctypes.c_size_t, ptr, ptr,
+        ctypes.POINTER(ctypes.c_uint64), err]
+    lib.clickd_embedded_predict_keys.restype = ctypes.c_int
     return lib
+
+
+def _address(values: "array.array") -> int:
+    """The address of an array's buffer (0 for an empty one)."""
+    return values.buffer_info()[0] if len(values) else 0
+
+
+class KeysRequest:
+    """A Predict in the keys wire form, as flat arrays (EmbeddedReplica.predict_keys).
+
+    ``namespaces`` names the namespaces keys belong to; ``context`` and each
+    of ``candidates`` map a namespace (one of them) to its keys, hashed by
+    the caller as the keys wire form defines them (clickd.hashing:
+    ``named_key(namespace_hash(ns, seed), name)``; docs/hashing.md), or to
+    ``(keys, values)``. Build it once and reuse it: ``set_candidate_keys``
+    replaces the candidates' keys in place when only the ads change, so a
+    call costs no Python-side rebuilding.
+    """
+
+    def __init__(self, model: str, namespaces: Iterable[str], candidates: Iterable[dict],
+                 context: Optional[dict] = None, *, variant: str = ""):
+        self.model = model.encode()
+        self.variant = variant.encode()
+        names = list(namespaces)
+        index = {name: i for i, name in enumerate(names)}
+        self._names = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
+        self._count_names = len(names)
+
+        def flatten(example, keys, spaces, values):
+            for ns, given in (example or {}).items():
+                if ns not in index:
+                    raise ValueError(f"namespace {ns!r} is not in namespaces {names}")
+                ks, vs = given if isinstance(given, tuple) else (given, None)
+                keys.extend(int(k) for k in ks)
+                spaces.extend([index[ns]] * len(ks))
+                values.extend(vs if vs is not None else [1.0] * len(ks))
+
+        self.context_keys, self.context_namespaces = array.array("Q"), array.array("I")
+        self.context_values = array.array("f")
+        flatten(context, self.context_keys, self.context_namespaces, self.context_values)
+        self.candidate_keys, self.candidate_namespaces = array.array("Q"), array.array("I")
+        self.candidate_values = array.array("f")
+        self.candidate_ends = array.array("Q" if ctypes.sizeof(ctypes.c_size_t) == 8 else "I")
+        for candidate in candidates:
+            flatten(candidate, self.candidate_keys, self.candidate_namespaces,
+                    self.candidate_values)
+            self.candidate_ends.append(len(self.candidate_keys))
+        self.predictions = array.array("d", [0.0] * len(self.candidate_ends))
+        self.margins = array.array("d", [0.0] * len(self.candidate_ends))
+
+    def set_candidate_keys(self, keys: Iterable[int]) -> None:
+        """Replaces every candidate key, in order (the same count and namespaces)."""
+        new = array.array("Q", keys)
+        if len(new) != len(self.candidate_keys):
+            raise ValueError(f"{len(new)} keys for {len(self.candidate_keys)}")
+        self.candidate_keys = new
 
 
 class EmbeddedReplica:
@@ -147,6 +210,33 @@ class EmbeddedReplica:
             return pb.PredictResponse.FromString(ctypes.string_at(out, size.value))
         finally:
             self._lib.clickd_embedded_free(out)
+
+    def predict_keys(self, request: KeysRequest) -> "array.array":
+        """Scores a KeysRequest without protobuf; returns its predictions.
+
+        The same answer, bit for bit, as predict() of the same request in
+        the keys wire form (the C ABI's clickd_embedded_predict_keys): a
+        caller that already holds hashed keys skips building and parsing
+        messages, most of predict()'s cost (docs/embedded.md).
+        ``request.predictions`` and ``request.margins`` hold the answer
+        (overwritten by the next call with the same request) and
+        ``request.model_version`` the version that scored it.
+        """
+        version = ctypes.c_uint64()
+        error = ctypes.c_char_p()
+        code = self._lib.clickd_embedded_predict_keys(
+            self._open_handle(), request.model, request.variant, request._names,
+            request._count_names, _address(request.context_keys),
+            _address(request.context_namespaces), _address(request.context_values),
+            len(request.context_keys), _address(request.candidate_keys),
+            _address(request.candidate_namespaces), _address(request.candidate_values),
+            _address(request.candidate_ends), len(request.candidate_ends),
+            _address(request.predictions), _address(request.margins), ctypes.byref(version),
+            ctypes.byref(error))
+        if code != 0:
+            self._raise(code, error)
+        request.model_version = version.value
+        return request.predictions
 
     def state_digest(self, model: str) -> str:
         """The model's state digest: the same 16 hex digits as Client.state_digest."""

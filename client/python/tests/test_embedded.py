@@ -123,6 +123,38 @@ def test_refusals_raise_the_clients_exception_classes(trained):
         replica.applied_version()
 
 
+def test_predict_keys_answers_as_predict_does(trained):
+    """The protobuf-free call: the same answer, bit for bit, as predict()."""
+    url, client, version = trained
+    from clickd import hashing
+    user, ad = hashing.namespace_hash("user"), hashing.namespace_hash("ad")
+    with clickd.EmbeddedReplica(url, library=LIBRARY) as replica:
+        replica.wait_for_version(version, timeout=30)
+        expected = replica.predict("default", candidates(), context={"user": ["u7"]})
+        request = clickd.KeysRequest(
+            "default", ["user", "ad"],
+            [{"ad": [hashing.named_key(ad, f"a{a}")]} for a in range(5)],
+            context={"user": [hashing.named_key(user, "u7")]})
+        got = replica.predict_keys(request)
+        assert list(got) == [p.prediction for p in expected.predictions]
+        assert list(request.margins) == [p.margin for p in expected.predictions]
+        assert request.model_version == expected.model_version
+        # Values, and keys swapped in place: still what predict() says.
+        request.set_candidate_keys([hashing.named_key(ad, f"a{a}") for a in (4, 3, 2, 1, 0)])
+        assert list(replica.predict_keys(request)) == \
+            [p.prediction for p in reversed(expected.predictions)]
+        halves = clickd.KeysRequest(
+            "default", ["ad"], [{"ad": ([hashing.named_key(ad, "a1")], [0.5])}])
+        theirs = client.predict("default", [{"ad": [("a1", 0.5)]}])
+        assert list(replica.predict_keys(halves)) == [theirs.predictions[0].prediction]
+        with pytest.raises(ValueError, match="not in namespaces"):
+            clickd.KeysRequest("default", ["ad"], [{"site": [1]}])
+        with pytest.raises(clickd.InvalidArgumentError, match="candidates"):
+            replica.predict_keys(clickd.KeysRequest("default", ["ad"], []))
+        with pytest.raises(clickd.NotFoundError):
+            replica.predict_keys(clickd.KeysRequest("nope", ["ad"], [{"ad": [1]}]))
+
+
 def test_a_missing_log_is_not_found_and_not_created(deployment):
     url, _ = deployment
     with pytest.raises(clickd.NotFoundError, match="NOSUCH_LOG"):
