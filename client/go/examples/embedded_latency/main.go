@@ -94,6 +94,32 @@ func main() {
 		a.Wire, a.Seed = clickd.WireKeys, info.GetConfig().GetHashing().GetSeed()
 		keyed[i] = a.Proto()
 	}
+	// The same requests as flat keys (EmbeddedReplica.PredictKeys), taken
+	// from the keys wire form hashed above.
+	flat := make([]*clickd.KeysRequest, len(args))
+	for i, a := range args {
+		k := clickd.NewKeysRequest(*model, "", []string{"user", "site", "ad"})
+		for _, ns := range keyed[i].GetContext().GetNamespaces() {
+			for _, key := range ns.GetKeys() {
+				k.ContextKeys = append(k.ContextKeys, key)
+				k.ContextNamespaces = append(k.ContextNamespaces, map[string]uint32{"user": 0, "site": 1}[ns.GetName()])
+			}
+		}
+		for range a.Candidates {
+			k.CandidateEnds = append(k.CandidateEnds, 0)
+		}
+		for c, cand := range keyed[i].GetCandidates() {
+			for _, ns := range cand.GetNamespaces() {
+				for _, key := range ns.GetKeys() {
+					k.CandidateKeys = append(k.CandidateKeys, key)
+					k.CandidateNamespaces = append(k.CandidateNamespaces, 2)
+				}
+			}
+			k.CandidateEnds[c] = uint64(len(k.CandidateKeys))
+		}
+		flat[i] = k
+	}
+	predictions := make([]float64, *candidates)
 	first, err := client.Predict(ctx, reqs[0])
 	if err != nil {
 		log.Fatal(err)
@@ -116,15 +142,22 @@ func main() {
 	embeddedOnce := timed(*calls, *maxTime, func(i int) { check(replica.Predict(ctx, reqs[i%len(reqs)])) })
 	embeddedKeys := timed(*calls, *maxTime, func(i int) { check(replica.Predict(ctx, keyed[i%len(keyed)])) })
 	embeddedBuilt := timed(*calls, *maxTime, func(i int) { check(replica.Predict(ctx, args[i%len(args)].Proto())) })
+	embeddedFlat := timed(*calls, *maxTime, func(i int) {
+		if _, err := replica.PredictKeys(flat[i%len(flat)], predictions, nil); err != nil {
+			log.Fatalf("predict keys: %v", err)
+		}
+	})
 	fmt.Printf("Go, Predict 1 x %d, one caller (load %s):\n", *candidates, load())
 	fmt.Printf("  gRPC Client.Predict, request built once      p50 %8.2f us  p99 %8.2f us\n", grpcOnce.P50, grpcOnce.P99)
 	fmt.Printf("  EmbeddedReplica.Predict, request built once  p50 %8.2f us  p99 %8.2f us\n", embeddedOnce.P50, embeddedOnce.P99)
 	fmt.Printf("  EmbeddedReplica.Predict, keys form, built once p50 %7.2f us  p99 %8.2f us\n", embeddedKeys.P50, embeddedKeys.P99)
 	fmt.Printf("  EmbeddedReplica.Predict, built on each call  p50 %8.2f us  p99 %8.2f us\n", embeddedBuilt.P50, embeddedBuilt.P99)
+	fmt.Printf("  EmbeddedReplica.PredictKeys (flat keys)      p50 %8.2f us  p99 %8.2f us\n", embeddedFlat.P50, embeddedFlat.P99)
 	out, _ := json.Marshal(map[string]any{"candidates": *candidates,
 		"go_grpc_p50_us": grpcOnce.P50, "go_grpc_p99_us": grpcOnce.P99,
 		"go_embedded_p50_us": embeddedOnce.P50, "go_embedded_p99_us": embeddedOnce.P99,
 		"go_embedded_keys_p50_us": embeddedKeys.P50, "go_embedded_keys_p99_us": embeddedKeys.P99,
-		"go_embedded_built_p50_us": embeddedBuilt.P50, "go_embedded_built_p99_us": embeddedBuilt.P99})
+		"go_embedded_built_p50_us": embeddedBuilt.P50, "go_embedded_built_p99_us": embeddedBuilt.P99,
+		"go_embedded_flat_p50_us": embeddedFlat.P50, "go_embedded_flat_p99_us": embeddedFlat.P99})
 	fmt.Println(string(out))
 }
