@@ -55,6 +55,14 @@ public final class EmbeddedReplica implements AutoCloseable {
     void clickd_embedded_free(Pointer buffer);
 
     Pointer clickd_embedded_metrics_text(Pointer replica);
+
+    // size_t is a long here (LP64); NULL arrays are nulls.
+    int clickd_embedded_predict_keys(
+        Pointer replica, byte[] model, byte[] variant, String[] namespaces, long numNamespaces,
+        long[] contextKeys, int[] contextNamespaces, float[] contextValues, long contextCount,
+        long[] candidateKeys, int[] candidateNamespaces, float[] candidateValues,
+        long[] candidateEnds, long numCandidates, double[] predictions, double[] margins,
+        LongByReference modelVersion, PointerByReference error);
   }
 
   /** How long the library's Predict waits for its min_model_version (its max_version_wait). */
@@ -238,6 +246,47 @@ public final class EmbeddedReplica implements AutoCloseable {
       } finally {
         abi.clickd_embedded_free(out);
       }
+    } finally {
+      lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Predict without protobuf (the C ABI's clickd_embedded_predict_keys): the request's features
+   * as keys the caller hashed ({@link Hashing#namedKey}, {@link Hashing#idKey} of {@link
+   * Hashing#namespaceHash}; the keys wire form), in flat arrays. Context key i is contextKeys[i]
+   * in namespaces[contextNamespaces[i]] with value contextValues[i] (null: every value 1);
+   * candidate c's keys are candidateKeys[candidateEnds[c-1] .. candidateEnds[c]) (from 0 for c =
+   * 0), namespaced and valued alike. Fills predictions (and margins, if not null) with one value
+   * per candidate and returns the model version that scored: the answer {@link
+   * #predict(PredictRequest)} gives for the same request in the keys wire form, bit for bit.
+   * variant null or "": the champion. Errors are predict's; on one, nothing is written.
+   */
+  public long predictKeys(String model, String variant, String[] namespaces, long[] contextKeys,
+      int[] contextNamespaces, float[] contextValues, long[] candidateKeys,
+      int[] candidateNamespaces, float[] candidateValues, long[] candidateEnds,
+      double[] predictions, double[] margins) {
+    int n = candidateEnds.length;
+    if (contextNamespaces.length != contextKeys.length
+        || (contextValues != null && contextValues.length != contextKeys.length)
+        || candidateNamespaces.length != candidateKeys.length
+        || (candidateValues != null && candidateValues.length != candidateKeys.length)
+        || (n > 0 && candidateEnds[n - 1] != candidateKeys.length)
+        || predictions.length < n || (margins != null && margins.length < n)) {
+      throw new ClickdException(Status.Code.INVALID_ARGUMENT,
+          "predictKeys: namespaces and values must match their keys, the last candidate end must"
+              + " be the candidate key count, and predictions (and margins) need room for " + n);
+    }
+    lock.readLock().lock();
+    try {
+      LongByReference version = new LongByReference();
+      PointerByReference error = new PointerByReference();
+      check(abi, abi.clickd_embedded_predict_keys(open(), cString(model),
+          cString(variant == null ? "" : variant), namespaces, namespaces.length, contextKeys,
+          contextNamespaces, contextValues, contextKeys.length, candidateKeys,
+          candidateNamespaces, candidateValues, candidateEnds, n, predictions, margins, version,
+          error), error);
+      return version.getValue();
     } finally {
       lock.readLock().unlock();
     }

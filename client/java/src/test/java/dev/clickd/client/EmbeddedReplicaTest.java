@@ -1,6 +1,7 @@
 package dev.clickd.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -152,6 +153,38 @@ class EmbeddedReplicaTest {
             assertTrue(metrics.contains(line + "\n"), "no line " + line + " in\n" + metrics);
           }
 
+          // predictKeys: flat keys, no protobuf; the keys wire form's answer bit for bit.
+          long userNs = Hashing.namespaceHash("user", seed);
+          long adNs = Hashing.namespaceHash("ad", seed);
+          long[] candidateKeys = new long[80];
+          int[] candidateNs = new int[80];
+          long[] ends = new long[40];
+          for (int a = 0; a < 40; a++) {
+            candidateKeys[2 * a] = Hashing.namedKey(adNs, "a" + a % 25);
+            candidateKeys[2 * a + 1] = Hashing.idKey(adNs, a % 10);
+            candidateNs[2 * a] = 1;
+            candidateNs[2 * a + 1] = 1;
+            ends[a] = 2 * a + 2;
+          }
+          double[] predictions = new double[40];
+          double[] margins = new double[40];
+          long scoredAt = r.predictKeys("default", null, new String[] {"user", "ad"},
+              new long[] {Hashing.namedKey(userNs, "u7")}, new int[] {0}, null, candidateKeys,
+              candidateNs, null, ends, predictions, margins);
+          PredictResponse keyed = r.predict(Requests.predict("default", user, cands, Wire.KEYS, seed).build());
+          assertEquals(keyed.getModelVersion(), scoredAt);
+          for (int i = 0; i < 40; i++) {
+            assertEquals(Double.doubleToRawLongBits(keyed.getPredictions(i).getPrediction()),
+                Double.doubleToRawLongBits(predictions[i]), "candidate " + i);
+            assertEquals(Double.doubleToRawLongBits(keyed.getPredictions(i).getMargin()),
+                Double.doubleToRawLongBits(margins[i]), "candidate " + i);
+          }
+          ClickdException bad = assertThrows(ClickdException.class, () -> r.predictKeys("default",
+              null, new String[] {"user"}, new long[] {1}, new int[] {1}, null, candidateKeys,
+              candidateNs, null, ends, predictions, null));
+          assertEquals(Code.INVALID_ARGUMENT, bad.code(), bad.getMessage());
+          assertTrue(bad.serverMessage().contains("context_namespaces[0] is 1"), bad.getMessage());
+
           // Waits and refusals carry the server's codes.
           ClickdException e = assertThrows(ClickdException.class,
               () -> r.waitForVersion(r.appliedVersion() + 1000, Duration.ofMillis(200)));
@@ -175,6 +208,46 @@ class EmbeddedReplicaTest {
         assertThrows(IllegalStateException.class, r::appliedVersion);
         assertThrows(IllegalStateException.class, r::metricsText);
         assertThrows(IllegalStateException.class, () -> r.predict(PredictRequest.getDefaultInstance()));
+
+        // Closed while four threads predict: each call completes or throws
+        // IllegalStateException (closed); the JVM does not crash and no other
+        // error appears.
+        EmbeddedReplica racing = EmbeddedReplica.builder(url).library(library()).open();
+        PredictRequest small = Requests.predict("default", null,
+            List.of(Example.builder().add("ad", Feature.name("a1")).build()), Wire.FEATURES, 0).build();
+        java.util.concurrent.atomic.AtomicLong served = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.ConcurrentLinkedQueue<Throwable> unexpected =
+            new java.util.concurrent.ConcurrentLinkedQueue<>();
+        List<Thread> callers = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+          Thread caller = new Thread(() -> {
+            long stopAt = System.nanoTime() + 10_000_000_000L;  // bounded: 10 s at most
+            while (System.nanoTime() < stopAt) {
+              try {
+                racing.predict(small);
+                served.incrementAndGet();
+              } catch (IllegalStateException closed) {
+                return;
+              } catch (Throwable other) {
+                unexpected.add(other);
+                return;
+              }
+            }
+            unexpected.add(new AssertionError("still serving 10 s after close"));
+          });
+          caller.start();
+          callers.add(caller);
+        }
+        while (served.get() < 1000) {
+          Thread.sleep(1);
+        }
+        racing.close();
+        for (Thread caller : callers) {
+          caller.join(20_000);
+          assertFalse(caller.isAlive());
+        }
+        assertTrue(unexpected.isEmpty(), unexpected.toString());
+        assertThrows(IllegalStateException.class, () -> racing.predict(small));
 
         ClickdException e = assertThrows(ClickdException.class,
             () -> EmbeddedReplica.builder(url).library(library()).streamPrefix("NOSUCH")
