@@ -5,6 +5,7 @@ import dev.clickd.client.ClickdClient;
 import dev.clickd.client.EmbeddedReplica;
 import dev.clickd.client.Example;
 import dev.clickd.client.Feature;
+import dev.clickd.client.Hashing;
 import dev.clickd.client.Requests;
 import dev.clickd.client.Wire;
 import java.time.Duration;
@@ -62,15 +63,30 @@ public final class EmbeddedLatency {
     }
     Random rng = new Random(3);
     List<PredictRequest> reqs = new ArrayList<>();
+    // The same requests as flat keys for predictKeys (the default model's seed 0).
+    String[] namespaces = {"user", "site", "ad"};
+    long[][] contextKeys = new long[64][];
+    long[][] candidateKeys = new long[64][];
+    int[] contextNs = {0, 1};
+    int[] candidateNs = new int[40];
+    Arrays.fill(candidateNs, 2);
+    long[] ends = new long[40];
+    for (int c = 0; c < 40; c++) {
+      ends[c] = c + 1;
+    }
+    long userNs = Hashing.namespaceHash("user", 0), siteNs = Hashing.namespaceHash("site", 0);
+    long adNs = Hashing.namespaceHash("ad", 0);
     for (int i = 0; i < 64; i++) {
+      String user = "u" + rng.nextInt(100000), site = "s" + rng.nextInt(100);
       Example context =
-          Example.builder()
-              .add("user", Feature.name("u" + rng.nextInt(100000)))
-              .add("site", Feature.name("s" + rng.nextInt(100)))
-              .build();
+          Example.builder().add("user", Feature.name(user)).add("site", Feature.name(site)).build();
+      contextKeys[i] = new long[] {Hashing.namedKey(userNs, user), Hashing.namedKey(siteNs, site)};
+      candidateKeys[i] = new long[40];
       List<Example> cands = new ArrayList<>();
       for (int c = 0; c < 40; c++) {
-        cands.add(Example.builder().add("ad", Feature.name("a" + rng.nextInt(1000))).build());
+        String ad = "a" + rng.nextInt(1000);
+        cands.add(Example.builder().add("ad", Feature.name(ad)).build());
+        candidateKeys[i][c] = Hashing.namedKey(adNs, ad);
       }
       reqs.add(Requests.predict("default", context, cands, Wire.FEATURES, 0).build());
     }
@@ -79,12 +95,17 @@ public final class EmbeddedLatency {
       replica.waitForVersion(client.predict(reqs.get(0)).getModelVersion(), Duration.ofSeconds(60));
       double[] grpc = timed(grpcCalls, i -> client.predict(reqs.get(i % 64)));
       double[] embedded = timed(calls, i -> replica.predict(reqs.get(i % 64)));
+      double[] predictions = new double[40];
+      double[] flat = timed(calls, i -> replica.predictKeys("default", null, namespaces,
+          contextKeys[i % 64], contextNs, null, candidateKeys[i % 64], candidateNs, null, ends,
+          predictions, null));
       System.out.printf("Java, Predict 1 x 40, one caller:%n");
       System.out.printf("  gRPC ClickdClient.predict, request built once  p50 %8.2f us  p99 %8.2f us%n", grpc[0], grpc[1]);
       System.out.printf("  EmbeddedReplica.predict, request built once    p50 %8.2f us  p99 %8.2f us%n", embedded[0], embedded[1]);
+      System.out.printf("  EmbeddedReplica.predictKeys (flat keys)        p50 %8.2f us  p99 %8.2f us%n", flat[0], flat[1]);
       System.out.printf(
-          "{\"java_grpc_p50_us\": %.2f, \"java_grpc_p99_us\": %.2f, \"java_embedded_p50_us\": %.2f, \"java_embedded_p99_us\": %.2f}%n",
-          grpc[0], grpc[1], embedded[0], embedded[1]);
+          "{\"java_grpc_p50_us\": %.2f, \"java_grpc_p99_us\": %.2f, \"java_embedded_p50_us\": %.2f, \"java_embedded_p99_us\": %.2f, \"java_embedded_flat_p50_us\": %.2f, \"java_embedded_flat_p99_us\": %.2f}%n",
+          grpc[0], grpc[1], embedded[0], embedded[1], flat[0], flat[1]);
     }
   }
 }
