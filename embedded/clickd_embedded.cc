@@ -303,4 +303,15 @@ int clickd_embedded_predict_keys(clickd_embedded* replica, const char* model, co
   });
 }
 
+int clickd_embedded_predict_keys_request(clickd_embedded* replica,
+                                         clickd_embedded_keys_request* request, char** error) {
+  if (request == nullptr) return Fail(absl::InvalidArgumentError("request is NULL"), error);
+  clickd_embedded_keys_request& r = *request;
+  return clickd_embedded_predict_keys(replica, r.model, r.variant, r.namespaces, r.num_namespaces,
+                                      r.context_keys, r.context_namespaces, r.context_values,
+                                      r.context_count, r.candidate_keys, r.candidate_namespaces,
+                                      r.candidate_values, r.candidate_ends, r.num_candidates,
+                                      r.predictions, r.margins, &r.model_version, error);
+}
+
 }  // extern "C"

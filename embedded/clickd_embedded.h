@@ -91,6 +91,33 @@ int clickd_embedded_predict_keys(clickd_embedded* replica, const char* model, co
                                  size_t num_candidates, double* predictions, double* margins,
                                  uint64_t* model_version, char** error);
 
+/* clickd_embedded_predict_keys with its arguments in one struct, for a
+ * caller whose per-argument cost is high (Python's ctypes converts each
+ * argument on every call; a struct it fills once is one pointer). The
+ * fields mean what the arguments of the same names do; model_version is
+ * set on success. */
+typedef struct {
+  const char* model;
+  const char* variant;
+  const char* const* namespaces;
+  size_t num_namespaces;
+  const uint64_t* context_keys;
+  const uint32_t* context_namespaces;
+  const float* context_values;
+  size_t context_count;
+  const uint64_t* candidate_keys;
+  const uint32_t* candidate_namespaces;
+  const float* candidate_values;
+  const size_t* candidate_ends;
+  size_t num_candidates;
+  double* predictions;
+  double* margins;
+  uint64_t model_version;
+} clickd_embedded_keys_request;
+
+int clickd_embedded_predict_keys_request(clickd_embedded* replica,
+                                         clickd_embedded_keys_request* request, char** error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,18 @@ __all__ = ["EmbeddedReplica", "KeysRequest"]
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
+class _CKeysRequest(ctypes.Structure):
+    """clickd_embedded_keys_request (embedded/clickd_embedded.h)."""
+    _fields_ = [("model", ctypes.c_char_p), ("variant", ctypes.c_char_p),
+                ("namespaces", ctypes.c_void_p), ("num_namespaces", ctypes.c_size_t),
+                ("context_keys", ctypes.c_void_p), ("context_namespaces", ctypes.c_void_p),
+                ("context_values", ctypes.c_void_p), ("context_count", ctypes.c_size_t),
+                ("candidate_keys", ctypes.c_void_p), ("candidate_namespaces", ctypes.c_void_p),
+                ("candidate_values", ctypes.c_void_p), ("candidate_ends", ctypes.c_void_p),
+                ("num_candidates", ctypes.c_size_t), ("predictions", ctypes.c_void_p),
+                ("margins", ctypes.c_void_p), ("model_version", ctypes.c_uint64)]
+
+
 def _load(library: Optional[str]) -> ctypes.CDLL:
     path = library or os.environ.get("CLICKD_EMBEDDED_LIB") or \
         ctypes.util.find_library("clickd_embedded")
@@ -66,7 +78,11 @@ def _load(library: Optional[str]) -> ctypes.CDLL:
         ptr, ptr, ptr, ctypes.c_size_t, ptr, ptr, ptr, ptr, ctypes.c_size_t, ptr, ptr,
         ctypes.POINTER(ctypes.c_uint64), err]
     lib.clickd_embedded_predict_keys.restype = ctypes.c_int
+    lib.clickd_embedded_predict_keys_request.argtypes = [handle, ctypes.POINTER(_CKeysRequest),
+                                                         err]
+    lib.clickd_embedded_predict_keys_request.restype = ctypes.c_int
     return lib
+
 
 
 def _address(values: "array.array") -> int:
@@ -83,7 +99,9 @@ class KeysRequest:
     ``named_key(namespace_hash(ns, seed), name)``; docs/hashing.md), or to
     ``(keys, values)``. Build it once and reuse it: ``set_candidate_keys``
     replaces the candidates' keys in place when only the ads change, so a
-    call costs no Python-side rebuilding.
+    call costs no Python-side rebuilding. Its arrays may be changed in
+    place, element by element, but not resized (they are pinned: resizing
+    raises BufferError).
     """
 
     def __init__(self, model: str, namespaces: Iterable[str], candidates: Iterable[dict],
@@ -116,13 +134,37 @@ class KeysRequest:
             self.candidate_ends.append(len(self.candidate_keys))
         self.predictions = array.array("d", [0.0] * len(self.candidate_ends))
         self.margins = array.array("d", [0.0] * len(self.candidate_ends))
+        self.model_version = 0
+        # The C struct the library reads, filled once: one argument per call
+        # instead of 18 (ctypes converts each). A memoryview of each array
+        # keeps it from being resized (BufferError) while the struct holds
+        # its address; elements may change in place.
+        self._c = _CKeysRequest(self.model, self.variant, ctypes.cast(self._names, ctypes.c_void_p),
+                                self._count_names)
+        self._views = {}
+        for name in ("context_keys", "context_namespaces", "context_values", "candidate_keys",
+                     "candidate_namespaces", "candidate_values", "candidate_ends",
+                     "predictions", "margins"):
+            self._pin(name)
+        self._c.context_count = len(self.context_keys)
+        self._c.num_candidates = len(self.candidate_ends)
+        self._ref = ctypes.byref(self._c)
+        self._error = ctypes.c_char_p()
+        self._error_ref = ctypes.byref(self._error)
+
+    def _pin(self, name: str) -> None:
+        values = getattr(self, name)
+        self._views[name] = memoryview(values)
+        setattr(self._c, name, _address(values) or None)
 
     def set_candidate_keys(self, keys: Iterable[int]) -> None:
         """Replaces every candidate key, in order (the same count and namespaces)."""
         new = array.array("Q", keys)
         if len(new) != len(self.candidate_keys):
             raise ValueError(f"{len(new)} keys for {len(self.candidate_keys)}")
+        self._views.pop("candidate_keys").release()
         self.candidate_keys = new
+        self._pin("candidate_keys")
 
 
 class EmbeddedReplica:
@@ -139,6 +181,7 @@ class EmbeddedReplica:
                  catch_up_timeout: float = 60.0, library: Optional[str] = None):
         self._lib = _load(library)
         self._predict = self._lib.clickd_embedded_predict
+        self._predict_keys = self._lib.clickd_embedded_predict_keys_request
         self._lock = threading.Lock()  # guards _handle against close
         handle = ctypes.c_void_p()
         self._call(self._lib.clickd_embedded_open, nats_url.encode(), stream_prefix.encode(),
@@ -222,20 +265,15 @@ class EmbeddedReplica:
         (overwritten by the next call with the same request) and
         ``request.model_version`` the version that scored it.
         """
-        version = ctypes.c_uint64()
-        error = ctypes.c_char_p()
-        code = self._lib.clickd_embedded_predict_keys(
-            self._open_handle(), request.model, request.variant, request._names,
-            request._count_names, _address(request.context_keys),
-            _address(request.context_namespaces), _address(request.context_values),
-            len(request.context_keys), _address(request.candidate_keys),
-            _address(request.candidate_namespaces), _address(request.candidate_values),
-            _address(request.candidate_ends), len(request.candidate_ends),
-            _address(request.predictions), _address(request.margins), ctypes.byref(version),
-            ctypes.byref(error))
+        # The request's own error slot: the library writes it only on a
+        # failure, which _raise frees and clears.
+        code = self._predict_keys(self._handle or self._open_handle(), request._ref,
+                                  request._error_ref)
         if code != 0:
+            error, request._error = request._error, ctypes.c_char_p()
+            request._error_ref = ctypes.byref(request._error)
             self._raise(code, error)
-        request.model_version = version.value
+        request.model_version = request._c.model_version
         return request.predictions
 
     def state_digest(self, model: str) -> str:

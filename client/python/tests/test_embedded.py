@@ -143,6 +143,9 @@ def test_predict_keys_answers_as_predict_does(trained):
         request.set_candidate_keys([hashing.named_key(ad, f"a{a}") for a in (4, 3, 2, 1, 0)])
         assert list(replica.predict_keys(request)) == \
             [p.prediction for p in reversed(expected.predictions)]
+        # The arrays are pinned: resizing one would move it under the library.
+        with pytest.raises(BufferError):
+            request.candidate_keys.append(1)
         halves = clickd.KeysRequest(
             "default", ["ad"], [{"ad": ([hashing.named_key(ad, "a1")], [0.5])}])
         theirs = client.predict("default", [{"ad": [("a1", 0.5)]}])
