@@ -121,6 +121,29 @@ TEST(EmbeddedCAbi, PredictKeysAnswersAsTheMessageDoes) {
   }
   EXPECT_TRUE(some_differ);  // the model learned something
 
+  // The same call with its arguments in one struct.
+  std::vector<double> from_struct(10, -1);
+  clickd_embedded_keys_request keys_request = {"default",
+                                               nullptr,
+                                               namespaces,
+                                               2,
+                                               context_keys.data(),
+                                               context_ns.data(),
+                                               nullptr,
+                                               1,
+                                               candidate_keys.data(),
+                                               candidate_ns.data(),
+                                               candidate_values.data(),
+                                               ends.data(),
+                                               10,
+                                               from_struct.data(),
+                                               nullptr,
+                                               0};
+  ASSERT_EQ(clickd_embedded_predict_keys_request(replica, &keys_request, &error), 0)
+      << TakeError(error);
+  EXPECT_EQ(from_struct, predictions);
+  EXPECT_EQ(keys_request.model_version, scored_at);
+
   // Bad arrays: INVALID_ARGUMENT naming them, nothing written.
   std::vector<uint32_t> bad_ns = {2};
   std::vector<double> untouched(10, -7);
