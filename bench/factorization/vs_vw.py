@@ -38,9 +38,14 @@ VW_QUALITY = [
     ("vw --lrq rank 4, -l 0.1", ["--lrq", "ua4", "--lrq", "sa4", "--lrq", "da4", "-l", "0.1"]),
     ("vw --lrq rank 4, --lrqdropout", ["--lrq", "ua4", "--lrq", "sa4", "--lrq", "da4",
                                        "--lrqdropout"]),
+    ("vw --lrq rank 4, all 6 pairs", ["--lrq", "ua4", "--lrq", "sa4", "--lrq", "da4",
+                                      "--lrq", "us4", "--lrq", "ud4", "--lrq", "sd4"]),
+    ("vw --lrq rank 4, all 6 pairs, -l 0.1", ["--lrq", "ua4", "--lrq", "sa4", "--lrq", "da4",
+                                              "--lrq", "us4", "--lrq", "ud4", "--lrq", "sd4",
+                                              "-l", "0.1"]),
     ("vw --lrqfa rank 4 (usda)", ["--lrqfa", "usda4"]),
     ("vw --lrqfa rank 4, -l 0.1", ["--lrqfa", "usda4", "-l", "0.1"]),
-    ("vw --lrqfa rank 4, --lrqdropout", ["--lrqfa", "usda4", "--lrqdropout"]),
+    ("vw --lrqfa rank 4, -l 0.02", ["--lrqfa", "usda4", "-l", "0.02"]),
 ]
 CLICKD_QUALITY = ["linear", "linear+true_crosses_alpha0.3", "fm", "ffm"]
 
