@@ -4,8 +4,10 @@
 Wabbit"):
 
   quality: the latent-interaction log of run.sh (progressive logloss of
-           one pass, and its excess over the Bayes predictor), clickd's
-           rows from run.sh's outputs, VW's run here;
+           one pass, and its excess over the Bayes predictor) and Criteo
+           8k's train.csv (criteo_to_vw.py: the features clickd makes),
+           clickd's rows from run.sh's and criteo.sh's outputs, VW's run
+           here;
   speed:   training examples/s from the same VW text file (gen_uniform.py:
            5 fields, one id each), clickd FFM dim 4 against VW --lrqfa of
            rank 4, and both linear models, wall time of the whole process
@@ -14,8 +16,8 @@ Wabbit"):
     VW_BIN=/path/to/vw python3 bench/factorization/vs_vw.py
     python3 bench/factorization/vs_vw.py      # no VW_BIN: clickd rows only
 
-VW is not part of this repository and is not built by it. Run run.sh first
-(it writes the latent log and clickd's rows).
+VW is not part of this repository and is not built by it. Run run.sh and
+criteo.sh first (they write the logs and clickd's rows).
 """
 import argparse
 import json
@@ -48,6 +50,20 @@ VW_QUALITY = [
     ("vw --lrqfa rank 4, -l 0.02", ["--lrqfa", "usda4", "-l", "0.02"]),
 ]
 CLICKD_QUALITY = ["linear", "linear+true_crosses_alpha0.3", "fm", "ffm"]
+
+# Criteo 8k: criteo_to_vw.py names C1..C16 (clickd's factor fields) a..p.
+_FIELDS = "abcdefghijklmnop"
+_LRQ_ALL = [arg for i, a in enumerate(_FIELDS) for b in _FIELDS[i + 1:]
+            for arg in ("--lrq", f"{a}{b}4")]
+VW_CRITEO = [
+    ("vw linear", []),
+    ("vw --lrq rank 4, all 120 pairs of C1..C16", _LRQ_ALL),
+    ("vw --lrq rank 4, all 120 pairs, -l 0.1", _LRQ_ALL + ["-l", "0.1"]),
+    ("vw --lrqfa rank 4 over C1..C16", ["--lrqfa", _FIELDS + "4"]),
+    ("vw --lrqfa rank 4, -l 0.1", ["--lrqfa", _FIELDS + "4", "-l", "0.1"]),
+    ("vw --lrqfa rank 4, -l 0.02", ["--lrqfa", _FIELDS + "4", "-l", "0.02"]),
+]
+CLICKD_CRITEO = ["linear", "fm", "ffm"]
 
 
 def vw_average_loss(vw, args, data):
@@ -104,6 +120,26 @@ def main():
             ll, err = vw_average_loss(vw, flags, LATENT)
             note = f" (failed: {err.strip()[-120:]})" if err else ""
             print(f"| {name} `{' '.join(flags)}` | {ll:.5f} | {ll - bayes:.5f}{note} |")
+
+    # Criteo 8k, progressive logloss of one pass over train.csv (clickd's
+    # rows from criteo.sh).
+    criteo = f"{OUT}/criteo/train.vw"
+    print("\nCriteo 8k train.csv, one pass")
+    print("| model | progressive logloss |")
+    print("|---|---|")
+    for name in CLICKD_CRITEO:
+        j = json.load(open(f"{OUT}/criteo/{name}.json"))
+        print(f"| clickd {name} | {j.get('progressive', j)['logloss']:.5f} |")
+    if vw:
+        if not os.path.exists(criteo):
+            subprocess.run([sys.executable, "bench/factorization/criteo_to_vw.py",
+                            "../shared/data/criteo_8k/train.csv", criteo], check=True)
+        for name, flags in VW_CRITEO:
+            ll, err = vw_average_loss(vw, flags, criteo)
+            shown = " ".join(flags) if len(flags) < 10 else "--lrq ab4 --lrq ac4 ... --lrq op4"
+            shown += " -l 0.1" if len(flags) >= 10 and "-l" in flags else ""
+            note = f" (failed: {err.strip()[-120:]})" if err else ""
+            print(f"| {name} `{shown}` | {ll:.5f}{note} |")
 
     # Speed.
     data = f"{OUT}/uniform5_{args.examples}.vw"
