@@ -1,6 +1,7 @@
 #include "embedded/clickd_embedded.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -15,8 +17,16 @@
 #include "absl/strings/str_format.h"
 #include "embedded/embedded_replica.h"
 
+// A handle. Close may race other calls (a binding's close on one thread
+// while another predicts): each call counts itself in `active` and checks
+// `closed`; close sets `closed`, waits until no call is active, and then
+// destroys the replica. The handle itself is never freed (a few dozen
+// bytes per close), so a call that arrives after close reads a live
+// `closed` and fails FAILED_PRECONDITION instead of touching freed memory.
 struct clickd_embedded {
   std::unique_ptr<clickd::EmbeddedReplica> replica;
+  std::atomic<int64_t> active{0};
+  std::atomic<bool> closed{false};
 };
 
 namespace {
@@ -103,6 +113,28 @@ absl::Status AddKeys(const char* const* namespaces, size_t num_namespaces, const
   return absl::OkStatus();
 }
 
+// Holds a handle open for one call: ok() is false once it was closed (the
+// count and the flag are sequentially consistent, so close either sees
+// this call active or this call sees it closed).
+class CallGuard {
+ public:
+  explicit CallGuard(clickd_embedded* handle) : handle_(handle) {
+    handle_->active.fetch_add(1);
+    ok_ = !handle_->closed.load();
+  }
+  ~CallGuard() { handle_->active.fetch_sub(1); }
+  CallGuard(const CallGuard&) = delete;
+  CallGuard& operator=(const CallGuard&) = delete;
+
+  bool ok() const { return ok_; }
+
+ private:
+  clickd_embedded* handle_;
+  bool ok_ = false;
+};
+
+absl::Status Closed() { return absl::FailedPreconditionError("the embedded replica is closed"); }
+
 }  // namespace
 
 extern "C" {
@@ -135,6 +167,8 @@ int clickd_embedded_predict(clickd_embedded* replica, const void* request, size_
   }
   *response = nullptr;
   *response_len = 0;
+  CallGuard open(replica);
+  if (!open.ok()) return Fail(Closed(), error);
   return Guarded(error, [&]() -> absl::Status {
     Scratch& scratch = ThreadScratch();
     clickd::v1::PredictRequest* parsed = &scratch.request;
@@ -163,6 +197,8 @@ int clickd_embedded_state_digest(clickd_embedded* replica, const char* model, ch
   if (replica == nullptr || model == nullptr || digest == nullptr) {
     return Fail(absl::InvalidArgumentError("replica, model and digest must be set"), error);
   }
+  CallGuard open(replica);
+  if (!open.ok()) return Fail(Closed(), error);
   return Guarded(error, [&]() -> absl::Status {
     auto computed = replica->replica->StateDigest(model);
     if (!computed.ok()) return computed.status();
@@ -172,12 +208,16 @@ int clickd_embedded_state_digest(clickd_embedded* replica, const char* model, ch
 }
 
 uint64_t clickd_embedded_applied_version(clickd_embedded* replica) {
-  return replica == nullptr ? 0 : replica->replica->applied_version();
+  if (replica == nullptr) return 0;
+  CallGuard open(replica);
+  return open.ok() ? replica->replica->applied_version() : 0;
 }
 
 int clickd_embedded_wait_for_version(clickd_embedded* replica, uint64_t version, int64_t timeout_ms,
                                      char** error) {
   if (replica == nullptr) return Fail(absl::InvalidArgumentError("replica is NULL"), error);
+  CallGuard open(replica);
+  if (!open.ok()) return Fail(Closed(), error);
   return Guarded(error, [&] {
     return replica->replica->WaitForVersion(
         version, std::chrono::milliseconds(std::max<int64_t>(0, timeout_ms)));
@@ -186,6 +226,8 @@ int clickd_embedded_wait_for_version(clickd_embedded* replica, uint64_t version,
 
 char* clickd_embedded_stats_json(clickd_embedded* replica) {
   if (replica == nullptr) return nullptr;
+  CallGuard open(replica);
+  if (!open.ok()) return nullptr;
   try {
     const clickd::EmbeddedReplicaStats s = replica->replica->stats();
     std::string broken;
@@ -209,12 +251,19 @@ char* clickd_embedded_stats_json(clickd_embedded* replica) {
   }
 }
 
-void clickd_embedded_close(clickd_embedded* replica) { delete replica; }
+void clickd_embedded_close(clickd_embedded* replica) {
+  if (replica == nullptr || replica->closed.exchange(true)) return;
+  // Calls under way finish first (a wait_for_version may take its timeout).
+  while (replica->active.load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  replica->replica.reset();
+}
 
 void clickd_embedded_free(void* buffer) { std::free(buffer); }
 
 char* clickd_embedded_metrics_text(clickd_embedded* replica) {
   if (replica == nullptr) return nullptr;
+  CallGuard open(replica);
+  if (!open.ok()) return nullptr;
   try {
     return Copy(replica->replica->MetricsText());
   } catch (...) {
@@ -250,6 +299,8 @@ int clickd_embedded_predict_keys(clickd_embedded* replica, const char* model, co
       return Fail(absl::InvalidArgumentError(absl::StrFormat("namespaces[%d] is NULL", i)), error);
     }
   }
+  CallGuard open(replica);
+  if (!open.ok()) return Fail(Closed(), error);
   return Guarded(error, [&]() -> absl::Status {
     Scratch& scratch = ThreadScratch();
     clickd::v1::PredictRequest* request = &scratch.request;

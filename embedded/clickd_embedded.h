@@ -10,7 +10,11 @@
  * Every buffer this library returns is freed with clickd_embedded_free.
  *
  * Thread safety: every function may be called from any thread at once,
- * except clickd_embedded_close, which must be the last call on a handle. */
+ * clickd_embedded_close too: it waits for the calls under way on the
+ * handle to return, and every later call fails FAILED_PRECONDITION ("the
+ * embedded replica is closed"; applied_version returns 0, stats_json and
+ * metrics_text NULL). A closed handle keeps a few dozen bytes so that a
+ * late call finds it closed; a second close does nothing. */
 #ifndef CLICKD_EMBEDDED_CLICKD_EMBEDDED_H_
 #define CLICKD_EMBEDDED_CLICKD_EMBEDDED_H_
 
@@ -52,7 +56,9 @@ int clickd_embedded_wait_for_version(clickd_embedded* replica, uint64_t version,
  * broken). */
 char* clickd_embedded_stats_json(clickd_embedded* replica);
 
-/* Stops applying, disconnects and frees the handle. */
+/* Stops applying, disconnects and frees the models, after the calls
+ * under way on the handle return (a wait_for_version may take its
+ * timeout). */
 void clickd_embedded_close(clickd_embedded* replica);
 
 void clickd_embedded_free(void* buffer);

@@ -3,10 +3,12 @@
 // entry point, answers what clickd_embedded_predict answers for the same
 // request, bit for bit, and refuses bad arrays naming them with
 // INVALID_ARGUMENT, writing nothing.
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -182,7 +184,47 @@ TEST(EmbeddedCAbi, PredictKeysAnswersAsTheMessageDoes) {
                                    nullptr, 0, nullptr, nullptr, nullptr, &error),
       3);
   EXPECT_EQ(TakeError(error), "candidates is empty; Predict needs at least one");
+  // Closed while four threads call: each call answers or fails
+  // FAILED_PRECONDITION (closed), nothing else; later calls fail the same
+  // way and a second close does nothing (ASan: no use after free).
+  std::atomic<int64_t> answered{0};
+  std::atomic<int64_t> other_codes{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      std::vector<double> out(10);
+      const auto stop_at = Clock::now() + std::chrono::seconds(20);
+      while (Clock::now() < stop_at) {
+        char* e = nullptr;
+        const int code = clickd_embedded_predict_keys(
+            replica, "default", nullptr, namespaces, 2, context_keys.data(), context_ns.data(),
+            nullptr, 1, candidate_keys.data(), candidate_ns.data(), nullptr, ends.data(), 10,
+            out.data(), nullptr, nullptr, &e);
+        clickd_embedded_free(e);
+        if (code == 9) return;
+        if (code == 0) {
+          answered.fetch_add(1);
+        } else {
+          other_codes.fetch_add(1);
+        }
+      }
+    });
+  }
+  while (answered.load() < 2000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   clickd_embedded_close(replica);
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(other_codes.load(), 0);
+  EXPECT_EQ(clickd_embedded_predict_keys(
+                replica, "default", nullptr, namespaces, 2, context_keys.data(), context_ns.data(),
+                nullptr, 1, candidate_keys.data(), candidate_ns.data(), nullptr, ends.data(), 10,
+                untouched.data(), nullptr, nullptr, &error),
+            9);
+  EXPECT_EQ(TakeError(error), "the embedded replica is closed");
+  EXPECT_EQ(clickd_embedded_applied_version(replica), 0u);
+  EXPECT_EQ(clickd_embedded_stats_json(replica), nullptr);
+  EXPECT_EQ(clickd_embedded_wait_for_version(replica, 1, 10, &error), 9);
+  TakeError(error);
+  clickd_embedded_close(replica);  // a second close does nothing
 }
 
 }  // namespace

@@ -158,6 +158,43 @@ def test_predict_keys_answers_as_predict_does(trained):
             replica.predict_keys(clickd.KeysRequest("nope", ["ad"], [{"ad": [1]}]))
 
 
+def test_close_while_threads_call(trained):
+    """Each call answers or says closed; nothing else, no crash."""
+    import threading
+    url, _, version = trained
+    from clickd import hashing
+    ad = hashing.namespace_hash("ad")
+    replica = clickd.EmbeddedReplica(url, library=LIBRARY)
+    replica.wait_for_version(version, timeout=30)
+    answered, unexpected = [0], []
+
+    def call():
+        request = clickd.KeysRequest("default", ["ad"], [{"ad": [hashing.named_key(ad, "a1")]}])
+        stop_at = time.monotonic() + 20
+        while time.monotonic() < stop_at:
+            try:
+                replica.predict_keys(request)
+                answered[0] += 1
+            except (ValueError, clickd.FailedPreconditionError):
+                return
+            except Exception as e:  # noqa: BLE001 - any other outcome fails the test
+                unexpected.append(e)
+                return
+        unexpected.append("still answering 20 s after close")
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    while answered[0] < 1000:
+        time.sleep(0.001)
+    replica.close()
+    for t in threads:
+        t.join(30)
+    assert not unexpected
+    with pytest.raises(ValueError):
+        replica.predict("default", candidates())
+
+
 def test_a_missing_log_is_not_found_and_not_created(deployment):
     url, _ = deployment
     with pytest.raises(clickd.NotFoundError, match="NOSUCH_LOG"):
