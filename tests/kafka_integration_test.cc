@@ -213,7 +213,10 @@ int FreePort() {
 }
 
 TEST(KafkaSource, LearnsTopicToTheOfflineReplaysDigestWithLagMetricsMoving) {
-  const uint64_t n = 100'000;
+  // Enough records that consuming them outlasts a few of the lag's 250 ms
+  // watermark refreshes: at 100,000 a fast build caught up before the
+  // first one, and the lag never read above 0 (seen 2026-11-28).
+  const uint64_t n = 500'000;
   const std::string log = Dir() + "/learn.vw";
   WriteClickLog(log, n, 1);
   Produce("learn", log);
