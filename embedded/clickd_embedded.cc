@@ -330,14 +330,21 @@ int clickd_embedded_predict_keys(clickd_embedded* replica, const char* model, co
     request->Clear();
     request->set_model(model);
     if (variant != nullptr) request->set_variant(variant);
+    // Each example's namespaces by index: reset once per call, then only
+    // the entries an example touched, so a candidate costs its keys, not
+    // num_namespaces.
     thread_local std::vector<int> slot;
     slot.assign(num_namespaces, -1);
+    auto forget = [&](const uint32_t* namespace_of, size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) slot[namespace_of[i]] = -1;
+    };
     if (absl::Status s =
             AddKeys(namespaces, num_namespaces, context_keys, context_namespaces, context_values, 0,
                     context_count, "context", &slot, request->mutable_context());
         !s.ok()) {
       return s;
     }
+    forget(context_namespaces, 0, context_count);
     size_t begin = 0;
     for (size_t c = 0; c < num_candidates; ++c) {
       const size_t end = candidate_ends[c];
@@ -345,13 +352,13 @@ int clickd_embedded_predict_keys(clickd_embedded* replica, const char* model, co
         return absl::InvalidArgumentError(absl::StrFormat(
             "candidate_ends[%d] is %d, below candidate_ends[%d] %d", c, end, c - 1, begin));
       }
-      slot.assign(num_namespaces, -1);
       if (absl::Status s =
               AddKeys(namespaces, num_namespaces, candidate_keys, candidate_namespaces,
                       candidate_values, begin, end, "candidate", &slot, request->add_candidates());
           !s.ok()) {
         return s;
       }
+      forget(candidate_namespaces, begin, end);
       begin = end;
     }
     answer->Clear();
