@@ -113,6 +113,15 @@ ExampleSizes Sizes(const v1::Example& example) {
   return sizes;
 }
 
+// The example's own features, its namespaces' sizes summed: with no
+// crosses, all that CountHashedFeatures needs of it, without building the
+// sizes by name (a saturating sum of counts is the same in any order).
+uint64_t OwnFeatures(const v1::Example& example) {
+  uint64_t n = 0;
+  for (const v1::Namespace& ns : example.namespaces()) n = SaturatingAdd(n, NonzeroFeatures(ns));
+  return n;
+}
+
 uint64_t DenseValueCount(const v1::Example& example) {
   uint64_t n = 0;
   for (const v1::DenseValues& d : example.dense()) n = SaturatingAdd(n, d.values_size());
@@ -136,8 +145,12 @@ absl::Status TooManyForRequest(uint64_t count, const Limits& limits) {
 // and dense values), dense values included.
 uint64_t ExampleCost(const HashingConfig& hashing, absl::Span<const NamespaceSize> context,
                      uint64_t context_dense, const v1::Example& example) {
-  return SaturatingAdd(CountHashedFeatures(hashing, context, Sizes(example)),
-                       SaturatingAdd(context_dense, DenseValueCount(example)));
+  const uint64_t dense = SaturatingAdd(context_dense, DenseValueCount(example));
+  if (hashing.interactions.empty()) {
+    return SaturatingAdd(CountHashedFeatures(hashing, context, {}),
+                         SaturatingAdd(dense, OwnFeatures(example)));
+  }
+  return SaturatingAdd(CountHashedFeatures(hashing, context, Sizes(example)), dense);
 }
 
 // Adds one (context, example) pair's cost to *total, checking the example;
@@ -166,6 +179,10 @@ class PredictCosts {
 
   uint64_t context() const { return context_cost_; }
   uint64_t WithContext(const v1::Example& candidate) const {
+    if (hashing_.interactions.empty()) {
+      return SaturatingAdd(context_cost_,
+                           SaturatingAdd(OwnFeatures(candidate), DenseValueCount(candidate)));
+    }
     return ExampleCost(hashing_, context_, context_dense_, candidate);
   }
   // What a candidate of cost `with_context` adds to the request's total.

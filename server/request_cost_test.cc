@@ -173,5 +173,53 @@ TEST(RequestCost, PackedFeaturesCountInEveryForm) {
             "(max_features_after_interactions)");
 }
 
+// Without crosses the count is a plain sum (counted without building the
+// namespaces' sizes by name): every form, a dropped zero, dense values and
+// the bias, with the same limits and messages as with crosses.
+TEST(RequestCost, WithoutCrossesTheCountIsTheSumOfEveryForm) {
+  const HashingConfig plain;  // the bias, no interactions
+  v1::PredictRequest request;
+  AddNamespace(request.mutable_context(), "user", 3);
+  request.mutable_context()->add_dense()->add_values(0.5f);  // + 1
+  v1::Namespace* ad = request.add_candidates()->add_namespaces();
+  ad->set_name("ad");
+  ad->add_names("a");
+  ad->add_ids(7);
+  ad->add_id_values(0);  // dropped
+  ad->add_keys(8);
+  ad->add_keys(9);
+  AddNamespace(request.mutable_candidates(0), "site", 2);  // 1 + 2 + 2 = 5 own
+  AddNamespace(request.add_candidates(), "ad", 4);         // 4 own
+  request.mutable_candidates(1)->add_dense()->add_values(1.0f);  // + 1
+  Limits limits;
+  const RequestCost cost = CountPredictCost(plain, request, limits);
+  ASSERT_TRUE(cost.status.ok()) << cost.status;
+  EXPECT_EQ(cost.features, (3u + 1 + 1) + 5 + (4 + 1));  // the context once, then each candidate
+  limits.max_features_after_interactions = 10;  // candidates[1] with the context: 5 + 5
+  EXPECT_TRUE(CountPredictCost(plain, request, limits).status.ok());
+  limits.max_features_after_interactions = 9;
+  EXPECT_EQ(CountPredictCost(plain, request, limits).status.message(),
+            "candidates[0] (with the context) yields 10 features after interactions; the limit "
+            "is 9 (max_features_after_interactions)");
+
+  v1::UpdateRequest update;
+  *update.add_examples()->mutable_example() = request.candidates(0);
+  v1::Impression* imp = update.add_impressions();
+  *imp->mutable_context() = request.context();
+  *imp->add_candidates()->mutable_example() = request.candidates(1);
+  const RequestCost update_cost = CountUpdateCost(plain, update, Limits{});
+  ASSERT_TRUE(update_cost.status.ok()) << update_cost.status;
+  EXPECT_EQ(update_cost.features, (5u + 1) + (5 + 5));  // an example alone has the bias too
+
+  // Saturating, not wrapping, whatever the order of the parts.
+  v1::Namespace* huge = request.mutable_candidates(1)->add_namespaces();
+  huge->set_name("x");
+  huge->add_keys(1);
+  for (int i = 0; i < 70'000; ++i) huge->add_key_values(1);
+  EXPECT_EQ(CountPredictCost(plain, request, Limits{}).status.message(),
+            "candidates[1] (with the context) yields 70010 features after interactions; the "
+            "limit is 65536 (max_features_after_interactions)");
+}
+
 }  // namespace
 }  // namespace clickd

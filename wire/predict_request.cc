@@ -65,9 +65,12 @@ absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& 
   hasher.FinishContext(&out->context);
   thread_local FeatureHasher::TermLists terms;
   out->ends.reserve(n);
+  // One collector for every candidate: they usually share their
+  // namespaces, whose hashes it then computes once.
+  FeatureHasher::Collector collector(hasher, &out->features, &terms);
   for (int i = 0; i < n; ++i) {
     const size_t first = out->features.size();
-    FeatureHasher::Collector collector(hasher, &out->features, &terms);
+    if (i > 0) collector.NextExample();
     absl::Status s = AddExample(request.candidates(i), i, limits, &collector, dense_of(1 + i));
     if (!s.ok()) return s;
     hasher.FinishCandidate(out->context, terms, &out->features, first);

@@ -8,8 +8,6 @@
 namespace clickd {
 namespace {
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-
 // Features of the namespaces named `name`, over the context and the example.
 uint64_t TermSize(std::string_view name, absl::Span<const NamespaceSize> context,
                   absl::Span<const NamespaceSize> example) {
@@ -65,13 +63,6 @@ uint64_t CountCrosses(const std::vector<std::string>& names,
 }
 
 }  // namespace
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > kMax - b ? kMax : a + b; }
-
-uint64_t SaturatingMul(uint64_t a, uint64_t b) {
-  uint64_t out;
-  return __builtin_mul_overflow(a, b, &out) ? kMax : out;
-}
 
 uint64_t CountHashedFeatures(const HashingConfig& config, absl::Span<const NamespaceSize> context,
                              absl::Span<const NamespaceSize> example) {

@@ -44,9 +44,16 @@ uint64_t CountHashedFeatures(const HashingConfig& config, const Example* context
 // The namespace sizes of an example, pointing into its names.
 std::vector<NamespaceSize> NamespaceSizes(const Example& example);
 
-// a + b and a * b, saturating at UINT64_MAX.
-uint64_t SaturatingAdd(uint64_t a, uint64_t b);
-uint64_t SaturatingMul(uint64_t a, uint64_t b);
+// a + b and a * b, saturating at UINT64_MAX. Inline: a request's cost adds
+// once per namespace of every candidate.
+inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  uint64_t out;
+  return __builtin_add_overflow(a, b, &out) ? ~uint64_t{0} : out;
+}
+inline uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  uint64_t out;
+  return __builtin_mul_overflow(a, b, &out) ? ~uint64_t{0} : out;
+}
 
 }  // namespace clickd
 

@@ -91,6 +91,16 @@ uint64_t FeatureHasher::BiasKey() const {
 
 namespace {
 
+// a == b, by a loop the compiler keeps inline (std::equal and == become a
+// memcmp call, which costs more than a short name's few bytes).
+bool SameBytes(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 // A finite float for a cross's product or a merged sum: +-inf (finite
 // values beyond FLT_MAX) becomes +-FLT_MAX, so every hashed value is finite.
 float SaturateFloat(float v) {
@@ -127,10 +137,19 @@ FeatureHasher::Collector::Collector(const FeatureHasher& hasher, std::vector<Has
                                     TermLists* terms)
     : hasher_(hasher), plain_(plain), terms_(terms) {
   terms->resize(hasher.interactions_.size() * kMaxCrossArity);
-  for (auto& t : *terms) t.clear();
+  NextExample();
+}
+
+void FeatureHasher::Collector::NextExample() {
+  for (auto& t : *terms_) t.clear();
 }
 
 void FeatureHasher::Collector::StartNamespace(std::string_view name) {
+  // The same name as the namespace before: the same hash, field and terms.
+  // Compared inline, as names are short and a memcmp call costs more.
+  if (has_namespace_ && SameBytes(name, namespace_name_)) return;
+  namespace_name_.assign(name);
+  has_namespace_ = true;
   namespace_hash_ = hasher_.NamespaceHash(name);
   field_ = kNoField;
   for (size_t i = 0; i < hasher_.field_hashes_.size(); ++i) {
@@ -208,7 +227,8 @@ void FeatureHasher::FoldAndMerge(std::vector<HashedFeature>* features, size_t fi
   if (fold_mask_ != ~uint64_t{0}) {
     for (size_t i = first; i < features->size(); ++i) (*features)[i].key &= fold_mask_;
   }
-  MergeDuplicates(features, first);
+  // A candidate of one feature has nothing to merge: spared the call.
+  if (features->size() - first > 1) MergeDuplicates(features, first);
 }
 
 void FeatureHasher::Hash(const Example& example, std::vector<HashedFeature>* out) const {

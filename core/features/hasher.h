@@ -125,6 +125,12 @@ class FeatureHasher {
     Collector(const Collector&) = delete;
     Collector& operator=(const Collector&) = delete;
 
+    // Starts the next example of a run (each candidate of a request) that
+    // appends to the same *plain: clears *terms, as the constructor does.
+    // The namespace looked up last stays known, so a run whose examples
+    // share their namespaces hashes each name once.
+    void NextExample();
+
     // Starts a namespace: the features added next are its own.
     void StartNamespace(std::string_view name);
     // Adds a feature of the current namespace; a value of 0 drops it.
@@ -162,6 +168,10 @@ class FeatureHasher {
     uint32_t field_ = kNoField;
     // The interaction terms that name the current namespace.
     absl::InlinedVector<int, 8> matching_;
+    // The current namespace's name, once one started: the three members
+    // above are what StartNamespace computes from it.
+    std::string namespace_name_;
+    bool has_namespace_ = false;
   };
 
   // Completes HashContext for a context whose features a Collector gathered

@@ -357,5 +357,39 @@ TEST(FeatureHasherFields, FeaturesKeepTheirFieldAndKeysDoNotChange) {
   EXPECT_EQ(k[1].field, kNoField);  // the cross
 }
 
+// One collector reused over a run of examples (NextExample between them,
+// as HashPredictRequest does for its candidates) collects what a fresh
+// collector per example does: the same keys, fields and interaction terms,
+// whether the next example's namespaces repeat the last one's or not.
+TEST(Hasher, ReusedCollectorCollectsAsFreshOnes) {
+  HashingConfig config;
+  config.interactions = {{"u", "a"}, {"a", "a"}};
+  const FeatureHasher hasher(config, {"a", "u"});
+  const std::vector<std::vector<std::pair<std::string, std::string>>> examples = {
+      {{"a", "x"}, {"a", "y"}}, {{"a", "z"}},  {{"u", "x"}, {"a", "x"}}, {{"u", "x"}},
+      {{"s", "x"}, {"aa", "x"}}, {{"a", "w"}}, {{"", "x"}, {"a", "x"}}};
+  std::vector<HashedFeature> reused;
+  FeatureHasher::TermLists reused_terms;
+  FeatureHasher::Collector collector(hasher, &reused, &reused_terms);
+  for (size_t i = 0; i < examples.size(); ++i) {
+    if (i > 0) collector.NextExample();
+    std::vector<HashedFeature> fresh;
+    FeatureHasher::TermLists fresh_terms;
+    FeatureHasher::Collector one(hasher, &fresh, &fresh_terms);
+    const size_t first = reused.size();
+    for (const auto& [ns, name] : examples[i]) {
+      collector.StartNamespace(ns);
+      collector.AddNamed(name, 1.0f);
+      one.StartNamespace(ns);
+      one.AddNamed(name, 1.0f);
+    }
+    EXPECT_EQ(std::vector<HashedFeature>(reused.begin() + first, reused.end()), fresh) << i;
+    EXPECT_EQ(reused_terms.size(), fresh_terms.size());
+    for (size_t t = 0; t < fresh_terms.size(); ++t) {
+      EXPECT_EQ(reused_terms[t], fresh_terms[t]) << i << " term " << t;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace clickd

@@ -140,10 +140,9 @@ class LinearModel final : public Model {
     store_.WithKeysReadLocked(lists, [&](auto&& lookup) {
       // Under the shard locks, as a learner advances it under its own.
       const RoundContext round = CurrentRound();
-      for (size_t l = 0; l < lists.size(); ++l) {
-        double margin = LinearMargin(lookup, lists[l], round);
-        if (factorization_ != nullptr) margin += PairwiseMarginOf(lists[l]);
-        out[l] = margin;
+      LinearMargins(lookup, lists, round, out);
+      if (factorization_ != nullptr) {
+        for (size_t l = 0; l < lists.size(); ++l) out[l] += PairwiseMarginOf(lists[l]);
       }
     });
   }
@@ -156,7 +155,7 @@ class LinearModel final : public Model {
     if (factorization_ == nullptr || lists.empty()) return Margins(lists, out);
     store_.WithKeysReadLocked(lists, [&](auto&& lookup) {
       const RoundContext round = CurrentRound();
-      for (size_t l = 0; l < lists.size(); ++l) out[l] = LinearMargin(lookup, lists[l], round);
+      LinearMargins(lookup, lists, round, out);
       thread_local std::vector<FactorTerm> context_terms;
       thread_local std::vector<FactorTerm> candidate_terms;
       thread_local Factorization::Sums context;
@@ -354,34 +353,58 @@ class LinearModel final : public Model {
  private:
   using Table = TableFor<Optimizer>;
 
-  // A list's linear margin under WithKeysReadLocked's lookup, at `round`.
+  // Each list's linear margin into out[l], under WithKeysReadLocked's
+  // lookup, at `round`: per list, the sum in feature order of weight x
+  // value over the coordinates held.
   template <typename Lookup>
-  double LinearMargin(Lookup& lookup, absl::Span<const HashedFeature> features,
-                      const RoundContext& round) const {
-    double margin = 0;
+  void LinearMargins(Lookup& lookup, absl::Span<const absl::Span<const HashedFeature>> lists,
+                     const RoundContext& round, absl::Span<double> out) const {
     if constexpr (kBatchWeights) {
-      // A list's weights computed together (FtrlProximal::WeightsWithRoots:
-      // the same bits as Weight), a missing state's skipped as below.
+      // Every list's weights computed together (FtrlProximal::WeightsWithRoots:
+      // the same bits as Weight), so that a request of many short
+      // candidates pays the batch's set-up once; a missing state's skipped.
+      size_t total = 0;
+      for (const auto& list : lists) total += list.size();
       thread_local std::vector<const CoordinateState*> states;
       thread_local std::vector<double> weights;
-      states.resize(features.size());
-      weights.resize(features.size());
-      for (size_t i = 0; i < features.size(); ++i) states[i] = lookup(features[i].key);
+      if (states.size() < total) {
+        states.resize(total);
+        weights.resize(total);
+      }
+      size_t i = 0;
+      for (const auto& list : lists) {
+        for (const HashedFeature& f : list) states[i++] = lookup(f.key);
+      }
       static const CoordinateState kFresh{};
       optimizer_.WeightsWithRoots(
-          features.size(), [&](size_t i) { return states[i] != nullptr ? states[i] : &kFresh; },
-          round, weights.data(), nullptr);
-      for (size_t i = 0; i < features.size(); ++i) {
-        if (states[i] != nullptr) margin += weights[i] * features[i].value;
+          total, [&](size_t k) { return states[k] != nullptr ? states[k] : &kFresh; }, round,
+          weights.data(), nullptr);
+      i = 0;
+      for (size_t l = 0; l < lists.size(); ++l) {
+        double margin = 0;
+        for (const HashedFeature& f : lists[l]) {
+          if (states[i] != nullptr) margin += weights[i] * f.value;
+          ++i;
+        }
+        out[l] = margin;
+      }
+      if (total > kKeptWeightScratch) {
+        states = {};
+        weights = {};
       }
     } else {
-      for (const HashedFeature& f : features) {
-        const CoordinateState* state = lookup(f.key);
-        if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
+      for (size_t l = 0; l < lists.size(); ++l) {
+        double margin = 0;
+        for (const HashedFeature& f : lists[l]) {
+          const CoordinateState* state = lookup(f.key);
+          if (state != nullptr) margin += optimizer_.Weight(*state, round) * f.value;
+        }
+        out[l] = margin;
       }
     }
-    return margin;
   }
+  // A thread keeps LinearMargins' scratch up to this many features.
+  static constexpr size_t kKeptWeightScratch = size_t{1} << 16;
 
   // The field features of `features` whose factor rows the model holds, as
   // terms; the caller holds their shards' locks (reader or writer). A
