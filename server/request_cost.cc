@@ -185,8 +185,6 @@ class PredictCosts {
     }
     return ExampleCost(hashing_, context_, context_dense_, candidate);
   }
-  // What a candidate of cost `with_context` adds to the request's total.
-  uint64_t Added(uint64_t with_context) const { return with_context - context_cost_; }
 
  private:
   const HashingConfig& hashing_;
@@ -197,24 +195,30 @@ class PredictCosts {
 
 }  // namespace
 
+bool PredictCostCheck::Add(int index, uint64_t with_context) {
+  if (!cost_.status.ok()) return false;
+  if (with_context > limits_.max_features_after_interactions) {
+    cost_.status = TooManyForExample(absl::StrCat("candidates[", index, "] (with the context)"),
+                                     with_context, limits_);
+    return false;
+  }
+  // What the candidate adds: its own and crossed features.
+  cost_.features = SaturatingAdd(cost_.features, with_context - context_cost_);
+  if (cost_.features > limits_.max_features_per_request) {
+    cost_.status = TooManyForRequest(cost_.features, limits_);
+    return false;
+  }
+  return true;
+}
+
 RequestCost CountPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
                              const Limits& limits) {
   const PredictCosts costs(hashing, request);
-  RequestCost cost{costs.context(), absl::OkStatus()};
+  PredictCostCheck check(costs.context(), limits);
   for (int i = 0; i < request.candidates_size(); ++i) {
-    const uint64_t with_context = costs.WithContext(request.candidates(i));
-    if (with_context > limits.max_features_after_interactions) {
-      cost.status = TooManyForExample(absl::StrCat("candidates[", i, "] (with the context)"),
-                                      with_context, limits);
-      return cost;
-    }
-    cost.features = SaturatingAdd(cost.features, costs.Added(with_context));
-    if (cost.features > limits.max_features_per_request) {
-      cost.status = TooManyForRequest(cost.features, limits);
-      return cost;
-    }
+    if (!check.Add(i, costs.WithContext(request.candidates(i)))) break;
   }
-  return cost;
+  return check.cost();
 }
 
 RequestCost CountUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,

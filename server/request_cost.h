@@ -50,6 +50,30 @@ struct RequestCost {
 RequestCost CountPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,
                              const Limits& limits);
 
+// CountPredictCost's checks, fed one candidate at a time: CountPredictCost
+// feeds it the counts it makes, and PlanPredict (server/predict_scoring.h)
+// the counts its hashing walk makes for a model without crosses, whose
+// features cost their number. Costs are features after interactions,
+// dense values included; the context's counts once.
+class PredictCostCheck {
+ public:
+  PredictCostCheck(uint64_t context_cost, const Limits& limits)
+      : limits_(limits), context_cost_(context_cost), cost_{context_cost, absl::OkStatus()} {}
+
+  // Adds candidate `index`, whose cost with the context is `with_context`.
+  // Returns false, and keeps the error in cost().status, when the candidate
+  // or the request's total is over its limit; nothing is added after that.
+  bool Add(int index, uint64_t with_context);
+
+  uint64_t context_cost() const { return context_cost_; }
+  const RequestCost& cost() const { return cost_; }
+
+ private:
+  const Limits& limits_;
+  const uint64_t context_cost_;
+  RequestCost cost_;
+};
+
 RequestCost CountUpdateCost(const HashingConfig& hashing, const v1::UpdateRequest& request,
                             const Limits& limits);
 

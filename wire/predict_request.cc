@@ -39,6 +39,12 @@ absl::Status AddExample(const v1::Example& proto, int candidate, const ExampleLi
       limits, &sink, dense);
 }
 
+uint64_t DenseValueCount(const Example& example) {
+  uint64_t n = 0;
+  for (const DenseValues& d : example.dense) n += d.values.size();
+  return n;
+}
+
 bool HasDense(const v1::PredictRequest& request) {
   if (request.context().dense_size() > 0) return true;
   for (const v1::Example& c : request.candidates()) {
@@ -50,7 +56,8 @@ bool HasDense(const v1::PredictRequest& request) {
 }  // namespace
 
 absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& model,
-                                const ExampleLimits& limits, HashedCandidates* out) {
+                                const ExampleLimits& limits, HashedCandidates* out,
+                                HashingProgress* progress) {
   out->Clear();
   const FeatureHasher& hasher = model.hasher();
   const int n = request.candidates_size();
@@ -61,6 +68,10 @@ absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& 
     FeatureHasher::Collector collector(hasher, &out->context.features, &out->context.terms);
     absl::Status s = AddExample(request.context(), -1, limits, &collector, dense_of(0));
     if (!s.ok()) return s;
+    if (progress != nullptr) {
+      s = progress->Context(out->context.features.size(), DenseValueCount(*dense_of(0)));
+      if (!s.ok()) return s;
+    }
   }
   hasher.FinishContext(&out->context);
   thread_local FeatureHasher::TermLists terms;
@@ -73,6 +84,10 @@ absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& 
     if (i > 0) collector.NextExample();
     absl::Status s = AddExample(request.candidates(i), i, limits, &collector, dense_of(1 + i));
     if (!s.ok()) return s;
+    if (progress != nullptr) {
+      s = progress->Candidate(i, out->features.size() - first, DenseValueCount(*dense_of(1 + i)));
+      if (!s.ok()) return s;
+    }
     hasher.FinishCandidate(out->context, terms, &out->features, first);
     out->ends.push_back(out->features.size());
   }

@@ -22,12 +22,29 @@
 
 namespace clickd {
 
+// What HashPredictRequest tells its caller as it walks the request, so that
+// a caller can count the request's cost from the same walk
+// (server/predict_scoring.cc): for the context, then for each candidate
+// once it passed its checks, the features its namespaces yielded (the
+// non-zero ones, before crosses, the bias and merging) and its dense
+// values. An error stops the walk and is what HashPredictRequest returns.
+class HashingProgress {
+ public:
+  virtual absl::Status Context(uint64_t features, uint64_t dense_values) = 0;
+  virtual absl::Status Candidate(int index, uint64_t features, uint64_t dense_values) = 0;
+
+ protected:
+  ~HashingProgress() = default;
+};
+
 // Checks the request's context and candidates and hashes them for `model`
 // into *out (cleared first): what ScoreCandidates(model, hashed) scores as
 // ScoreCandidates(model, context, candidates) scores the converted
 // Examples. Dense values, which are rare, are copied into out->dense.
+// `progress`, if set, hears of each example as above.
 absl::Status HashPredictRequest(const v1::PredictRequest& request, const Model& model,
-                                const ExampleLimits& limits, HashedCandidates* out);
+                                const ExampleLimits& limits, HashedCandidates* out,
+                                HashingProgress* progress = nullptr);
 
 }  // namespace clickd
 
