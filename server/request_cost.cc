@@ -195,20 +195,15 @@ class PredictCosts {
 
 }  // namespace
 
-bool PredictCostCheck::Add(int index, uint64_t with_context) {
-  if (!cost_.status.ok()) return false;
+bool PredictCostCheck::Refuse(int index, uint64_t with_context) {
   if (with_context > limits_.max_features_after_interactions) {
     cost_.status = TooManyForExample(absl::StrCat("candidates[", index, "] (with the context)"),
                                      with_context, limits_);
     return false;
   }
-  // What the candidate adds: its own and crossed features.
   cost_.features = SaturatingAdd(cost_.features, with_context - context_cost_);
-  if (cost_.features > limits_.max_features_per_request) {
-    cost_.status = TooManyForRequest(cost_.features, limits_);
-    return false;
-  }
-  return true;
+  cost_.status = TooManyForRequest(cost_.features, limits_);
+  return false;
 }
 
 RequestCost CountPredictCost(const HashingConfig& hashing, const v1::PredictRequest& request,

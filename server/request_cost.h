@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "clickd/v1/clickd.pb.h"
+#include "core/features/feature_count.h"
 #include "core/features/hasher.h"
 #include "core/model/model_config.h"
 #include "server/limits.h"
@@ -63,12 +64,26 @@ class PredictCostCheck {
   // Adds candidate `index`, whose cost with the context is `with_context`.
   // Returns false, and keeps the error in cost().status, when the candidate
   // or the request's total is over its limit; nothing is added after that.
-  bool Add(int index, uint64_t with_context);
+  bool Add(int index, uint64_t with_context) {
+    if (!cost_.status.ok()) return false;
+    if (with_context <= limits_.max_features_after_interactions) {
+      // What the candidate adds: its own and crossed features.
+      const uint64_t total = SaturatingAdd(cost_.features, with_context - context_cost_);
+      if (total <= limits_.max_features_per_request) {
+        cost_.features = total;
+        return true;
+      }
+    }
+    return Refuse(index, with_context);
+  }
 
   uint64_t context_cost() const { return context_cost_; }
   const RequestCost& cost() const { return cost_; }
 
  private:
+  // Add's refusal: the error of the limit that candidate `index` passes.
+  bool Refuse(int index, uint64_t with_context);
+
   const Limits& limits_;
   const uint64_t context_cost_;
   RequestCost cost_;
