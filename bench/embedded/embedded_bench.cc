@@ -14,10 +14,15 @@
 //   throughput candidates/s of one thread calling the embedded replica in a
 //              loop, against one closed-loop gRPC caller (whose server
 //              uses the other core too: the ratio favours gRPC);
-//   freshness  an open-loop writer sends --fresh_rate Updates/s of 10
-//              examples to the replica for --fresh_seconds; for each
-//              acknowledged one, the time until the embedded replica had
-//              applied its model_version (0 if it had already).
+//   freshness  --fresh_writers threads (each with its own channel) offer
+//              --fresh_rate Updates/s in all, of --fresh_examples examples,
+//              to the replica for --fresh_seconds, open loop; for each
+//              acknowledged one, the time from its acknowledgement (as its
+//              writer's thread saw it: late when the writers wait for a
+//              core, so 0 if the embedded replica had applied it by then)
+//              and from its send (an upper bound: it includes the Update's
+//              own latency) until the embedded replica had applied its
+//              model_version.
 // Every loop is bounded in count and time; every process is stopped by PID.
 //
 // Usage: embedded_bench --work_dir=DIR [--clickd=PATH] [--out=results.json]
@@ -55,12 +60,12 @@ ABSL_FLAG(int, candidates, 40, "candidates per Predict");
 ABSL_FLAG(int, grpc_calls, 5000, "Predicts over gRPC in the latency phase");
 ABSL_FLAG(int, embedded_calls, 50000, "Predicts in-process in the latency phase");
 ABSL_FLAG(double, seconds, 3, "seconds of each throughput run");
-ABSL_FLAG(int, fresh_rate, 500, "Updates per second of the freshness writer");
+ABSL_FLAG(int, fresh_rate, 10000, "Updates per second the freshness writers offer, in all");
 ABSL_FLAG(double, fresh_seconds, 5, "seconds of the freshness phase");
-ABSL_FLAG(int, fresh_writers, 4,
+ABSL_FLAG(int, fresh_writers, 256,
           "writer threads of the freshness phase, each with its own channel: the rate "
           "they can offer is at most writers / the Update's latency");
-ABSL_FLAG(int, fresh_examples, 10, "examples per Update of the freshness phase");
+ABSL_FLAG(int, fresh_examples, 1, "examples per Update of the freshness phase");
 ABSL_FLAG(std::vector<std::string>, then_run, {},
           "commands run after the latency phase, each with --nats_url=URLS --server=ADDRESS "
           "appended (run.sh: the Go and Python bindings' latency against this deployment)");
