@@ -62,7 +62,7 @@ ABSL_FLAG(int, embedded_calls, 50000, "Predicts in-process in the latency phase"
 ABSL_FLAG(double, seconds, 3, "seconds of each throughput run");
 ABSL_FLAG(int, fresh_rate, 10000, "Updates per second the freshness writers offer, in all");
 ABSL_FLAG(double, fresh_seconds, 5, "seconds of the freshness phase");
-ABSL_FLAG(int, fresh_writers, 256,
+ABSL_FLAG(int, fresh_writers, 512,
           "writer threads of the freshness phase, each with its own channel: the rate "
           "they can offer is at most writers / the Update's latency");
 ABSL_FLAG(int, fresh_examples, 1, "examples per Update of the freshness phase");
