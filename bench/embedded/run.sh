@@ -9,7 +9,8 @@
 # on 127.0.0.1, trains the default model, opens an embedded replica in its
 # own process and measures Predict latency and one caller's throughput
 # in-process and over gRPC, and the freshness of the embedded replica under
-# an open-loop writer. Between latency and throughput it runs, against the
+# 512 open-loop writers offering 10,000 Updates/s in all (embedded_bench
+# --help: fresh_*). Between latency and throughput it runs, against the
 # same deployment and model, the Go binding's latency
 # (client/go/examples/embedded_latency, built here with -tags
 # clickd_embedded from the module cache), the Python binding's
