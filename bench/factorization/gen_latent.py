@@ -2,7 +2,8 @@
 """A click log whose truth has latent field interactions (issue 37).
 
 Each example is a user, a site, a device and an ad, drawn with power-law
-popularity. The true click probability is
+popularity (--popularity, the exponent: 1 by default, 0 uniform). The true
+click probability is
 
     p = sigmoid(b0 + b_user + b_site + b_device + b_ad
                 + <U_user, A1_ad> + <S_site, A2_ad> + <D_device, A3_ad>)
@@ -50,6 +51,9 @@ def main():
     ap.add_argument("--sites", type=int, default=300)
     ap.add_argument("--devices", type=int, default=8)
     ap.add_argument("--ads", type=int, default=2000)
+    ap.add_argument("--popularity", type=float, default=1.0,
+                    help="the power-law exponent of the users', sites' and ads' popularity "
+                         "(0: uniform; devices keep 0.5)")
     ap.add_argument("--bias", type=float, default=-3.0, help="b0: sets the base CTR")
     ap.add_argument("--bias_sigma", type=float, default=0.3)
     ap.add_argument("--latent_sigma", type=float, default=0.6,
@@ -69,10 +73,10 @@ def main():
     ad_user = vectors(rng, args.ads, k, args.latent_sigma)
     ad_site = vectors(rng, args.ads, k, args.latent_sigma)
     ad_device = vectors(rng, args.ads, k, args.latent_sigma)
-    draw = {"user": power_law_sampler(rng, args.users, 1.0),
-            "site": power_law_sampler(rng, args.sites, 1.0),
+    draw = {"user": power_law_sampler(rng, args.users, args.popularity),
+            "site": power_law_sampler(rng, args.sites, args.popularity),
             "device": power_law_sampler(rng, args.devices, 0.5),
-            "ad": power_law_sampler(rng, args.ads, 1.0)}
+            "ad": power_law_sampler(rng, args.ads, args.popularity)}
 
     realized = 0.0
     expected = 0.0

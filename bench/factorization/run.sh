@@ -48,22 +48,4 @@ for run in "${runs[@]}"; do
     --progress_every=0 --json $flags "$log" >"$out/$name.txt"
   tail -1 "$out/$name.txt" >"$out/$name.json"
 done
-python3 - "$out" "${runs[@]}" <<'PY'
-import json, sys
-out = sys.argv[1]
-fields = open(f"{out}/bayes.txt").read().split()
-b = dict(zip(fields[::2], fields[1::2]))
-bayes = float(b["bayes_logloss_realized"])
-print(f"Bayes logloss (realized on these examples): {bayes:.5f}")
-print("| model | flags | logloss [95% CI] | excess over Bayes [95% CI] |")
-print("|---|---|---|---|")
-for run in sys.argv[2:]:
-    name, flags = run.split("|", 1)
-    j = json.load(open(f"{out}/{name}.json"))
-    m = j.get("progressive", j)
-    ll = m["logloss"]
-    ci = m["ci95"]["logloss"]
-    lo, hi = ci["lo"], ci["hi"]
-    print(f"| {name} | `{flags}` | {ll:.5f} [{lo:.5f}, {hi:.5f}] | "
-          f"{ll - bayes:.5f} [{lo - bayes:.5f}, {hi - bayes:.5f}] |")
-PY
+python3 bench/factorization/latent_table.py "$out" "${runs[@]}"
