@@ -8,7 +8,8 @@
 // candidate with the context, in the same order, with the same codes and
 // the same messages (e.g. "candidates[3].namespaces[0].features[2].value
 // is nan; must be finite"); a field path is built only for an error. The
-// request's cost (server/request_cost.h) is checked by the caller first.
+// request's cost (server/request_cost.h) is the caller's to check: before,
+// or during the walk from what HashingProgress reports.
 //
 // Pure function; thread-compatible (the output belongs to the caller).
 #ifndef CLICKD_WIRE_PREDICT_REQUEST_H_
