@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Plots docs/img/factorization_quality.png from the outputs of run.sh and
-criteo.sh (bench/out/factorization/): each model's logloss with its 95%
-bootstrap interval, the latent log's as excess over the Bayes predictor.
+"""Plots docs/img/factorization_quality.png from the outputs of run.sh,
+criteo.sh and sweep.sh (bench/out/factorization/): each model's logloss
+with its 95% bootstrap interval, the latent log's as excess over the Bayes
+predictor, and per log of sweep.sh the best crosses row's, FM's and FFM's
+excess beside 0.6x the best crosses row's (the issue's target). The sweep
+panel is after helper-18's (branch h-latent).
 
     /usr/bin/python3 bench/factorization/plot.py   # Debian's matplotlib
 """
@@ -19,6 +22,12 @@ LATENT = ["linear", "linear+true_crosses", "linear+true_crosses_alpha0.05",
           "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized",
           "ffm_eta0.05", "ffm_eta0.5", "ffm_dim8", "ffm_alpha0.3"]
 CRITEO = ["linear", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized"]
+# sweep.sh's logs (examples, ads, users, popularity) in its order; those
+# not run are left out.
+SWEEP = [(500000, 2000, 20000, 1), (500000, 20000, 20000, 1), (2000000, 2000, 20000, 1),
+         (2000000, 20000, 20000, 1), (2000000, 2000, 200000, 1), (500000, 2000, 20000, 0),
+         (2000000, 2000, 20000, 0), (2000000, 20000, 20000, 0)]
+CROSSES = ["crosses_alpha0.05", "crosses_alpha0.1", "crosses_alpha0.3", "crosses_alpha1"]
 
 
 def load(path):
@@ -41,6 +50,47 @@ def bars(ax, names, values, title, xlabel):
     ax.set_xlabel(xlabel)
 
 
+def excess(out, name, bayes):
+    p, _ = load(f"{out}/{name}.json")
+    ci = p["ci95"]["logloss"]
+    return p["logloss"] - bayes, ci["lo"] - bayes, ci["hi"] - bayes
+
+
+def sweep_panel(ax):
+    labels, series = [], {"best crosses": [], "FM": [], "FFM": []}
+    for examples, ads, users, popularity in SWEEP:
+        out = f"{OUT}/sweep/examples{examples}_ads{ads}_users{users}"
+        if popularity != 1:
+            out += f"_popularity{popularity}"
+        if not os.path.exists(f"{out}/ffm.json"):
+            continue
+        with open(f"{out}/bayes.txt") as f:
+            fields = f.read().split()
+        bayes = float(dict(zip(fields[::2], fields[1::2]))["bayes_logloss_realized"])
+        series["best crosses"].append(min((excess(out, n, bayes) for n in CROSSES),
+                                          key=lambda e: e[0]))
+        series["FM"].append(excess(out, "fm", bayes))
+        series["FFM"].append(excess(out, "ffm", bayes))
+        labels.append(f"{examples // 1000}k ex.\n{ads // 1000}k ads\n{users // 1000}k users"
+                      + ("\nuniform" if popularity == 0 else ""))
+    xs = range(len(labels))
+    for i, (name, color) in enumerate((("best crosses", "tab:gray"), ("FM", "tab:cyan"),
+                                       ("FFM", "tab:blue"))):
+        v = series[name]
+        x = [a + (i - 1) * 0.2 for a in xs]
+        ax.errorbar(x, [e[0] for e in v], yerr=[[e[0] - e[1] for e in v], [e[2] - e[0] for e in v]],
+                    fmt="o", color=color, capsize=3, label=name)
+    for a, e in zip(xs, series["best crosses"]):
+        ax.hlines(0.6 * e[0], a - 0.35, a + 0.35, colors="tab:red", linestyles="dashed")
+    ax.plot([], [], color="tab:red", linestyle="dashed", label="0.6 x best crosses (target)")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, fontsize="small")
+    ax.set_ylim(bottom=0)
+    ax.set_title("latent logs of sweep.sh (one pass)")
+    ax.set_ylabel("progressive logloss - Bayes [95% CI]")
+    ax.legend(fontsize="small")
+
+
 def main():
     with open(f"{OUT}/bayes.txt") as f:
         fields = f.read().split()
@@ -56,11 +106,13 @@ def main():
         for m, out in ((p, criteo_p), (t, criteo_t)):
             ci = m["ci95"]["logloss"]
             out.append((m["logloss"], ci["lo"], ci["hi"]))
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5.5), constrained_layout=True)
+    fig, axes = plt.subplots(1, 4, figsize=(24, 5.5), constrained_layout=True,
+                             gridspec_kw={"width_ratios": [1, 1, 1, 1.6]})
     bars(axes[0], LATENT, latent, "latent-interaction log (500k, one pass)",
          "progressive logloss - Bayes [95% CI]")
     bars(axes[1], CRITEO, criteo_p, "Criteo 8k: progressive (7,200)", "logloss [95% CI]")
     bars(axes[2], CRITEO, criteo_t, "Criteo 8k: test (391)", "logloss [95% CI]")
+    sweep_panel(axes[3])
     dest = sys.argv[1] if len(sys.argv) > 1 else "docs/img/factorization_quality.png"
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     fig.savefig(dest, dpi=90)
