@@ -64,7 +64,8 @@ class RandomRequests {
     request.set_model("m");
     if (Uniform(0, 3) > 0) *request.mutable_context() = Example(true);
     for (int i = Uniform(1, 8); i > 0; --i) *request.add_candidates() = Example(false);
-    if (Uniform(0, 15) == 0) request.set_explain_top_k(Uniform(0, 3) == 0 ? 1000 : 2);  // over the limit of 100 at times
+    if (Uniform(0, 15) == 0)
+      request.set_explain_top_k(Uniform(0, 3) == 0 ? 1000 : 2);  // over the limit of 100 at times
     if (Uniform(0, 20) == 0) request.set_variant("no_such_variant");
     return request;
   }
@@ -73,8 +74,8 @@ class RandomRequests {
 
  private:
   float Value() {
-    static constexpr float kValues[] = {0.0f, -0.0f, 0.5f, -2.0f, 1.0f, 3e5f, 1e30f,
-                                        std::numeric_limits<float>::quiet_NaN()};
+    static constexpr float kValues[] = {
+        0.0f, -0.0f, 0.5f, -2.0f, 1.0f, 3e5f, 1e30f, std::numeric_limits<float>::quiet_NaN()};
     return kValues[Uniform(0, 7)];
   }
 
@@ -106,10 +107,9 @@ TEST(PlanPredict, CountingWhileHashingAnswersAsCountingFirst) {
       const absl::Status a =
           PlanPredict(served, request, limits, /*counted=*/nullptr, &fused, &fused_scorer);
       const RequestCost cost = CountPredictCost(config.hashing, request, limits);
-      const absl::Status b = cost.status.ok()
-                                 ? PlanPredict(served, request, limits, &cost, &counted_first,
-                                               &counted_scorer)
-                                 : cost.status;
+      const absl::Status b = cost.status.ok() ? PlanPredict(served, request, limits, &cost,
+                                                            &counted_first, &counted_scorer)
+                                              : cost.status;
       ASSERT_EQ(a, b) << request.ShortDebugString();
       if (!a.ok()) {
         const bool for_cost = a.message().find("features after interactions") != std::string::npos;

@@ -188,14 +188,14 @@ TEST(RequestCost, WithoutCrossesTheCountIsTheSumOfEveryForm) {
   ad->add_id_values(0);  // dropped
   ad->add_keys(8);
   ad->add_keys(9);
-  AddNamespace(request.mutable_candidates(0), "site", 2);  // 1 + 2 + 2 = 5 own
-  AddNamespace(request.add_candidates(), "ad", 4);         // 4 own
+  AddNamespace(request.mutable_candidates(0), "site", 2);        // 1 + 2 + 2 = 5 own
+  AddNamespace(request.add_candidates(), "ad", 4);               // 4 own
   request.mutable_candidates(1)->add_dense()->add_values(1.0f);  // + 1
   Limits limits;
   const RequestCost cost = CountPredictCost(plain, request, limits);
   ASSERT_TRUE(cost.status.ok()) << cost.status;
   EXPECT_EQ(cost.features, (3u + 1 + 1) + 5 + (4 + 1));  // the context once, then each candidate
-  limits.max_features_after_interactions = 10;  // candidates[1] with the context: 5 + 5
+  limits.max_features_after_interactions = 10;           // candidates[1] with the context: 5 + 5
   EXPECT_TRUE(CountPredictCost(plain, request, limits).status.ok());
   limits.max_features_after_interactions = 9;
   EXPECT_EQ(CountPredictCost(plain, request, limits).status.message(),

@@ -375,8 +375,8 @@ int Run() {
     if (it == reached.end()) continue;
     freshness.values.push_back(
         std::max(0.0, std::chrono::duration<double, std::micro>(it->second - at).count()));
-    from_send.values.push_back(std::max(
-        0.0, std::chrono::duration<double, std::micro>(it->second - sent[v]).count()));
+    from_send.values.push_back(
+        std::max(0.0, std::chrono::duration<double, std::micro>(it->second - sent[v]).count()));
   }
   absl::PrintF(
       "freshness at %.0f Updates/s of %d examples from %d writers (%d errors): acknowledged -> "

@@ -366,7 +366,7 @@ TEST(Hasher, ReusedCollectorCollectsAsFreshOnes) {
   config.interactions = {{"u", "a"}, {"a", "a"}};
   const FeatureHasher hasher(config, {"a", "u"});
   const std::vector<std::vector<std::pair<std::string, std::string>>> examples = {
-      {{"a", "x"}, {"a", "y"}}, {{"a", "z"}},  {{"u", "x"}, {"a", "x"}}, {{"u", "x"}},
+      {{"a", "x"}, {"a", "y"}},  {{"a", "z"}}, {{"u", "x"}, {"a", "x"}}, {{"u", "x"}},
       {{"s", "x"}, {"aa", "x"}}, {{"a", "w"}}, {{"", "x"}, {"a", "x"}}};
   std::vector<HashedFeature> reused;
   FeatureHasher::TermLists reused_terms;
