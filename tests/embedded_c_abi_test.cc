@@ -169,12 +169,15 @@ TEST(EmbeddedCAbi, PredictKeysAnswersAsTheMessageDoes) {
                                    ends.data(), 10, untouched.data(), nullptr, nullptr, &error),
       3);
   EXPECT_NE(TakeError(error).find("must be set"), std::string::npos);
+  // The good arrays above, unweighted, for `model`, into `out`.
+  const auto predict_keys = [&](const char* model, double* out, char** e) {
+    return clickd_embedded_predict_keys(replica, model, nullptr, namespaces, 2, context_keys.data(),
+                                        context_ns.data(), nullptr, 1, candidate_keys.data(),
+                                        candidate_ns.data(), nullptr, ends.data(), 10, out, nullptr,
+                                        nullptr, e);
+  };
   // A model it does not hold: NOT_FOUND, as the message path says.
-  EXPECT_EQ(clickd_embedded_predict_keys(
-                replica, "nope", nullptr, namespaces, 2, context_keys.data(), context_ns.data(),
-                nullptr, 1, candidate_keys.data(), candidate_ns.data(), nullptr, ends.data(), 10,
-                untouched.data(), nullptr, nullptr, &error),
-            5);
+  EXPECT_EQ(predict_keys("nope", untouched.data(), &error), 5);
   TakeError(error);
   for (double v : untouched) EXPECT_EQ(v, -7);
   // No candidates: refused as the message path refuses it.
@@ -196,10 +199,7 @@ TEST(EmbeddedCAbi, PredictKeysAnswersAsTheMessageDoes) {
       const auto stop_at = Clock::now() + std::chrono::seconds(20);
       while (Clock::now() < stop_at) {
         char* e = nullptr;
-        const int code = clickd_embedded_predict_keys(
-            replica, "default", nullptr, namespaces, 2, context_keys.data(), context_ns.data(),
-            nullptr, 1, candidate_keys.data(), candidate_ns.data(), nullptr, ends.data(), 10,
-            out.data(), nullptr, nullptr, &e);
+        const int code = predict_keys("default", out.data(), &e);
         clickd_embedded_free(e);
         if (code == 9) return;
         if (code == 0) {
@@ -210,15 +210,15 @@ TEST(EmbeddedCAbi, PredictKeysAnswersAsTheMessageDoes) {
       }
     });
   }
-  while (answered.load() < 2000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Bounded: the wait stops at the first unexpected code, or at 20 s.
+  const auto close_by = Clock::now() + std::chrono::seconds(20);
+  while (answered.load() < 2000 && other_codes.load() == 0 && Clock::now() < close_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   clickd_embedded_close(replica);
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(other_codes.load(), 0);
-  EXPECT_EQ(clickd_embedded_predict_keys(
-                replica, "default", nullptr, namespaces, 2, context_keys.data(), context_ns.data(),
-                nullptr, 1, candidate_keys.data(), candidate_ns.data(), nullptr, ends.data(), 10,
-                untouched.data(), nullptr, nullptr, &error),
-            9);
+  EXPECT_EQ(predict_keys("default", untouched.data(), &error), 9);
   EXPECT_EQ(TakeError(error), "the embedded replica is closed");
   EXPECT_EQ(clickd_embedded_applied_version(replica), 0u);
   EXPECT_EQ(clickd_embedded_stats_json(replica), nullptr);
