@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # How FM and FFM compare with the true crosses as the latent log changes
 # (docs/factorization.md, "How the comparison depends on the log"; issue
-# 37). For each regime of a fixed list (examples, ads, users; gen_latent.py
-# otherwise at its defaults, seed 1) it generates the log and replays it
-# through `clickctl replay --offline` with linear, linear + the true
-# crosses at four FTRL rates, and FM and FFM at the factorization's
-# defaults; it prints each regime's table and a summary line (the best
-# crosses row, FM's and FFM's excess over the Bayes logloss and their
-# ratios to it). Every regime and row of the lists is run and published:
-# none is picked after the fact, and no setting is tuned per regime.
+# 37). For each regime of a fixed list (examples, ads, users, popularity,
+# sites, devices; gen_latent.py otherwise at its defaults, seed 1) it
+# generates the log and replays it through `clickctl replay --offline` with
+# linear, linear + the true crosses at four FTRL rates, and FM and FFM at
+# the factorization's defaults and at two more factor rates; it prints each
+# regime's table and a summary line (the best crosses row, FM's and FFM's
+# excess over the Bayes logloss and their ratios to it). Every regime and
+# row of the lists is run and published: none is picked after the fact,
+# and no setting is tuned per regime.
 #
-#   bash bench/factorization/sweep.sh        # build/release; about 25 min
-# Knobs: BUILD_DIR, BOOTSTRAP (1000), JOBS (2 replays at a time), REGIMES
-# (a regular expression: only the regimes whose name matches).
+#   bash bench/factorization/sweep.sh        # build/release; about 60 min
+# Knobs: BUILD_DIR, BOOTSTRAP (1000; a regime gets at most 10^9 / examples
+# resamples, so 100 for 10M examples: the bootstrap costs resamples x
+# examples), JOBS (2 replays at a time), REGIMES and ROWS (regular
+# expressions: only the regimes and rows whose name matches).
 # Outputs under bench/out/factorization/sweep/<regime>/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,17 +30,22 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) clickctl sha256 $(sha256sum "$clickct
   "load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$root/machine.txt"
 
 # examples, ads, users, popularity (gen_latent.py's power-law exponent of
-# users, sites and ads; 0 is uniform). The three uniform regimes were added
-# after the first five had run: docs/factorization.md says so.
+# users, sites and ads; 0 is uniform), sites, devices. The three uniform
+# regimes were added after the first five had run, and the last three
+# (users and ads seen thousands of times, a user-ad pair a few times)
+# after those eight: docs/factorization.md says so.
 regimes=(
-  "500000 2000 20000 1"
-  "500000 20000 20000 1"
-  "2000000 2000 20000 1"
-  "2000000 20000 20000 1"
-  "2000000 2000 200000 1"
-  "500000 2000 20000 0"
-  "2000000 2000 20000 0"
-  "2000000 20000 20000 0"
+  "500000 2000 20000 1 300 8"
+  "500000 20000 20000 1 300 8"
+  "2000000 2000 20000 1 300 8"
+  "2000000 20000 20000 1 300 8"
+  "2000000 2000 200000 1 300 8"
+  "500000 2000 20000 0 300 8"
+  "2000000 2000 20000 0 300 8"
+  "2000000 20000 20000 0 300 8"
+  "2000000 2000 2000 0 300 8"
+  "10000000 2000 2000 0 300 8"
+  "10000000 2000 2000 0 1 1"
 )
 fields=--factor_fields=user,site,device,ad
 crosses=--interactions=user:ad,site:ad,device:ad
@@ -49,23 +57,31 @@ runs=(
   "crosses_alpha1|--optimizer=ftrl --alpha=1 $crosses"
   "fm|--optimizer=ftrl --factorization=fm $fields"
   "ffm|--optimizer=ftrl --factorization=ffm $fields"
+  "fm_eta0.5|--optimizer=ftrl --factorization=fm $fields --factor_eta=0.5"
+  "ffm_eta0.5|--optimizer=ftrl --factorization=ffm $fields --factor_eta=0.5"
+  "fm_eta1|--optimizer=ftrl --factorization=fm $fields --factor_eta=1"
+  "ffm_eta1|--optimizer=ftrl --factorization=ffm $fields --factor_eta=1"
 )
 summary=()
 for regime in "${regimes[@]}"; do
-  read -r examples ads users popularity <<<"$regime"
+  read -r examples ads users popularity sites devices <<<"$regime"
   name="examples${examples}_ads${ads}_users${users}"
   [[ $popularity == 1 ]] || name+="_popularity${popularity}"
+  [[ $sites == 300 && $devices == 8 ]] || name+="_sites${sites}_devices${devices}"
   if [[ -n ${REGIMES:-} && ! $name =~ $REGIMES ]]; then continue; fi
   out=$root/$name
   mkdir -p "$out"
   python3 bench/factorization/gen_latent.py --examples "$examples" --ads "$ads" \
-    --users "$users" --popularity "$popularity" --seed 1 --out "$out/log.vw" --truth "$out/log.truth" >"$out/bayes.txt"
+    --users "$users" --popularity "$popularity" --sites "$sites" --devices "$devices" --seed 1 --out "$out/log.vw" --truth "$out/log.truth" >"$out/bayes.txt"
+  resamples=$((bootstrap < 1000000000 / examples ? bootstrap : 1000000000 / examples))
+  echo "$resamples" >"$out/resamples.txt"
   pids=()
   for run in "${runs[@]}"; do
     run_name=${run%%|*}
     flags=${run#*|}
+    if [[ -n ${ROWS:-} && ! $run_name =~ $ROWS ]]; then continue; fi
     # shellcheck disable=SC2086
-    ("$clickctl" replay --offline --format=vw --bootstrap="$bootstrap" --progress_every=0 \
+    ("$clickctl" replay --offline --format=vw --bootstrap="$resamples" --progress_every=0 \
       --json $flags "$out/log.vw" | tail -1 >"$out/$run_name.json") &
     pids+=($!)
     if ((${#pids[@]} >= jobs)); then
@@ -77,10 +93,11 @@ for regime in "${regimes[@]}"; do
   rm -f "$out/log.vw" "$out/log.truth"  # regenerated from the seed on demand
   echo "## $name"
   cat "$out/bayes.txt"
+  echo "bootstrap resamples: $(cat "$out/resamples.txt")"
   python3 bench/factorization/latent_table.py "$out" "${runs[@]}"
   summary+=("$(python3 bench/factorization/latent_table.py --summary "$out" "${runs[@]}")")
 done
 echo
-echo "| regime | Bayes logloss | best crosses excess (row) | FM excess | FFM excess | FM / best crosses | FFM / best crosses |"
-echo "|---|---|---|---|---|---|---|"
+echo "| regime | Bayes logloss | best crosses excess (row) | FM excess | FFM excess | FM / best crosses | FFM / best crosses | FFM eta 0.5 / best crosses | FFM eta 1 / best crosses |"
+echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${summary[@]}"
