@@ -207,7 +207,7 @@ TEST(Convert, FactorizationRoundTripsAndIsCheckedByName) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->factorization.kind, FactorizationConfig::Kind::kFfm);
   EXPECT_EQ(c->factorization.dim, 4);
-  EXPECT_EQ(c->factorization.eta, 0.2);
+  EXPECT_EQ(c->factorization.eta, 1.0);
   const v1::ModelConfig back = ModelConfigToProto(*c);
   EXPECT_EQ(back.factorization().kind(), "ffm");
   EXPECT_EQ(back.factorization().dim(), 4u);

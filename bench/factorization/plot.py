@@ -2,8 +2,8 @@
 """Plots docs/img/factorization_quality.png from the outputs of run.sh,
 criteo.sh and sweep.sh (bench/out/factorization/): each model's logloss
 with its 95% bootstrap interval, the latent log's as excess over the Bayes
-predictor, and per log of sweep.sh the best crosses row's, FM's and FFM's
-excess beside 0.6x the best crosses row's (the issue's target). The sweep
+predictor, and per log of sweep.sh the best crosses row's and FFM's excess at
+eta 0.2, 0.5 and 1 beside 0.6x the best crosses row's (the issue's target). The sweep
 panel is after helper-18's (branch h-latent).
 
     /usr/bin/python3 bench/factorization/plot.py   # Debian's matplotlib
@@ -19,14 +19,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 OUT = "bench/out/factorization"
 LATENT = ["linear", "linear+true_crosses", "linear+true_crosses_alpha0.05",
-          "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized",
+          "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_eta0.2", "ffm_eta0.2",
+          "fm_unnormalized", "ffm_unnormalized",
           "ffm_eta0.05", "ffm_eta0.5", "ffm_dim8", "ffm_alpha0.3"]
-CRITEO = ["linear", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized"]
-# sweep.sh's logs (examples, ads, users, popularity) in its order; those
-# not run are left out.
-SWEEP = [(500000, 2000, 20000, 1), (500000, 20000, 20000, 1), (2000000, 2000, 20000, 1),
-         (2000000, 20000, 20000, 1), (2000000, 2000, 200000, 1), (500000, 2000, 20000, 0),
-         (2000000, 2000, 20000, 0), (2000000, 20000, 20000, 0)]
+CRITEO = ["linear", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized", "ffm_eta0.5", "ffm_eta1"]
+# sweep.sh's logs (examples, ads, users, popularity, sites, devices) in its
+# order; those not run are left out.
+SWEEP = [(500000, 2000, 20000, 1, 300, 8), (500000, 20000, 20000, 1, 300, 8),
+         (2000000, 2000, 20000, 1, 300, 8), (2000000, 20000, 20000, 1, 300, 8),
+         (2000000, 2000, 200000, 1, 300, 8), (500000, 2000, 20000, 0, 300, 8),
+         (2000000, 2000, 20000, 0, 300, 8), (2000000, 20000, 20000, 0, 300, 8),
+         (2000000, 2000, 2000, 0, 300, 8), (10000000, 2000, 2000, 0, 300, 8),
+         (10000000, 2000, 2000, 0, 1, 1)]
+# The sweep's FFM rows drawn, by row name and label.
+SWEEP_FFM = [("ffm", "FFM, eta 0.2"), ("ffm_eta0.5", "FFM, eta 0.5"), ("ffm_eta1", "FFM, eta 1")]
 CROSSES = ["crosses_alpha0.05", "crosses_alpha0.1", "crosses_alpha0.3", "crosses_alpha1"]
 
 
@@ -57,27 +63,32 @@ def excess(out, name, bayes):
 
 
 def sweep_panel(ax):
-    labels, series = [], {"best crosses": [], "FM": [], "FFM": []}
-    for examples, ads, users, popularity in SWEEP:
+    labels = []
+    series = {"best crosses": []}
+    series.update({label: [] for _, label in SWEEP_FFM})
+    for examples, ads, users, popularity, sites, devices in SWEEP:
         out = f"{OUT}/sweep/examples{examples}_ads{ads}_users{users}"
         if popularity != 1:
             out += f"_popularity{popularity}"
-        if not os.path.exists(f"{out}/ffm.json"):
+        if (sites, devices) != (300, 8):
+            out += f"_sites{sites}_devices{devices}"
+        if not all(os.path.exists(f"{out}/{name}.json") for name, _ in SWEEP_FFM):
             continue
         with open(f"{out}/bayes.txt") as f:
             fields = f.read().split()
         bayes = float(dict(zip(fields[::2], fields[1::2]))["bayes_logloss_realized"])
         series["best crosses"].append(min((excess(out, n, bayes) for n in CROSSES),
                                           key=lambda e: e[0]))
-        series["FM"].append(excess(out, "fm", bayes))
-        series["FFM"].append(excess(out, "ffm", bayes))
-        labels.append(f"{examples // 1000}k ex.\n{ads // 1000}k ads\n{users // 1000}k users"
-                      + ("\nuniform" if popularity == 0 else ""))
+        for name, label in SWEEP_FFM:
+            series[label].append(excess(out, name, bayes))
+        labels.append(f"{examples / 1e6:g}M ex.\n{ads // 1000}k ads\n{users // 1000}k users"
+                      + ("\nuniform" if popularity == 0 else "")
+                      + ("" if (sites, devices) == (300, 8) else f"\n{sites} site, {devices} dev."))
     xs = range(len(labels))
-    for i, (name, color) in enumerate((("best crosses", "tab:gray"), ("FM", "tab:cyan"),
-                                       ("FFM", "tab:blue"))):
+    colors = ("tab:gray", "tab:cyan", "tab:blue", "tab:purple")
+    for i, (name, color) in enumerate(zip(series, colors)):
         v = series[name]
-        x = [a + (i - 1) * 0.2 for a in xs]
+        x = [a + (i - 1.5) * 0.18 for a in xs]
         ax.errorbar(x, [e[0] for e in v], yerr=[[e[0] - e[1] for e in v], [e[2] - e[0] for e in v]],
                     fmt="o", color=color, capsize=3, label=name)
     for a, e in zip(xs, series["best crosses"]):
@@ -106,8 +117,8 @@ def main():
         for m, out in ((p, criteo_p), (t, criteo_t)):
             ci = m["ci95"]["logloss"]
             out.append((m["logloss"], ci["lo"], ci["hi"]))
-    fig, axes = plt.subplots(1, 4, figsize=(24, 5.5), constrained_layout=True,
-                             gridspec_kw={"width_ratios": [1, 1, 1, 1.6]})
+    fig, axes = plt.subplots(1, 4, figsize=(27, 6), constrained_layout=True,
+                             gridspec_kw={"width_ratios": [1, 1, 1, 2.2]})
     bars(axes[0], LATENT, latent, "latent-interaction log (500k, one pass)",
          "progressive logloss - Bayes [95% CI]")
     bars(axes[1], CRITEO, criteo_p, "Criteo 8k: progressive (7,200)", "logloss [95% CI]")

@@ -33,6 +33,8 @@ runs=(
   "linear+true_crosses_alpha0.3|--optimizer=ftrl --alpha=0.3 --interactions=user:ad,site:ad,device:ad"
   "fm|--optimizer=ftrl --factorization=fm --factor_fields=user,site,device,ad"
   "ffm|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad"
+  "fm_eta0.2|--optimizer=ftrl --factorization=fm --factor_fields=user,site,device,ad --factor_eta=0.2"
+  "ffm_eta0.2|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad --factor_eta=0.2"
   "fm_unnormalized|--optimizer=ftrl --factorization=fm --factor_fields=user,site,device,ad --factor_normalize=false"
   "ffm_unnormalized|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad --factor_normalize=false"
   "ffm_eta0.05|--optimizer=ftrl --factorization=ffm --factor_fields=user,site,device,ad --factor_eta=0.05"

@@ -56,7 +56,7 @@ ABSL_FLAG(std::string, factorization, "",
 ABSL_FLAG(std::optional<int>, factor_dim, std::nullopt,
           "--factorization: the latent size, 1..64 (default 4)");
 ABSL_FLAG(std::optional<double>, factor_eta, std::nullopt,
-          "--factorization: the factors' AdaGrad rate, in [1e-9, 1e3] (default 0.2)");
+          "--factorization: the factors' AdaGrad rate, in [1e-9, 1e3] (default 1)");
 ABSL_FLAG(std::optional<double>, factor_l2, std::nullopt,
           "--factorization: the factors' L2 weight, in [0, 1e6] (default 2e-05)");
 ABSL_FLAG(std::optional<bool>, factor_normalize, std::nullopt,
