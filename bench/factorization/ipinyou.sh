@@ -25,7 +25,8 @@ runs=(
   "fm|--optimizer=ftrl --factorization=fm --factor_fields=$fields"
   "ffm|--optimizer=ftrl --factorization=ffm --factor_fields=$fields"
   "ffm_eta0.5|--optimizer=ftrl --factorization=ffm --factor_fields=$fields --factor_eta=0.5"
-  "ffm_eta1|--optimizer=ftrl --factorization=ffm --factor_fields=$fields --factor_eta=1"
+  "fm_eta0.2|--optimizer=ftrl --factorization=fm --factor_fields=$fields --factor_eta=0.2"
+  "ffm_eta0.2|--optimizer=ftrl --factorization=ffm --factor_fields=$fields --factor_eta=0.2"
 )
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ) clickctl sha256 $(sha256sum "$clickctl" | cut -c1-16)" \
   >"$out/machine.txt"

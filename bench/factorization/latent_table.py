@@ -9,8 +9,8 @@ Bayes logloss and, per run, its progressive logloss with the replay's 95%
 bootstrap interval and its excess over the Bayes logloss (the interval
 shifted by it: not a paired bootstrap). With --summary, prints one line
 instead: the best crosses row (lowest excess among runs whose name starts
-with "crosses"), FM's and FFM's excess and their ratios to it, and the
-ratios of the rows ffm_eta0.5 and ffm_eta1 when the runs have them.
+with "crosses") and the ratio to it of the rows fm_eta{0.2,0.5,1} and
+ffm_eta{0.2,0.5,1} (sweep.sh's).
 """
 import json
 import sys
@@ -39,13 +39,13 @@ def main():
     if summary:
         excess = {name: ll - bayes for name, _, ll, _, _ in rows}
         crosses = min((e, n) for n, e in excess.items() if n.startswith("crosses"))
+
+        def ratios(kind):
+            return ", ".join(f"{excess[f'{kind}_eta{eta}'] / crosses[0]:.2f}"
+                             for eta in ("0.2", "0.5", "1"))
+
         print(f"| {out.rstrip('/').split('/')[-1]} | {bayes:.5f} | {crosses[0]:.5f} ({crosses[1]}) | "
-              f"{excess['fm']:.5f} | {excess['ffm']:.5f} | {excess['fm'] / crosses[0]:.2f} | "
-              f"{excess['ffm'] / crosses[0]:.2f} |", end="")
-        for extra in ("ffm_eta0.5", "ffm_eta1"):
-            if extra in excess:
-                print(f" {excess[extra] / crosses[0]:.2f} |", end="")
-        print()
+              f"{ratios('fm')} | {ratios('ffm')} |")
         return
     print(f"Bayes logloss (realized on these examples): {bayes:.5f}")
     print("| model | flags | logloss [95% CI] | excess over Bayes [95% CI] |")

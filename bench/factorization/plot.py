@@ -22,7 +22,7 @@ LATENT = ["linear", "linear+true_crosses", "linear+true_crosses_alpha0.05",
           "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_eta0.2", "ffm_eta0.2",
           "fm_unnormalized", "ffm_unnormalized",
           "ffm_eta0.05", "ffm_eta0.5", "ffm_dim8", "ffm_alpha0.3"]
-CRITEO = ["linear", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized", "ffm_eta0.5", "ffm_eta1"]
+CRITEO = ["linear", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized", "ffm_eta0.5", "fm_eta0.2", "ffm_eta0.2"]
 # sweep.sh's logs (examples, ads, users, popularity, sites, devices) in its
 # order; those not run are left out.
 SWEEP = [(500000, 2000, 20000, 1, 300, 8), (500000, 20000, 20000, 1, 300, 8),
@@ -32,7 +32,8 @@ SWEEP = [(500000, 2000, 20000, 1, 300, 8), (500000, 20000, 20000, 1, 300, 8),
          (2000000, 2000, 2000, 0, 300, 8), (10000000, 2000, 2000, 0, 300, 8),
          (10000000, 2000, 2000, 0, 1, 1)]
 # The sweep's FFM rows drawn, by row name and label.
-SWEEP_FFM = [("ffm", "FFM, eta 0.2"), ("ffm_eta0.5", "FFM, eta 0.5"), ("ffm_eta1", "FFM, eta 1")]
+SWEEP_FFM = [("ffm_eta0.2", "FFM, eta 0.2 (libffm's)"), ("ffm_eta0.5", "FFM, eta 0.5"),
+             ("ffm_eta1", "FFM, eta 1 (the default)")]
 CROSSES = ["crosses_alpha0.05", "crosses_alpha0.1", "crosses_alpha0.3", "crosses_alpha1"]
 
 
