@@ -22,7 +22,9 @@ LATENT = ["linear", "linear+true_crosses", "linear+true_crosses_alpha0.05",
           "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_eta0.2", "ffm_eta0.2",
           "fm_unnormalized", "ffm_unnormalized",
           "ffm_eta0.05", "ffm_eta0.5", "ffm_dim8", "ffm_alpha0.3"]
-CRITEO = ["linear", "fm", "ffm", "fm_unnormalized", "ffm_unnormalized", "ffm_eta0.5", "fm_eta0.2", "ffm_eta0.2"]
+# Criteo's rows without normalisation (2.6-3.1 at eta 1) are in its table,
+# not here: at that scale the other rows' intervals would not show.
+CRITEO = ["linear", "fm", "ffm", "fm_eta0.2", "ffm_eta0.2", "ffm_eta0.5"]
 # sweep.sh's logs (examples, ads, users, popularity, sites, devices) in its
 # order; those not run are left out.
 SWEEP = [(500000, 2000, 20000, 1, 300, 8), (500000, 20000, 20000, 1, 300, 8),
