@@ -12,7 +12,7 @@
 # row of the lists is run and published: none is picked after the fact,
 # and no setting is tuned per regime.
 #
-#   bash bench/factorization/sweep.sh        # build/release; about 60 min
+#   bash bench/factorization/sweep.sh        # build/release; about 70 min
 # Knobs: BUILD_DIR, BOOTSTRAP (1000; a regime gets at most 10^9 / examples
 # resamples, so 100 for 10M examples: the bootstrap costs resamples x
 # examples), JOBS (2 replays at a time), REGIMES and ROWS (regular
