@@ -16,9 +16,15 @@ import json
 import sys
 
 
+def bayes_logloss(out):
+    """The realized Bayes logloss of OUT_DIR/bayes.txt (gen_latent.py's line)."""
+    with open(f"{out}/bayes.txt") as f:
+        fields = f.read().split()
+    return float(dict(zip(fields[::2], fields[1::2]))["bayes_logloss_realized"])
+
+
 def load(out, runs):
-    fields = open(f"{out}/bayes.txt").read().split()
-    bayes = float(dict(zip(fields[::2], fields[1::2]))["bayes_logloss_realized"])
+    bayes = bayes_logloss(out)
     rows = []
     for run in runs:
         name, flags = run.split("|", 1)

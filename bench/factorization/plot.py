@@ -17,6 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from latent_table import bayes_logloss  # noqa: E402  (this directory's)
+
 OUT = "bench/out/factorization"
 LATENT = ["linear", "linear+true_crosses", "linear+true_crosses_alpha0.05",
           "linear+true_crosses_alpha0.3", "fm", "ffm", "fm_eta0.2", "ffm_eta0.2",
@@ -77,9 +79,7 @@ def sweep_panel(ax):
             out += f"_sites{sites}_devices{devices}"
         if not all(os.path.exists(f"{out}/{name}.json") for name, _ in SWEEP_FFM):
             continue
-        with open(f"{out}/bayes.txt") as f:
-            fields = f.read().split()
-        bayes = float(dict(zip(fields[::2], fields[1::2]))["bayes_logloss_realized"])
+        bayes = bayes_logloss(out)
         series["best crosses"].append(min((excess(out, n, bayes) for n in CROSSES),
                                           key=lambda e: e[0]))
         for name, label in SWEEP_FFM:
@@ -106,9 +106,7 @@ def sweep_panel(ax):
 
 
 def main():
-    with open(f"{OUT}/bayes.txt") as f:
-        fields = f.read().split()
-    bayes = float(dict(zip(fields[::2], fields[1::2]))["bayes_logloss_realized"])
+    bayes = bayes_logloss(OUT)
     latent = []
     for name in LATENT:
         p, _ = load(f"{OUT}/{name}.json")

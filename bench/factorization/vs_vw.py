@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from latent_table import bayes_logloss  # this directory's
+
 OUT = "bench/out/factorization"
 LATENT = f"{OUT}/latent_500000_seed1.vw"
 
@@ -106,8 +108,7 @@ def main():
           f"load: {open('/proc/loadavg').read().split()[:3]}")
 
     # Quality.
-    bayes_fields = open(f"{OUT}/bayes.txt").read().split()
-    bayes = float(dict(zip(bayes_fields[::2], bayes_fields[1::2]))["bayes_logloss_realized"])
+    bayes = bayes_logloss(OUT)
     print(f"\nlatent log, one pass; Bayes logloss {bayes:.5f}")
     print("| model | progressive logloss | excess over Bayes |")
     print("|---|---|---|")
